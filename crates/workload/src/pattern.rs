@@ -1,0 +1,322 @@
+//! Address streams: turning a [`Pattern`] into byte offsets inside a buffer, one reference
+//! at a time, and describing what a run of skipped references would have touched.
+//!
+//! The stream is the per-reference hot path of the simulator, so generating an offset is a
+//! handful of integer operations. For sampled simulation a stream can also skip `n`
+//! references without generating them; [`Stream::skip`] reports their footprint either as
+//! an exact page range (sequential sweeps) or as a per-page probability of having been
+//! touched ([`Stream::page_probability`]), which the engine applies to first touches and
+//! accessed bits.
+
+use crate::spec::Pattern;
+use rand::RngCore;
+use rand_distr::{Distribution, Zipf};
+
+/// Bytes in a cache line: the granularity of generated offsets.
+pub const LINE: u64 = 64;
+/// Bytes in a base page: the granularity of skip coverage.
+pub const PAGE: u64 = 4096;
+
+/// Uniform integer in `0..n` from a 64-bit random word (Lemire's multiply-shift; the bias
+/// is below 2^-40 for the sizes used here).
+#[inline]
+fn below(x: u64, n: u64) -> u64 {
+    ((x as u128 * n as u128) >> 64) as u64
+}
+
+/// The footprint of skipped references.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum SkipCoverage {
+    /// Every page in `first_page .. first_page + pages` (taken modulo the buffer's pages)
+    /// was touched, with probability 1.
+    Pages {
+        /// First page touched.
+        first_page: u64,
+        /// Number of consecutive pages touched (at most the buffer's pages).
+        pages: u64,
+    },
+    /// Each page `p` was touched with probability `page_probability(p, refs)`,
+    /// independently.
+    Random {
+        /// Number of references skipped.
+        refs: u64,
+    },
+}
+
+/// A generator of offsets for one access phase over one buffer.
+#[derive(Clone, Debug)]
+pub struct Stream {
+    pattern: Pattern,
+    len: u64,
+    lines: u64,
+    pages: u64,
+    cursor: u64,
+    zipf: Option<ZipfPages>,
+    hot: Option<HotRange>,
+}
+
+#[derive(Clone, Debug)]
+struct ZipfPages {
+    dist: Zipf<f64>,
+    start_page: u64,
+    exponent: f64,
+    norm: f64,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct HotRange {
+    first_line: u64,
+    lines: u64,
+    share_threshold: u64,
+    hot_share: f64,
+}
+
+impl Stream {
+    /// A stream over a buffer of `len` bytes (at least one page).
+    ///
+    /// Returns `None` if the pattern's parameters are out of range (the configuration layer
+    /// validates them first; this is the backstop).
+    pub fn new(pattern: Pattern, len: u64) -> Option<Stream> {
+        if len < PAGE {
+            return None;
+        }
+        let (lines, pages) = (len / LINE, len / PAGE);
+        let mut s = Stream { pattern, len, lines, pages, cursor: 0, zipf: None, hot: None };
+        match pattern {
+            Pattern::Uniform => {}
+            Pattern::Sequential { stride } => {
+                if stride == 0 {
+                    return None;
+                }
+            }
+            Pattern::Zipf { exponent, position } => {
+                if !(exponent > 0.0 && (0.0..=1.0).contains(&position)) {
+                    return None;
+                }
+                let dist = Zipf::new(pages, exponent).ok()?;
+                let start_page = ((position * pages as f64) as u64).min(pages - 1);
+                let norm = harmonic(pages, exponent);
+                s.zipf = Some(ZipfPages { dist, start_page, exponent, norm });
+            }
+            Pattern::HotRange { hot_fraction, hot_share, position } => {
+                let ok = |f: f64| (0.0..=1.0).contains(&f);
+                if !(ok(hot_fraction) && ok(hot_share) && ok(position)) {
+                    return None;
+                }
+                let hot_lines = ((hot_fraction * lines as f64) as u64).clamp(1, lines);
+                let first_line = ((position * lines as f64) as u64).min(lines - hot_lines);
+                let share_threshold = (hot_share * u64::MAX as f64) as u64;
+                s.hot = Some(HotRange { first_line, lines: hot_lines, share_threshold, hot_share });
+            }
+        }
+        Some(s)
+    }
+
+    /// The pattern this stream follows.
+    pub fn pattern(&self) -> Pattern {
+        self.pattern
+    }
+
+    /// Pages in the buffer.
+    pub fn pages(&self) -> u64 {
+        self.pages
+    }
+
+    /// The byte offset of the next reference.
+    #[inline]
+    pub fn next_offset(&mut self, rng: &mut impl RngCore) -> u64 {
+        match self.pattern {
+            Pattern::Uniform => below(rng.next_u64(), self.lines) * LINE,
+            Pattern::Sequential { stride } => {
+                let off = self.cursor;
+                self.cursor += stride;
+                if self.cursor >= self.len {
+                    self.cursor -= self.len;
+                }
+                off
+            }
+            Pattern::Zipf { .. } => self.next_zipf(rng),
+            Pattern::HotRange { .. } => self.next_hot(rng),
+        }
+    }
+
+    fn next_zipf(&mut self, rng: &mut impl RngCore) -> u64 {
+        let z = self.zipf.as_ref().expect("zipf stream has its distribution");
+        let rank = z.dist.sample(rng) as u64 - 1;
+        let page = (z.start_page + rank) % self.pages;
+        page * PAGE + below(rng.next_u64(), PAGE / LINE) * LINE
+    }
+
+    fn next_hot(&mut self, rng: &mut impl RngCore) -> u64 {
+        let h = self.hot.expect("hot-range stream has its range");
+        let (coin, pick) = (rng.next_u64(), rng.next_u64());
+        if coin < h.share_threshold {
+            (h.first_line + below(pick, h.lines)) * LINE
+        } else {
+            below(pick, self.lines) * LINE
+        }
+    }
+
+    /// Skip `refs` references without generating them; say what they touched.
+    pub fn skip(&mut self, refs: u64) -> SkipCoverage {
+        match self.pattern {
+            Pattern::Sequential { stride } => {
+                let first_page = self.cursor / PAGE;
+                let bytes = refs.saturating_mul(stride);
+                let end = self.cursor.saturating_add(bytes);
+                let last_page = end.saturating_sub(1) / PAGE;
+                let pages = if refs == 0 { 0 } else { (last_page - first_page + 1).min(self.pages) };
+                self.cursor = ((self.cursor as u128 + bytes as u128) % self.len as u128) as u64;
+                SkipCoverage::Pages { first_page, pages }
+            }
+            _ => SkipCoverage::Random { refs },
+        }
+    }
+
+    /// The probability that one reference falls in page `page`.
+    pub fn page_share(&self, page: u64) -> f64 {
+        match self.pattern {
+            Pattern::Uniform => 1.0 / self.pages as f64,
+            Pattern::Sequential { .. } => 1.0 / self.pages as f64,
+            Pattern::Zipf { .. } => {
+                let z = self.zipf.as_ref().expect("zipf stream has its distribution");
+                let rank = (page + self.pages - z.start_page) % self.pages + 1;
+                (rank as f64).powf(-z.exponent) / z.norm
+            }
+            Pattern::HotRange { .. } => {
+                let h = self.hot.expect("hot-range stream has its range");
+                let lines_per_page = PAGE / LINE;
+                let (first, last) = (page * lines_per_page, (page + 1) * lines_per_page);
+                let overlap = last.min(h.first_line + h.lines).saturating_sub(first.max(h.first_line));
+                let hot = h.hot_share * overlap as f64 / h.lines as f64;
+                hot + (1.0 - h.hot_share) / self.pages as f64
+            }
+        }
+    }
+
+    /// The probability that page `page` was touched by at least one of `refs` skipped
+    /// references (references drawn independently).
+    pub fn page_probability(&self, page: u64, refs: u64) -> f64 {
+        let q = self.page_share(page).min(1.0);
+        if q >= 1.0 {
+            return 1.0;
+        }
+        -((refs as f64) * (-q).ln_1p()).exp_m1()
+    }
+}
+
+/// The generalised harmonic number H(n, s) = sum over k = 1..=n of k^-s: exact for the
+/// first 10,000 terms, Euler-Maclaurin for the tail (relative error below 1e-9 there).
+fn harmonic(n: u64, s: f64) -> f64 {
+    const EXACT: u64 = 10_000;
+    let head: f64 = (1..=n.min(EXACT)).map(|k| (k as f64).powf(-s)).sum();
+    if n <= EXACT {
+        return head;
+    }
+    let (a, b) = (EXACT as f64, n as f64);
+    let f = |x: f64| x.powf(-s);
+    let integral = if (s - 1.0).abs() < 1e-12 { (b / a).ln() } else { (b.powf(1.0 - s) - a.powf(1.0 - s)) / (1.0 - s) };
+    // Sum over k = a+1..=b of f(k) ~ integral + (f(b) - f(a))/2 - (f'(b) - f'(a))/12.
+    let fp = |x: f64| -s * x.powf(-s - 1.0);
+    head + integral + (f(b) - f(a)) / 2.0 + (fp(b) - fp(a)) / 12.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+    use rand_xoshiro::Xoshiro256PlusPlus;
+
+    const MB: u64 = 1 << 20;
+
+    fn rng() -> Xoshiro256PlusPlus {
+        Xoshiro256PlusPlus::seed_from_u64(7)
+    }
+
+    #[test]
+    fn uniform_offsets_stay_inside_the_buffer_and_line_aligned() {
+        let mut s = Stream::new(Pattern::Uniform, 3 * MB).unwrap();
+        let mut r = rng();
+        for _ in 0..10_000 {
+            let o = s.next_offset(&mut r);
+            assert!(o < 3 * MB && o % LINE == 0);
+        }
+    }
+
+    #[test]
+    fn sequential_wraps_and_skip_reports_the_range_it_covered() {
+        let mut s = Stream::new(Pattern::Sequential { stride: PAGE }, 4 * PAGE).unwrap();
+        let mut r = rng();
+        let got: Vec<u64> = (0..5).map(|_| s.next_offset(&mut r)).collect();
+        assert_eq!(got, vec![0, PAGE, 2 * PAGE, 3 * PAGE, 0]);
+        assert_eq!(s.skip(2), SkipCoverage::Pages { first_page: 1, pages: 2 });
+        assert_eq!(s.next_offset(&mut r), 3 * PAGE);
+        assert_eq!(s.skip(100), SkipCoverage::Pages { first_page: 0, pages: 4 });
+    }
+
+    #[test]
+    fn hot_range_sends_its_share_of_references_to_the_hot_range() {
+        let p = Pattern::HotRange { hot_fraction: 0.1, hot_share: 0.9, position: 1.0 };
+        let mut s = Stream::new(p, 100 * MB).unwrap();
+        let mut r = rng();
+        let n = 100_000;
+        let hot = (0..n).filter(|_| s.next_offset(&mut r) >= 90 * MB).count();
+        // 0.9 hot + 0.1 * 0.1 of the uniform rest lands in the top 10%.
+        let expect = 0.91 * n as f64;
+        assert!((hot as f64 - expect).abs() < 0.01 * n as f64, "hot {hot}");
+    }
+
+    #[test]
+    fn zipf_hottest_page_is_at_the_chosen_position() {
+        let p = Pattern::Zipf { exponent: 1.2, position: 0.5 };
+        let mut s = Stream::new(p, 64 * MB).unwrap();
+        let mut r = rng();
+        let mut counts = vec![0u32; s.pages() as usize];
+        for _ in 0..50_000 {
+            counts[(s.next_offset(&mut r) / PAGE) as usize] += 1;
+        }
+        let hottest = counts.iter().enumerate().max_by_key(|(_, c)| **c).unwrap().0 as u64;
+        assert_eq!(hottest, s.pages() / 2);
+        let share = s.page_share(hottest);
+        let observed = counts[hottest as usize] as f64 / 50_000.0;
+        assert!((share - observed).abs() < 0.02, "model {share} observed {observed}");
+    }
+
+    #[test]
+    fn page_shares_sum_to_one() {
+        let patterns = [
+            Pattern::Uniform,
+            Pattern::Zipf { exponent: 0.9, position: 0.2 },
+            Pattern::HotRange { hot_fraction: 0.25, hot_share: 0.8, position: 0.3 },
+        ];
+        for p in patterns {
+            let s = Stream::new(p, 32 * MB).unwrap();
+            let total: f64 = (0..s.pages()).map(|pg| s.page_share(pg)).sum();
+            assert!((total - 1.0).abs() < 1e-6, "{p:?}: {total}");
+        }
+    }
+
+    #[test]
+    fn harmonic_tail_approximation_matches_the_exact_sum() {
+        for s in [0.6, 1.0, 1.5] {
+            let n = 50_000;
+            let exact: f64 = (1..=n).map(|k| (k as f64).powf(-s)).sum();
+            assert!((harmonic(n, s) - exact).abs() / exact < 1e-9, "s={s}");
+        }
+    }
+
+    #[test]
+    fn touch_probability_grows_with_skipped_references() {
+        let s = Stream::new(Pattern::Uniform, 4 * MB).unwrap();
+        let (p1, p2) = (s.page_probability(0, 100), s.page_probability(0, 10_000));
+        assert!(0.0 < p1 && p1 < p2 && p2 <= 1.0);
+        assert!((p1 - (1.0 - (1.0 - 1.0 / 1024.0f64).powi(100))).abs() < 1e-12);
+    }
+
+    #[test]
+    fn bad_parameters_are_refused() {
+        assert!(Stream::new(Pattern::Sequential { stride: 0 }, MB).is_none());
+        assert!(Stream::new(Pattern::Zipf { exponent: -1.0, position: 0.0 }, MB).is_none());
+        assert!(Stream::new(Pattern::Uniform, 100).is_none());
+    }
+}

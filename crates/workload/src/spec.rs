@@ -1,0 +1,158 @@
+//! The typed description of a process: its phases and the access patterns they use.
+//!
+//! Values here are validated by whoever builds them (the configuration layer); this module
+//! documents what each field means and what the engine will do with it.
+
+use hugemm_hw::Nanos;
+use serde::Serialize;
+
+/// Index of a buffer (a named anonymous mapping) within one process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct BufferId(pub usize);
+
+/// Huge-page advice given when a buffer is mapped (`madvise(MADV_HUGEPAGE)` and friends
+/// right after `mmap`, as applications that want THPs under `madvise` mode do).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Advice {
+    /// No advice: THP only if the system mode is `always`.
+    Default,
+    /// `MADV_HUGEPAGE`.
+    Hugepage,
+    /// `MADV_NOHUGEPAGE`.
+    NoHugepage,
+}
+
+/// `madvise` calls a phase can make on part of a mapped buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum MadviseKind {
+    /// `MADV_HUGEPAGE`.
+    Hugepage,
+    /// `MADV_NOHUGEPAGE`.
+    NoHugepage,
+    /// `MADV_DONTNEED`: free the range; the next touch faults a fresh zeroed page.
+    DontNeed,
+}
+
+/// Where the references of an access phase fall inside its buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub enum Pattern {
+    /// Every cache line of the buffer equally likely (GUPS-like random access).
+    Uniform,
+    /// A sweep from the start of the buffer, `stride` bytes apart, wrapping at the end.
+    Sequential {
+        /// Distance between consecutive references, in bytes (>= 1).
+        stride: u64,
+    },
+    /// Pages ranked by a Zipf law with exponent `exponent`; the hottest ranks sit
+    /// contiguously from `position` (0 = start of the buffer, 1 = its end), wrapping.
+    /// Within a page the line is uniform.
+    Zipf {
+        /// Zipf exponent s (> 0); larger means more skewed.
+        exponent: f64,
+        /// Where the hottest page lies, as a fraction of the buffer (0..=1).
+        position: f64,
+    },
+    /// A hot range holding `hot_share` of the references, the rest uniform over the whole
+    /// buffer.
+    HotRange {
+        /// Size of the hot range as a fraction of the buffer (0..=1).
+        hot_fraction: f64,
+        /// Fraction of references that go to the hot range (0..=1).
+        hot_share: f64,
+        /// Start of the hot range as a fraction of the buffer (0..=1); the range is
+        /// clamped to end inside the buffer.
+        position: f64,
+    },
+}
+
+/// How long an access phase runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Amount {
+    /// A fixed number of references.
+    Refs(u64),
+    /// Until the process has spent this much simulated time in the phase.
+    Duration(Nanos),
+}
+
+/// A phase of references to one buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct AccessPhase {
+    /// The buffer referenced.
+    pub buffer: BufferId,
+    /// Where the references fall.
+    pub pattern: Pattern,
+    /// How long the phase runs.
+    pub amount: Amount,
+    /// Dependent references (pointer chasing: each waits for the previous) or independent
+    /// ones (overlapped by the core's memory-level parallelism).
+    pub dependent: bool,
+    /// Fraction of references that are writes (0..=1).
+    pub write_fraction: f64,
+    /// Computation between two references, in nanoseconds of core time.
+    pub compute: Nanos,
+}
+
+/// One step of a process.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub enum Phase {
+    /// `mmap` an anonymous buffer of `bytes`, with huge-page advice.
+    Mmap {
+        /// The buffer created.
+        buffer: BufferId,
+        /// Its length in bytes.
+        bytes: u64,
+        /// Advice applied right after mapping.
+        advice: Advice,
+    },
+    /// References, first touches included (a "touch" phase is a sequential access phase
+    /// with a page stride, as HawkEye's alloc-and-touch microbenchmark does).
+    Access(AccessPhase),
+    /// `madvise` a byte range of a buffer.
+    Madvise {
+        /// The buffer.
+        buffer: BufferId,
+        /// Start of the range, in bytes from the buffer start.
+        offset: u64,
+        /// Length of the range in bytes.
+        len: u64,
+        /// The advice.
+        advice: MadviseKind,
+    },
+    /// `munmap` a whole buffer.
+    Munmap {
+        /// The buffer.
+        buffer: BufferId,
+    },
+    /// Compute without memory references (or wait) for a while.
+    Sleep(Nanos),
+}
+
+/// A process: a name, when it starts, and what it does.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ProcessSpec {
+    /// Name in reports.
+    pub name: String,
+    /// Simulated time at which it starts.
+    pub start: Nanos,
+    /// Core it is pinned to; `None` lets the engine place it (round-robin by start order).
+    pub core: Option<u32>,
+    /// Its phases, run in order; the process exits after the last one.
+    pub phases: Vec<Phase>,
+}
+
+impl ProcessSpec {
+    /// Number of buffers the process maps (one more than the highest buffer id used).
+    pub fn buffer_count(&self) -> usize {
+        self.phases
+            .iter()
+            .map(|p| match p {
+                Phase::Mmap { buffer, .. }
+                | Phase::Madvise { buffer, .. }
+                | Phase::Munmap { buffer } => buffer.0 + 1,
+                Phase::Access(a) => a.buffer.0 + 1,
+                Phase::Sleep(_) => 0,
+            })
+            .max()
+            .unwrap_or(0)
+    }
+}
