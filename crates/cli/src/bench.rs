@@ -1,0 +1,137 @@
+//! `hugemm bench`: the simulator's own throughput, measured in release builds on this
+//! machine. Each figure is the median of several repetitions (the machines are shared and
+//! noisy); reference rates subtract a run that only sets the buffer up, so they count the
+//! references alone.
+
+use hugemm_hw::{Geometry, MachineProfile, Nanos};
+use hugemm_mm::{Kernel, MemConfig};
+use hugemm_policy::{LinuxConfig, PolicyConfig, ThpMode};
+use hugemm_sim::{Engine, Experiment, Mode, SampledConfig};
+use hugemm_workload::{builtin, AccessPhase, Advice, Amount, BufferId, Pattern, Phase, ProcessSpec};
+use serde::Serialize;
+use std::time::Instant;
+
+/// The figures `hugemm bench --json` prints.
+#[derive(Clone, Debug, Serialize)]
+pub struct BenchReport {
+    /// Exact mode, uniform random dependent references over 4 GiB of 4 KB pages.
+    pub random_4k_refs_per_s: f64,
+    /// The same over 2 MB pages.
+    pub random_2m_refs_per_s: f64,
+    /// Exact mode, sequential 64-byte-stride references over 4 GiB of 4 KB pages.
+    pub sequential_refs_per_s: f64,
+    /// Sampled mode, 3 processes each touching then randomly reading 8 GiB (4 KB pages):
+    /// simulated seconds per wall-clock second.
+    pub sampled_sim_seconds_per_wall_second: f64,
+    /// Bytes of kernel-model metadata per physical frame.
+    pub bytes_per_frame: usize,
+    /// Wall-clock milliseconds to set up a 64 GiB machine.
+    pub setup_64gib_ms: f64,
+    /// Repetitions behind each median.
+    pub repetitions: u32,
+}
+
+const GIB: u64 = 1 << 30;
+
+fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(|a, b| a.total_cmp(b));
+    xs[xs.len() / 2]
+}
+
+fn experiment(memory: u64, thp: ThpMode, processes: Vec<ProcessSpec>, mode: Mode) -> anyhow::Result<Experiment> {
+    let profile = MachineProfile::builtin(crate::demo::PROFILE).ok_or_else(|| anyhow::anyhow!("profile missing"))?;
+    let policy = PolicyConfig::Linux(LinuxConfig { enabled: thp, ..LinuxConfig::default() });
+    let cores = processes.len().max(1) as u32;
+    Ok(Experiment {
+        profile,
+        cores,
+        memory_bytes: memory,
+        geometry: Geometry::X86_64,
+        policy,
+        processes,
+        mode,
+        seed: 1,
+        sample_interval: Nanos::from_secs(10),
+        time_limit: Nanos::from_secs(100_000),
+        daemon_core: 0,
+    })
+}
+
+/// Wall seconds to run `exp`, and the simulated seconds it covered.
+fn timed(exp: Experiment) -> anyhow::Result<(f64, f64)> {
+    let t = Instant::now();
+    let r = Engine::new(exp)?.run()?;
+    Ok((t.elapsed().as_secs_f64(), r.summary.system.sim_time_ns as f64 / 1e9))
+}
+
+fn access_process(bytes: u64, pattern: Pattern, refs: u64) -> ProcessSpec {
+    let mut p = builtin::random_access("bench", bytes, 1, Advice::Default);
+    if let Some(Phase::Access(a)) = p.phases.last_mut() {
+        *a = AccessPhase { buffer: BufferId(0), pattern, amount: Amount::Refs(refs), dependent: true, write_fraction: 0.0, compute: Nanos::ZERO };
+    }
+    p
+}
+
+/// References per second of exact mode for `pattern` over 4 GiB.
+fn refs_per_s(thp: ThpMode, pattern: Pattern, refs: u64, reps: u32) -> anyhow::Result<f64> {
+    let mut rates = Vec::new();
+    for _ in 0..reps {
+        let setup = timed(experiment(6 * GIB, thp, vec![access_process(4 * GIB, pattern, 1)], Mode::Exact)?)?.0;
+        let full = timed(experiment(6 * GIB, thp, vec![access_process(4 * GIB, pattern, refs)], Mode::Exact)?)?.0;
+        rates.push(refs as f64 / (full - setup).max(1e-9));
+    }
+    Ok(median(rates))
+}
+
+fn sampled_rate(reps: u32) -> anyhow::Result<f64> {
+    let mut rates = Vec::new();
+    for _ in 0..reps {
+        let procs = (0..3)
+            .map(|i| {
+                let mut p = builtin::random_access(&format!("p{i}"), 8 * GIB, 1, Advice::Default);
+                if let Some(Phase::Access(a)) = p.phases.last_mut() {
+                    a.amount = Amount::Duration(Nanos::from_secs(300));
+                }
+                p
+            })
+            .collect();
+        let (wall, sim) = timed(experiment(32 * GIB, ThpMode::Never, procs, Mode::Sampled(SampledConfig::default()))?)?;
+        rates.push(sim / wall);
+    }
+    Ok(median(rates))
+}
+
+fn setup_ms(reps: u32) -> anyhow::Result<f64> {
+    let costs = hugemm_sim::mm_costs(&MachineProfile::builtin(crate::demo::PROFILE).ok_or_else(|| anyhow::anyhow!("profile missing"))?.costs);
+    let mut ms = Vec::new();
+    for _ in 0..reps {
+        let t = Instant::now();
+        let k = Kernel::new(&MemConfig { bytes: 64 * GIB, geometry: Geometry::X86_64 }, costs)?;
+        ms.push(t.elapsed().as_secs_f64() * 1e3);
+        drop(k);
+    }
+    Ok(median(ms))
+}
+
+/// Run every benchmark, `reps` times each.
+pub fn run(reps: u32, progress: impl Fn(&str)) -> anyhow::Result<BenchReport> {
+    progress("random 4 KB");
+    let random_4k_refs_per_s = refs_per_s(ThpMode::Never, Pattern::Uniform, 20_000_000, reps)?;
+    progress("random 2 MB");
+    let random_2m_refs_per_s = refs_per_s(ThpMode::Always, Pattern::Uniform, 40_000_000, reps)?;
+    progress("sequential");
+    let sequential_refs_per_s = refs_per_s(ThpMode::Never, Pattern::Sequential { stride: 64 }, 40_000_000, reps)?;
+    progress("sampled 3 x 8 GiB");
+    let sampled_sim_seconds_per_wall_second = sampled_rate(reps)?;
+    progress("setup 64 GiB");
+    let setup_64gib_ms = setup_ms(reps)?;
+    Ok(BenchReport {
+        random_4k_refs_per_s,
+        random_2m_refs_per_s,
+        sequential_refs_per_s,
+        sampled_sim_seconds_per_wall_second,
+        bytes_per_frame: hugemm_mm::BYTES_PER_FRAME,
+        setup_64gib_ms,
+        repetitions: reps,
+    })
+}

@@ -1,0 +1,17 @@
+//! Experiment files: parsing ([`raw`]), validation into a typed
+//! [`hugemm_sim::Experiment`] ([`validate`]), and sizes with units ([`size`]).
+//!
+//! Every error names the file, the key and what was expected (STYLE.md 6).
+
+pub mod raw;
+pub mod size;
+pub mod validate;
+
+use std::path::Path;
+
+pub use validate::{load, parse, ConfigError, Loaded};
+
+/// The directory an experiment file's relative paths (profiles) are resolved from.
+pub fn base_dir(path: &Path) -> &Path {
+    path.parent().unwrap_or(Path::new("."))
+}

@@ -1,0 +1,191 @@
+//! Stage one of configuration: the experiment file as written, parsed with serde and
+//! nothing more. Unknown keys and wrong types are refused here; every value is checked in
+//! stage two ([`super::validate`]). The same structures, with every default filled in,
+//! are written back as `config.resolved.toml`.
+
+use serde::{Deserialize, Serialize};
+
+/// A size: bytes as an integer, or a string with a unit ("4GiB", "512 MiB", "1.5GB").
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(untagged)]
+pub enum RawSize {
+    /// Bytes.
+    Bytes(i64),
+    /// A number with a unit.
+    Text(String),
+}
+
+/// The whole experiment file.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawExperiment {
+    /// The machine.
+    pub machine: RawMachine,
+    /// The policy.
+    #[serde(default)]
+    pub policy: RawPolicy,
+    /// Simulation settings.
+    #[serde(default)]
+    pub sim: RawSim,
+    /// Processes.
+    #[serde(default, rename = "process")]
+    pub processes: Vec<RawProcess>,
+}
+
+/// `[machine]`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawMachine {
+    /// A built-in profile name or a path to a profile file.
+    pub profile: Option<String>,
+    /// Physical memory.
+    pub memory: Option<RawSize>,
+    /// Cores used.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cores: Option<i64>,
+}
+
+/// `[policy]`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawPolicy {
+    /// Policy name.
+    pub name: Option<String>,
+    /// `[policy.linux]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub linux: Option<RawLinux>,
+}
+
+/// `[policy.linux]`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawLinux {
+    /// `transparent_hugepage/enabled`: always, madvise, never.
+    pub enabled: Option<String>,
+    /// `transparent_hugepage/defrag`: always, defer, defer+madvise, madvise, never.
+    pub defrag: Option<String>,
+    /// `[policy.linux.khugepaged]`.
+    pub khugepaged: Option<RawKhugepaged>,
+}
+
+/// `[policy.linux.khugepaged]`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawKhugepaged {
+    /// Run khugepaged.
+    pub enabled: Option<bool>,
+    /// PTEs per pass.
+    pub pages_to_scan: Option<i64>,
+    /// Sleep between passes (ms).
+    pub scan_sleep_ms: Option<i64>,
+    /// Sleep after an allocation failure (ms).
+    pub alloc_sleep_ms: Option<i64>,
+    /// max_ptes_none.
+    pub max_ptes_none: Option<i64>,
+}
+
+/// `[sim]`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSim {
+    /// exact or sampled.
+    pub mode: Option<String>,
+    /// Seed.
+    pub seed: Option<i64>,
+    /// Time-series interval (ms).
+    pub sample_interval_ms: Option<i64>,
+    /// Time limit (s).
+    pub time_limit_s: Option<f64>,
+    /// Core running kernel daemons.
+    pub daemon_core: Option<i64>,
+    /// `[sim.sampled]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sampled: Option<RawSampled>,
+}
+
+/// `[sim.sampled]`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSampled {
+    /// Warm-up references per window.
+    pub warmup_refs: Option<i64>,
+    /// Measured references per window.
+    pub window_refs: Option<i64>,
+    /// Window period (ms).
+    pub period_ms: Option<f64>,
+}
+
+/// `[[process]]`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawProcess {
+    /// Name.
+    pub name: Option<String>,
+    /// Identical instances (named `name-0`, `name-1`, ...).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub count: Option<i64>,
+    /// Start time (ms).
+    pub start_ms: Option<f64>,
+    /// Core to pin to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub core: Option<i64>,
+    /// Phases.
+    #[serde(default, rename = "phase")]
+    pub phases: Vec<RawPhase>,
+}
+
+/// `[[process.phase]]`: one table for every operation; which keys apply depends on `op`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawPhase {
+    /// mmap, touch, access, madvise, munmap, sleep.
+    pub op: Option<String>,
+    /// Buffer name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub buffer: Option<String>,
+    /// mmap: size.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size: Option<RawSize>,
+    /// mmap/madvise: advice.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub advice: Option<String>,
+    /// madvise: offset into the buffer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offset: Option<RawSize>,
+    /// madvise: length.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub length: Option<RawSize>,
+    /// access: pattern.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pattern: Option<String>,
+    /// access: number of references.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refs: Option<i64>,
+    /// access/sleep: duration (ms).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<f64>,
+    /// access: dependent references.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dependent: Option<bool>,
+    /// access/touch: fraction of writes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub write_fraction: Option<f64>,
+    /// access: compute between references (ns).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compute_ns: Option<f64>,
+    /// sequential/touch: stride.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stride: Option<RawSize>,
+    /// zipf: exponent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exponent: Option<f64>,
+    /// zipf/hot: position of the hot set (0..1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub position: Option<f64>,
+    /// hot: hot range size as a fraction of the buffer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hot_fraction: Option<f64>,
+    /// hot: share of references to the hot range.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hot_share: Option<f64>,
+}

@@ -1,0 +1,120 @@
+//! The `hugemm` binary: argument parsing and exit codes. Exit code 2 means bad input
+//! (command line or experiment file), 1 a failure while running.
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use hugemm_cli::{bench, config, demo, report};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// hugemm: a model kernel for huge-page and tiered-memory management policies.
+#[derive(Parser)]
+#[command(version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run an experiment file and write its results.
+    Run {
+        /// The experiment file (TOML).
+        file: PathBuf,
+        /// Output directory (default: results/<file stem>).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Override the file's seed.
+        #[arg(long)]
+        seed: Option<u64>,
+    },
+    /// Run the built-in comparison: a TLB-hungry program under THP never vs always.
+    Demo {
+        /// Seed.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
+    /// Measure the simulator's throughput.
+    Bench {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// Repetitions behind each median.
+        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
+        reps: u32,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run { file, out, seed } => run(file, out, seed),
+        Command::Demo { seed } => run_demo(seed),
+        Command::Bench { json, reps } => run_bench(json, reps),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            if e.downcast_ref::<config::ConfigError>().is_some() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::from(1)
+            }
+        }
+    }
+}
+
+fn run(file: PathBuf, out: Option<PathBuf>, seed: Option<u64>) -> anyhow::Result<()> {
+    let mut loaded = config::load(&file)?;
+    if let Some(s) = seed {
+        loaded.experiment.seed = s;
+        loaded.resolved.sim.seed = Some(s as i64);
+    }
+    let out = out.unwrap_or_else(|| PathBuf::from("results").join(file.file_stem().unwrap_or_default()));
+    let result = hugemm_sim::Engine::new(loaded.experiment)?.run().context("running the experiment")?;
+    report::write_dir(&out, &loaded.resolved, &result)?;
+    print!("{}", report::table(&result.summary));
+    println!("results written to {}", out.display());
+    Ok(())
+}
+
+fn run_demo(seed: u64) -> anyhow::Result<()> {
+    println!("hugemm demo: a program randomly reading 4 GiB ({} dependent references) on {}", demo::REFS, demo::PROFILE);
+    let (never, always) = demo::run(seed)?;
+    println!("\n== THP never ==");
+    print!("{}", report::table(&never.summary));
+    println!("\n== THP always ==");
+    print!("{}", report::table(&always.summary));
+    let (n, a) = (&never.summary.processes[0], &always.summary.processes[0]);
+    println!(
+        "\nTHP always vs never: runtime {:.3} s vs {:.3} s (speedup {:.2}x); MMU overhead {:.1}% vs {:.1}%; faults {} vs {}",
+        a.runtime_ns as f64 / 1e9,
+        n.runtime_ns as f64 / 1e9,
+        n.runtime_ns as f64 / a.runtime_ns.max(1) as f64,
+        a.mmu_overhead * 100.0,
+        n.mmu_overhead * 100.0,
+        a.faults_4k + a.faults_2m,
+        n.faults_4k + n.faults_2m
+    );
+    Ok(())
+}
+
+fn run_bench(json: bool, reps: u32) -> anyhow::Result<()> {
+    if cfg!(debug_assertions) {
+        eprintln!("warning: this is a debug build; measure with `cargo run --release -- bench`");
+    }
+    let r = bench::run(reps, |what| eprintln!("bench: {what} ..."))?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&r)?);
+    } else {
+        println!("exact, random over 4 GiB, 4 KB pages : {:>8.2} M refs/s", r.random_4k_refs_per_s / 1e6);
+        println!("exact, random over 4 GiB, 2 MB pages : {:>8.2} M refs/s", r.random_2m_refs_per_s / 1e6);
+        println!("exact, sequential over 4 GiB, 4 KB   : {:>8.2} M refs/s", r.sequential_refs_per_s / 1e6);
+        println!("sampled, 3 x 8 GiB random             : {:>8.1} simulated s / wall s", r.sampled_sim_seconds_per_wall_second);
+        println!("kernel-model metadata                 : {:>8} bytes / frame", r.bytes_per_frame);
+        println!("64 GiB machine set-up                 : {:>8.1} ms", r.setup_64gib_ms);
+        println!("(medians of {} repetitions)", r.repetitions);
+    }
+    Ok(())
+}

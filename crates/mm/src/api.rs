@@ -1,0 +1,155 @@
+//! The plain data types of the kernel's public interface (docs/dev/interfaces.md,
+//! hugemm-mm): advice, touch results, fault outcomes, region observations, TLB flushes.
+//!
+//! Owns vocabulary only; it must not hold state or behaviour beyond trivial accessors.
+
+use hugemm_hw::{Nanos, PageSize, Pid, VirtAddr};
+use serde::{Deserialize, Serialize};
+
+/// Huge-page advice of a VMA (`VM_HUGEPAGE` / `VM_NOHUGEPAGE`). The kernel model records
+/// it for policies; its mechanisms do not enforce it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum HugeAdvice {
+    /// No advice.
+    #[default]
+    None,
+    /// `MADV_HUGEPAGE`.
+    Hugepage,
+    /// `MADV_NOHUGEPAGE`.
+    NoHugepage,
+}
+
+/// A `madvise` request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Madvise {
+    /// Set `VM_HUGEPAGE` on the range.
+    Hugepage,
+    /// Set `VM_NOHUGEPAGE` on the range.
+    NoHugepage,
+    /// `MADV_DONTNEED`: free the range's pages; the VMA stays.
+    DontNeed,
+}
+
+/// What a memory reference found in the page table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Touch {
+    /// Mapped: the physical byte address and the page size mapping it.
+    Mapped {
+        /// Physical byte address (frame * page size + offset).
+        pa: u64,
+        /// The size of the mapping.
+        size: PageSize,
+    },
+    /// Inside a VMA but not mapped: a fault is needed.
+    NotPresent,
+    /// A write to a (huge) zero-page mapping: a copy-on-write fault is needed.
+    WriteToZeroPage,
+    /// Outside every VMA (or no such process).
+    Segfault,
+}
+
+/// What the fault path's policy question needs to know about a faulting address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FaultInfo {
+    /// The VMA's advice.
+    pub advice: HugeAdvice,
+    /// The 2 MB region lies entirely inside the VMA.
+    pub huge_fits: bool,
+    /// Nothing maps the region yet.
+    pub region_empty: bool,
+    /// The region maps the huge zero page.
+    pub region_huge_zero: bool,
+}
+
+/// The kind of fault that was served.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum FaultKind {
+    /// A write fault served with a new 4 KB page (also reported for faults that mapped
+    /// nothing: outside any VMA, or already mapped; those are counted apart in
+    /// [`FaultCounts`](crate::FaultCounts)).
+    Base,
+    /// A write fault served with a new 2 MB page.
+    Huge,
+    /// A read fault served with the shared zero page.
+    ZeroPage,
+    /// A read fault served with the huge zero page.
+    HugeZeroPage,
+    /// A write to the zero page, served with a new 4 KB page.
+    CowZeroPage,
+    /// Wanted 2 MB, no order-9 block: served with 4 KB.
+    HugeFallback,
+}
+
+/// The result of a fault.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FaultOutcome {
+    /// What was done.
+    pub kind: FaultKind,
+    /// The size of the new mapping.
+    pub size: PageSize,
+    /// Time charged to the faulting process.
+    pub cost: Nanos,
+    /// No frame could be allocated: nothing was mapped.
+    pub oom: bool,
+}
+
+/// The state of a 2 MB region.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum RegionState {
+    /// Nothing mapped.
+    Unmapped,
+    /// A table of 4 KB PTEs.
+    Table,
+    /// A huge page.
+    Huge,
+    /// The huge zero page.
+    HugeZero,
+}
+
+/// An observation of one 2 MB region, in base pages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RegionInfo {
+    /// How the region is mapped.
+    pub state: RegionState,
+    /// Present base pages (zero-page ones included; 512 for huge mappings).
+    pub present: u32,
+    /// Base pages mapping the zero page (512 for the huge zero page).
+    pub zero: u32,
+    /// Base pages whose accessed bit is set (all 512 when a huge entry's is).
+    pub accessed: u32,
+    /// Base pages whose dirty bit is set (all 512 when a huge entry's is).
+    pub dirty: u32,
+}
+
+/// The result of a collapse.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CollapseOutcome {
+    /// Time charged to the caller (khugepaged or the `MADV_COLLAPSE` caller).
+    pub cost: Nanos,
+    /// Base pages copied into the huge page.
+    pub copied: u32,
+    /// Base pages filled with zeros.
+    pub zero_filled: u32,
+}
+
+/// A TLB shootdown a mechanism needs: invalidate `[start, end)` of `pid` on every core.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct TlbFlush {
+    /// The address space.
+    pub pid: Pid,
+    /// First address.
+    pub start: VirtAddr,
+    /// First address past the range.
+    pub end: VirtAddr,
+}
+
+/// A side-effect-free translation (for observers and tests).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Translation {
+    /// Physical byte address.
+    pub pa: u64,
+    /// Size of the mapping.
+    pub size: PageSize,
+    /// Maps the (huge) zero page, read-only.
+    pub zero_page: bool,
+}

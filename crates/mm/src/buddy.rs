@@ -1,0 +1,378 @@
+//! The buddy allocator over all physical frames ([`PhysMem`]): orders `0..=max_order`,
+//! free lists per order per migrate type, pageblocks, and a pluggable fallback policy.
+//!
+//! Follows `mm/page_alloc.c` of Linux 6.x: allocation is `__rmqueue_smallest` (the
+//! smallest block on the request's own lists, split by `expand`), then
+//! `__rmqueue_fallback` (see `steal.rs` and [`crate::fallback`]); freeing is
+//! `__free_one_page`, merging with the buddy as long as it is a free block of the same
+//! order. Per-CPU page lists, zones, watermarks and `ALLOC_NOFRAGMENT` are not modelled
+//! (one zone, no per-CPU caching): a known gap.
+//!
+//! Zeroing state: every frame boots dirty (content unknown, as Linux assumes of boot
+//! memory) and a freed frame becomes dirty; the allocator reports whether all frames of a
+//! block were known zero so the caller can skip clearing them.
+//!
+//! This module owns frame metadata and free lists. It must not know about processes or
+//! page tables: callers record reverse maps through the crate-private setters.
+
+use crate::error::{MmError, Result};
+use crate::fallback::{FallbackPolicy, FreeAreaView, LinuxDefault};
+use crate::frame::{Frame, FrameState, FrameTable, OwnerKind, NIL};
+use crate::freelist::FreeArea;
+use crate::pageblock::{MigrateType, Pageblocks};
+use hugemm_hw::{Geometry, Order, Pfn, Pid, Vpn};
+
+/// Highest order the frame metadata can record.
+const ORDER_LIMIT: u8 = 30;
+
+/// An allocation request, built fluently:
+/// `AllocRequest::new(Order(9)).migrate(MigrateType::Movable)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AllocRequest {
+    order: Order,
+    migrate: MigrateType,
+    owner: OwnerKind,
+    prefer_zeroed: bool,
+}
+
+impl AllocRequest {
+    /// A request for `2^order` frames of movable anonymous memory.
+    pub fn new(order: Order) -> AllocRequest {
+        AllocRequest {
+            order,
+            migrate: MigrateType::Movable,
+            owner: OwnerKind::Anon,
+            prefer_zeroed: false,
+        }
+    }
+    /// Set the migrate type (which free lists serve the request first).
+    pub fn migrate(mut self, migrate: MigrateType) -> AllocRequest {
+        self.migrate = migrate;
+        self
+    }
+    /// Set the owner recorded in the frames.
+    pub fn owner(mut self, owner: OwnerKind) -> AllocRequest {
+        self.owner = owner;
+        self
+    }
+    /// Prefer frames known to be zero (accepted; no effect until the pre-zeroing issue).
+    pub fn prefer_zeroed(mut self, yes: bool) -> AllocRequest {
+        self.prefer_zeroed = yes;
+        self
+    }
+    /// The requested order.
+    pub fn order(&self) -> Order {
+        self.order
+    }
+    /// The requested migrate type.
+    pub fn migrate_type(&self) -> MigrateType {
+        self.migrate
+    }
+    /// The owner the frames will carry.
+    pub fn owner_kind(&self) -> OwnerKind {
+        self.owner
+    }
+    /// Whether zeroed frames are preferred.
+    pub fn wants_zeroed(&self) -> bool {
+        self.prefer_zeroed
+    }
+}
+
+/// A block handed out by the allocator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Block {
+    /// Its first frame.
+    pub pfn: Pfn,
+    /// Its order.
+    pub order: Order,
+    /// Whether every frame of it was known to be zero.
+    pub zeroed: bool,
+}
+
+/// Physical memory: frame metadata, the buddy free area and the pageblocks.
+#[derive(Debug)]
+pub struct PhysMem {
+    pub(crate) frames: FrameTable,
+    pub(crate) free: FreeArea,
+    pub(crate) blocks: Pageblocks,
+    pub(crate) policy: Box<dyn FallbackPolicy>,
+    max_order: u8,
+}
+
+impl PhysMem {
+    /// `frames` dirty free frames in maximal aligned blocks, all pageblocks Movable, with
+    /// Linux's default fallback. Boot blocks are queued lowest address first, as Linux's
+    /// `__free_pages_core` frees boot memory to the tail of the lists (`FPI_TO_TAIL`).
+    pub fn new(frames: u64, geometry: Geometry) -> Result<PhysMem> {
+        let max_order = geometry.max_order;
+        let pb_order = geometry.huge_order().0;
+        if frames == 0 || frames >= NIL as u64 {
+            return Err(MmError::InvalidConfig {
+                what: "frame count must be between 1 and 2^32 - 2",
+            });
+        }
+        if max_order > ORDER_LIMIT || pb_order > max_order {
+            return Err(MmError::InvalidConfig {
+                what: "need huge order <= max_order <= 30",
+            });
+        }
+        let mut mem = PhysMem {
+            frames: FrameTable::zeroed(frames as usize),
+            free: FreeArea::new(max_order),
+            blocks: Pageblocks::new(frames, pb_order),
+            policy: Box::new(LinuxDefault),
+            max_order,
+        };
+        for (pfn, order) in boot_blocks(frames as u32, max_order).into_iter().rev() {
+            mem.free
+                .push(&mut mem.frames, pfn, order, MigrateType::Movable);
+        }
+        Ok(mem)
+    }
+
+    /// Replace the pageblock fallback policy.
+    pub fn set_fallback_policy(&mut self, policy: Box<dyn FallbackPolicy>) {
+        self.policy = policy;
+    }
+
+    /// The fallback policy's name.
+    pub fn fallback_policy_name(&self) -> &'static str {
+        self.policy.name()
+    }
+
+    /// Allocate a block (`__rmqueue`: smallest fit on the request's lists, else fallback).
+    pub fn alloc(&mut self, req: &AllocRequest) -> Result<Block> {
+        let order = req.order.0;
+        if order > self.max_order {
+            return Err(MmError::InvalidArgument {
+                what: "order above max_order",
+            });
+        }
+        let pfn = match self.rmqueue_smallest(order, req.migrate) {
+            Some(pfn) => pfn,
+            None => self.rmqueue_via_fallback(order, req.migrate)?,
+        };
+        let zeroed = self.mark_allocated(pfn, order, req.owner);
+        Ok(Block {
+            pfn: Pfn(pfn as u64),
+            order: req.order,
+            zeroed,
+        })
+    }
+
+    fn rmqueue_via_fallback(&mut self, order: u8, mt: MigrateType) -> Result<u32> {
+        if !self.has_free_block(Order(order)) {
+            return Err(MmError::OutOfMemory);
+        }
+        self.rmqueue_fallback(order, mt)?;
+        self.rmqueue_smallest(order, mt)
+            .ok_or(MmError::FallbackChoice {
+                policy: self.policy.name(),
+            })
+    }
+
+    /// `__rmqueue_smallest`: the first block on `mt`'s lists of order >= `order`, split.
+    pub(crate) fn rmqueue_smallest(&mut self, order: u8, mt: MigrateType) -> Option<u32> {
+        for cur in order..=self.max_order {
+            if let Some(pfn) = self.free.pop(&mut self.frames, cur, mt) {
+                self.expand(pfn, order, cur, mt);
+                return Some(pfn);
+            }
+        }
+        None
+    }
+
+    /// `expand`: keep the low `2^low` frames, return the upper halves to `mt`'s lists.
+    fn expand(&mut self, pfn: u32, low: u8, mut high: u8, mt: MigrateType) {
+        while high > low {
+            high -= 1;
+            self.free
+                .push(&mut self.frames, pfn + (1 << high), high, mt);
+        }
+    }
+
+    /// Mark a block allocated; returns whether all its frames were known zero.
+    fn mark_allocated(&mut self, pfn: u32, order: u8, owner: OwnerKind) -> bool {
+        let zeroed = self.frames.range(pfn, 1 << order).all(|f| f.is_zeroed());
+        self.frames.update_range(pfn, 1 << order, |i, f| match i {
+            0 => f.set_allocated(order, owner),
+            _ => f.set_allocated_tail(owner),
+        });
+        zeroed
+    }
+
+    /// Free the block at `pfn` of `order` (`__free_one_page`): its frames become dirty and
+    /// it merges with free buddies as far as it can, onto the list of its pageblock's type.
+    pub fn free(&mut self, pfn: Pfn, order: Order) -> Result<()> {
+        let head = self.check_free(pfn, order)?;
+        let (mut pfn, mut order) = (head, order.0);
+        self.frames.update_range(pfn, 1 << order, |_, f| {
+            f.set_free_tail();
+            f.set_zeroed(false);
+        });
+        let mt = self.blocks.type_of(pfn);
+        while order < self.max_order {
+            let buddy = pfn ^ (1 << order);
+            if !self
+                .frames
+                .get(buddy as u64)
+                .is_some_and(|f| f.is_free_head_of(order))
+            {
+                break;
+            }
+            self.free.remove(&mut self.frames, buddy);
+            pfn = pfn.min(buddy);
+            order += 1;
+        }
+        self.free.push(&mut self.frames, pfn, order, mt);
+        Ok(())
+    }
+
+    fn check_free(&self, pfn: Pfn, order: Order) -> Result<u32> {
+        let bad = |what| MmError::BadFree { pfn: pfn.0, what };
+        let f = self.frames.get(pfn.0).ok_or(bad("beyond memory"))?;
+        match f.state() {
+            FrameState::Allocated { order: o, .. } if o == order => Ok(pfn.0 as u32),
+            FrameState::Allocated { .. } => Err(bad("order differs from the allocation")),
+            _ => Err(bad("not the head of an allocated block")),
+        }
+    }
+
+    /// Split an allocated compound block into order-0 frames with the same owner
+    /// (`split_page` / the tail of `split_huge_page`), keeping reverse maps.
+    pub(crate) fn split_compound(&mut self, pfn: Pfn) -> Result<()> {
+        let (order, owner) = match self.frame(pfn).map(|f| f.state()) {
+            Some(FrameState::Allocated { order, owner }) => (order.0, owner),
+            _ => {
+                return Err(MmError::Invariant {
+                    what: "split of a frame that is not a block head",
+                    at: pfn.0,
+                })
+            }
+        };
+        self.frames.update_range(pfn.0 as u32, 1 << order, |_, f| {
+            let rmap = f.rmap();
+            f.set_allocated(0, owner);
+            if let Some((pid, vpn)) = rmap {
+                f.set_rmap(pid, vpn);
+            }
+        });
+        Ok(())
+    }
+
+    /// Record the reverse map of `count` frames from `pfn`: frame `i` maps `vpn + i`.
+    /// Also clears their zeroed bit: their content now belongs to the mapping.
+    pub(crate) fn map_frames(&mut self, pfn: Pfn, count: u64, pid: Pid, vpn: Vpn) {
+        self.frames
+            .update_range(pfn.0 as u32, count as u32, |i, f| {
+                f.set_rmap(pid, Vpn(vpn.0 + i as u64));
+                f.set_zeroed(false);
+            });
+    }
+
+    /// Record whether a frame's content is known zero (for tests now, and the coming
+    /// pre-zeroing daemon).
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) fn set_zeroed(&mut self, pfn: Pfn, zeroed: bool) {
+        if pfn.0 < self.frames_total() {
+            self.frames.update(pfn.0 as u32, |f| f.set_zeroed(zeroed));
+        }
+    }
+
+    /// Whether a free block of order >= `order` exists on any list.
+    pub fn has_free_block(&self, order: Order) -> bool {
+        (order.0..=self.max_order).any(|o| self.free.count_order(o) > 0)
+    }
+
+    /// Free blocks of order >= `order`, counted as blocks of `order` (how many order-9
+    /// requests could be served without splitting anything else).
+    pub fn free_blocks_at_least(&self, order: Order) -> u64 {
+        (order.0..=self.max_order)
+            .map(|o| self.free.count_order(o) << (o - order.0))
+            .sum()
+    }
+
+    /// Number of frames.
+    pub fn frames_total(&self) -> u64 {
+        self.frames.len() as u64
+    }
+
+    /// Number of free frames.
+    pub fn frames_free(&self) -> u64 {
+        self.free.frames_total()
+    }
+
+    /// Free blocks of exactly `order`, all migrate types.
+    pub fn free_blocks(&self, order: Order) -> u64 {
+        self.free.count_order(order.0)
+    }
+
+    /// Free blocks per order, index = order.
+    pub fn free_blocks_by_order(&self) -> Vec<u64> {
+        (0..=self.max_order)
+            .map(|o| self.free.count_order(o))
+            .collect()
+    }
+
+    /// Free blocks of `order` on `mt`'s list.
+    pub fn free_blocks_of(&self, order: Order, mt: MigrateType) -> u64 {
+        self.free.count(order.0, mt)
+    }
+
+    /// Free frames on `mt`'s lists.
+    pub fn free_frames(&self, mt: MigrateType) -> u64 {
+        self.free.frames(mt)
+    }
+
+    /// Pageblocks of type `mt`.
+    pub fn pageblocks(&self, mt: MigrateType) -> u64 {
+        self.blocks.count(mt)
+    }
+
+    /// Number of pageblocks (the last may be partial).
+    pub fn pageblock_count(&self) -> u64 {
+        self.blocks.len() as u64
+    }
+
+    /// The migrate type of the pageblock holding `pfn`.
+    pub fn pageblock_type(&self, pfn: Pfn) -> Option<MigrateType> {
+        u32::try_from(pfn.0).ok().and_then(|p| self.blocks.get(p))
+    }
+
+    /// The metadata of frame `pfn`.
+    pub fn frame(&self, pfn: Pfn) -> Option<Frame> {
+        self.frames.get(pfn.0)
+    }
+
+    /// The highest buddy order.
+    pub fn max_order(&self) -> Order {
+        Order(self.max_order)
+    }
+
+    /// The pageblock order.
+    pub fn pageblock_order(&self) -> Order {
+        Order(self.blocks.order())
+    }
+
+    /// A read-only view of the free lists, as fallback policies see them.
+    pub fn view(&self) -> FreeAreaView<'_> {
+        FreeAreaView::new(&self.frames, &self.free, &self.blocks, self.max_order)
+    }
+}
+
+/// Maximal aligned blocks covering `0..frames`, lowest first.
+fn boot_blocks(frames: u32, max_order: u8) -> Vec<(u32, u8)> {
+    let mut out = Vec::with_capacity((frames >> max_order) as usize + 32);
+    let mut pfn = 0u32;
+    while pfn < frames {
+        let fits = 31 - (frames - pfn).leading_zeros();
+        let order = (pfn.trailing_zeros()).min(fits).min(max_order as u32) as u8;
+        out.push((pfn, order));
+        pfn += 1 << order;
+    }
+    out
+}
+
+#[cfg(test)]
+#[path = "buddy_tests.rs"]
+mod tests;

@@ -1,0 +1,144 @@
+//! Unit tests of the buddy allocator: splitting, merging, accounting.
+
+use super::*;
+
+fn mem(frames: u64) -> PhysMem {
+    PhysMem::new(frames, Geometry::X86_64).unwrap()
+}
+
+#[test]
+fn boot_memory_is_maximal_blocks_lowest_first() {
+    let m = mem(3 * 1024 + 512 + 3);
+    assert_eq!(m.free_blocks(Order(10)), 3);
+    assert_eq!(m.free_blocks(Order(9)), 1);
+    assert_eq!(m.free_blocks_by_order()[..2], [1, 1]);
+    assert_eq!(m.frames_free(), m.frames_total());
+    assert_eq!(
+        m.view().first(Order(10), MigrateType::Movable),
+        Some(Pfn(0))
+    );
+    assert!(
+        !m.frame(Pfn(5)).unwrap().is_zeroed(),
+        "boot memory is dirty"
+    );
+}
+
+#[test]
+fn allocation_splits_the_smallest_block_and_keeps_the_low_half() {
+    let mut m = mem(1024);
+    let b = m.alloc(&AllocRequest::new(Order(0))).unwrap();
+    assert_eq!(
+        b,
+        Block {
+            pfn: Pfn(0),
+            order: Order(0),
+            zeroed: false
+        }
+    );
+    for o in 0..10 {
+        assert_eq!(m.free_blocks(Order(o)), 1, "order {o}");
+    }
+    let b9 = m.alloc(&AllocRequest::new(Order(9))).unwrap();
+    assert_eq!(b9.pfn, Pfn(512));
+}
+
+#[test]
+fn freeing_merges_buddies_maximally() {
+    let mut m = mem(1024);
+    let blocks: Vec<_> = (0..1024)
+        .map(|_| m.alloc(&AllocRequest::new(Order(0))).unwrap())
+        .collect();
+    assert_eq!(m.frames_free(), 0);
+    for b in blocks.iter().rev() {
+        m.free(b.pfn, Order(0)).unwrap();
+    }
+    assert_eq!(m.free_blocks(Order(10)), 1);
+    assert_eq!(m.free_blocks_by_order().iter().sum::<u64>(), 1);
+}
+
+#[test]
+fn bad_frees_are_errors_not_panics() {
+    let mut m = mem(1024);
+    assert!(matches!(
+        m.free(Pfn(0), Order(0)),
+        Err(MmError::BadFree { .. })
+    ));
+    assert!(matches!(
+        m.free(Pfn(1 << 40), Order(0)),
+        Err(MmError::BadFree { .. })
+    ));
+    let b = m.alloc(&AllocRequest::new(Order(2))).unwrap();
+    assert!(m.free(b.pfn, Order(1)).is_err());
+    assert!(m.free(Pfn(b.pfn.0 + 1), Order(0)).is_err());
+    m.free(b.pfn, Order(2)).unwrap();
+    assert!(m.free(b.pfn, Order(2)).is_err(), "double free");
+    assert!(m.alloc(&AllocRequest::new(Order(11))).is_err());
+}
+
+#[test]
+fn freed_frames_are_dirty_and_zeroed_frames_are_reported() {
+    let mut m = mem(1024);
+    for pfn in 0..512 {
+        m.set_zeroed(Pfn(pfn), true);
+    }
+    let b = m.alloc(&AllocRequest::new(Order(9))).unwrap();
+    assert!(b.zeroed);
+    m.free(b.pfn, b.order).unwrap();
+    assert!(!m.frame(Pfn(3)).unwrap().is_zeroed());
+}
+
+#[test]
+fn compound_blocks_split_into_order_zero_frames_with_rmaps() {
+    let mut m = mem(1024);
+    let b = m.alloc(&AllocRequest::new(Order(9))).unwrap();
+    m.map_frames(b.pfn, 512, Pid(3), Vpn(1000));
+    m.split_compound(b.pfn).unwrap();
+    let f = m.frame(Pfn(b.pfn.0 + 7)).unwrap();
+    assert_eq!(
+        f.state(),
+        FrameState::Allocated {
+            order: Order(0),
+            owner: OwnerKind::Anon
+        }
+    );
+    assert_eq!(f.rmap(), Some((Pid(3), Vpn(1007))));
+    for i in 0..512 {
+        m.free(Pfn(b.pfn.0 + i), Order(0)).unwrap();
+    }
+    assert_eq!(m.free_blocks(Order(10)), 1);
+}
+
+#[test]
+fn free_blocks_at_least_counts_in_units_of_the_order() {
+    let mut m = mem(2048 + 512);
+    assert_eq!(m.free_blocks_at_least(Order(9)), 5);
+    m.alloc(&AllocRequest::new(Order(0))).unwrap();
+    assert_eq!(m.free_blocks_at_least(Order(9)), 4);
+}
+
+#[test]
+fn a_tiny_geometry_works_too() {
+    let g = Geometry {
+        base_shift: 12,
+        level_bits: 3,
+        levels: 4,
+        max_order: 4,
+    };
+    let mut m = PhysMem::new(40, g).unwrap();
+    assert_eq!(m.pageblock_order(), Order(3));
+    assert_eq!(m.free_blocks(Order(4)), 2);
+    assert_eq!(m.free_blocks(Order(3)), 1);
+    let b = m.alloc(&AllocRequest::new(Order(3))).unwrap();
+    assert_eq!(b.pfn, Pfn(32));
+}
+
+#[test]
+fn invalid_machines_are_refused() {
+    assert!(PhysMem::new(0, Geometry::X86_64).is_err());
+    assert!(PhysMem::new(1 << 32, Geometry::X86_64).is_err());
+    let g = Geometry {
+        max_order: 8,
+        ..Geometry::X86_64
+    };
+    assert!(PhysMem::new(1024, g).is_err());
+}

@@ -1,0 +1,165 @@
+//! Collapse: replace a region's table of 4 KB PTEs by one huge page (khugepaged's
+//! `collapse_huge_page` and `MADV_COLLAPSE`, `mm/khugepaged.c`).
+//!
+//! The region must be a table inside one VMA. An order-9 movable block is allocated (no
+//! compaction yet: without a free block the collapse fails with `NoMemory`); every present
+//! PTE with a frame of its own is copied (`__collapse_huge_page_copy`), the rest (empty or
+//! zero-page) is zero-filled unless the new frames were known zero; the old frames and the
+//! page-table page are freed, and a TLB flush is recorded. The new PMD is young and dirty
+//! (`mk_huge_pmd` on x86 sets the accessed bit; the collapse sets dirty).
+//!
+//! Cost: allocation + copies + zero-fill + PTE writes (each present PTE cleared, the PMD
+//! written) + the flush. Owns only the mechanism; which regions to collapse is policy.
+
+use crate::addrspace::AddressSpace;
+use crate::api::CollapseOutcome;
+use crate::buddy::AllocRequest;
+use crate::error::CollapseError;
+use crate::kernel::Kernel;
+use crate::mech::Mech;
+use crate::pagetable::{PteTable, Slot};
+use hugemm_hw::{Nanos, Order, Pfn, Pid, VirtAddr};
+
+impl Kernel {
+    /// Collapse the region holding `region` into a huge page.
+    pub fn collapse(
+        &mut self,
+        pid: Pid,
+        region: VirtAddr,
+    ) -> Result<CollapseOutcome, CollapseError> {
+        let result = match self.parts(pid) {
+            Some((space, mut m)) => collapse_region(space, &mut m, region.0),
+            None => Err(CollapseError::NotInVma),
+        };
+        match &result {
+            Ok(out) => {
+                self.stats.collapses += 1;
+                self.stats.collapse_time += out.cost;
+            }
+            Err(_) => self.stats.collapse_failures += 1,
+        }
+        result
+    }
+}
+
+fn collapse_region(
+    space: &mut AddressSpace,
+    m: &mut Mech<'_>,
+    va: u64,
+) -> Result<CollapseOutcome, CollapseError> {
+    let region = m.layout.region_of(va);
+    check_collapsible(space, m, region)?;
+    let req = AllocRequest::new(Order(m.layout.huge_order())).prefer_zeroed(true);
+    let block = m.phys.alloc(&req).map_err(|_| CollapseError::NoMemory)?;
+    let huge = Slot::Huge {
+        pfn: block.pfn,
+        accessed: true,
+        dirty: true,
+    };
+    let Slot::Table(table) = space.pt.replace(region, huge) else {
+        return Err(CollapseError::NotTable); // unreachable: checked above
+    };
+    let zero_fill = fill_cost(m, &table, block.pfn);
+    m.phys
+        .map_frames(block.pfn, m.fanout(), m.pid, m.vpn(region));
+    let copied = release_table(space, m, &table);
+    space.huge_pages += 1;
+    let copies = Nanos(m.costs.copy_time(m.layout.base_bytes()).0 * copied as u64);
+    let ptes = m.pte_updates(table.present() as u64 + 1);
+    let flush = m.flush(region, region + m.layout.region_bytes());
+    let cost = m.costs.alloc + copies + zero_fill + ptes + flush;
+    Ok(CollapseOutcome {
+        cost,
+        copied,
+        zero_filled: m.fanout() as u32 - copied,
+    })
+}
+
+/// The region must be a table lying inside one VMA.
+fn check_collapsible(space: &AddressSpace, m: &Mech<'_>, region: u64) -> Result<(), CollapseError> {
+    if space
+        .vma_covering(region, m.layout.region_bytes())
+        .is_none()
+    {
+        return Err(CollapseError::NotInVma);
+    }
+    match space.slot(region) {
+        Some(Slot::Table(_)) => Ok(()),
+        _ => Err(CollapseError::NotTable),
+    }
+}
+
+/// Time to zero-fill the subpages no PTE provides, skipping frames known zero.
+fn fill_cost(m: &Mech<'_>, table: &PteTable, pfn: Pfn) -> Nanos {
+    let dirty = (0..m.fanout())
+        .filter(|&i| !table.get(i as usize).is_frame())
+        .filter(|&i| !m.phys.frame(Pfn(pfn.0 + i)).is_some_and(|f| f.is_zeroed()))
+        .count() as u64;
+    m.costs.zero_time(dirty << m.layout.base_shift)
+}
+
+/// Free the old frames and the page-table page; returns how many frames were copied.
+fn release_table(space: &mut AddressSpace, m: &mut Mech<'_>, table: &PteTable) -> u32 {
+    let mut copied = 0;
+    for pte in table.ptes().iter().filter(|p| p.is_frame()) {
+        m.release(pte.pfn(), 0);
+        copied += 1;
+    }
+    space.base_pages -= copied as u64;
+    m.release(table.table_pfn(), 0);
+    copied
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::api::{HugeAdvice, RegionState};
+    use crate::error::CollapseError;
+    use crate::testutil::{kernel, HUGE, PAGE};
+    use hugemm_hw::{Nanos, PageSize, Pid, VirtAddr};
+
+    #[test]
+    fn collapse_costs_alloc_copies_fills_ptes_and_a_flush() {
+        let mut k = kernel(64);
+        let pid = k.create_process();
+        let va = k.mmap(pid, HUGE, HugeAdvice::None).unwrap();
+        for i in 0..3 {
+            k.fault(pid, VirtAddr(va.0 + i * PAGE), true, PageSize::Base);
+        }
+        k.fault(pid, VirtAddr(va.0 + 9 * PAGE), false, PageSize::Base);
+        let out = k.collapse(pid, va).unwrap();
+        assert_eq!((out.copied, out.zero_filled), (3, 509));
+        // alloc 100 + 3 copies + 509 fills (1000 each) + 5 PTE writes + flush 300
+        assert_eq!(out.cost, Nanos(100 + 3000 + 509_000 + 50 + 300));
+        let info = k.region_info(pid, va);
+        assert_eq!(
+            (info.state, info.accessed, info.dirty),
+            (RegionState::Huge, 512, 512)
+        );
+        k.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn collapse_needs_a_table_inside_one_vma() {
+        let mut k = kernel(64);
+        let pid = k.create_process();
+        let va = k.mmap(pid, HUGE + HUGE / 2, HugeAdvice::None).unwrap();
+        assert_eq!(k.collapse(pid, va), Err(CollapseError::NotTable));
+        k.fault(pid, VirtAddr(va.0 + HUGE), true, PageSize::Base);
+        assert_eq!(
+            k.collapse(pid, VirtAddr(va.0 + HUGE)),
+            Err(CollapseError::NotInVma)
+        );
+        assert_eq!(k.collapse(Pid(9), va), Err(CollapseError::NotInVma));
+        assert_eq!((k.stats().collapses, k.stats().collapse_failures), (0, 3));
+    }
+
+    #[test]
+    fn collapse_without_a_free_huge_block_fails() {
+        let mut k = kernel(2);
+        let pid = k.create_process();
+        let va = k.mmap(pid, HUGE, HugeAdvice::None).unwrap();
+        k.fault(pid, va, true, PageSize::Base);
+        assert_eq!(k.collapse(pid, va), Err(CollapseError::NoMemory));
+        k.check_invariants().unwrap();
+    }
+}

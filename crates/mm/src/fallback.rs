@@ -1,0 +1,283 @@
+//! Pageblock fallback ("stealing") as a policy: when a request's own free lists are empty,
+//! which other migrate type's block is taken, and whether the whole pageblock is claimed.
+//!
+//! APSys'16 ("Protecting Huge Pages from the Kernel") shows this choice decides whether
+//! unmovable kernel pages scatter over movable pageblocks; its OPBS/APBS/AAF/RPBS policies
+//! implement [`FallbackPolicy`] next to [`LinuxDefault`]. A policy only decides; the
+//! mechanism that moves free pages and retypes pageblocks is in `steal.rs`. This
+//! module must not mutate the allocator.
+
+use crate::frame::{FrameState, FrameTable};
+use crate::freelist::FreeArea;
+use crate::pageblock::{MigrateType, Pageblocks};
+use hugemm_hw::{Order, Pfn};
+use std::fmt::Debug;
+
+#[cfg(any(test, feature = "conformance"))]
+pub mod conformance;
+
+/// Linux's `fallbacks[][]` table (`mm/page_alloc.c`): the types each request type falls
+/// back to, in order.
+pub const FALLBACKS: [[MigrateType; 2]; MigrateType::COUNT] = [
+    [MigrateType::Reclaimable, MigrateType::Movable], // Unmovable
+    [MigrateType::Reclaimable, MigrateType::Unmovable], // Movable
+    [MigrateType::Unmovable, MigrateType::Movable],   // Reclaimable
+];
+
+/// The block a fallback policy chose to steal from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FallbackChoice {
+    /// Head of a free block of order >= the request's, on another type's list.
+    pub block: Pfn,
+    /// Whether to try to take the whole pageblock (Linux's `can_steal`).
+    pub whole_block: bool,
+}
+
+/// What a pageblock holds, counted by `move_freepages_block` while stealing from it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PageblockCensus {
+    /// The pageblock's type before the steal.
+    pub old: MigrateType,
+    /// Frames in the pageblock.
+    pub frames: u32,
+    /// Free frames (now moved to the requester's lists).
+    pub free: u32,
+    /// Allocated frames of movable owners.
+    pub movable: u32,
+    /// Allocated frames compatible with the requester (`alike_pages`).
+    pub alike: u32,
+}
+
+/// A pageblock fallback policy.
+pub trait FallbackPolicy: Debug + Send {
+    /// Name in reports and errors.
+    fn name(&self) -> &'static str;
+
+    /// `__rmqueue_fallback`'s search: the block to steal for a request of `order` and
+    /// `migrate` whose own lists are empty, or `None` to fail the allocation. The block
+    /// must be a free head of order >= `order`.
+    fn choose(
+        &mut self,
+        free: &FreeAreaView<'_>,
+        order: Order,
+        migrate: MigrateType,
+    ) -> Option<FallbackChoice>;
+
+    /// `steal_suitable_fallback`'s test: whether the requester claims (retypes) the
+    /// pageblock it stole free pages from. Default: Linux's, at least half the pageblock
+    /// is free or compatible.
+    fn claims_pageblock(&self, census: &PageblockCensus, _migrate: MigrateType) -> bool {
+        census.free + census.alike >= census.frames / 2
+    }
+}
+
+/// Linux 6.x's default fallback (`__rmqueue_fallback`, `find_suitable_fallback`,
+/// `can_steal_fallback`): search orders from the highest down, take the first type of the
+/// fallbacks table with a free block; steal the whole pageblock when the order found is
+/// at least half a pageblock or the request is unmovable/reclaimable. A movable request
+/// that cannot steal whole blocks takes the smallest fitting block instead.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LinuxDefault;
+
+impl LinuxDefault {
+    /// `can_steal_fallback`.
+    fn can_steal(order: u8, pageblock_order: u8, migrate: MigrateType) -> bool {
+        order >= pageblock_order / 2 || migrate != MigrateType::Movable
+    }
+
+    /// `find_suitable_fallback` (with `only_stealable == false`).
+    fn find_suitable(
+        free: &FreeAreaView<'_>,
+        order: u8,
+        migrate: MigrateType,
+    ) -> Option<(MigrateType, bool)> {
+        if free.nr_free_order(Order(order)) == 0 {
+            return None;
+        }
+        let fallback = FALLBACKS[migrate.index()]
+            .into_iter()
+            .find(|&mt| free.nr_free(Order(order), mt) > 0)?;
+        Some((
+            fallback,
+            Self::can_steal(order, free.pageblock_order().0, migrate),
+        ))
+    }
+
+    fn choice_at(
+        free: &FreeAreaView<'_>,
+        order: u8,
+        mt: MigrateType,
+        whole_block: bool,
+    ) -> Option<FallbackChoice> {
+        Some(FallbackChoice {
+            block: free.first(Order(order), mt)?,
+            whole_block,
+        })
+    }
+}
+
+impl FallbackPolicy for LinuxDefault {
+    fn name(&self) -> &'static str {
+        "default"
+    }
+
+    fn choose(
+        &mut self,
+        free: &FreeAreaView<'_>,
+        order: Order,
+        migrate: MigrateType,
+    ) -> Option<FallbackChoice> {
+        let max = free.max_order().0;
+        for cur in (order.0..=max).rev() {
+            let Some((mt, can_steal)) = Self::find_suitable(free, cur, migrate) else {
+                continue;
+            };
+            if !can_steal && migrate == MigrateType::Movable && cur > order.0 {
+                // find_smallest: do not break a large block for a movable request.
+                return (order.0..=max).find_map(|o| {
+                    let (mt, steal) = Self::find_suitable(free, o, migrate)?;
+                    Self::choice_at(free, o, mt, steal)
+                });
+            }
+            return Self::choice_at(free, cur, mt, can_steal);
+        }
+        None
+    }
+}
+
+/// A read-only view of the free area and pageblocks for fallback policies.
+#[derive(Clone, Copy, Debug)]
+pub struct FreeAreaView<'a> {
+    frames: &'a FrameTable,
+    free: &'a FreeArea,
+    blocks: &'a Pageblocks,
+    max_order: u8,
+}
+
+impl<'a> FreeAreaView<'a> {
+    pub(crate) fn new(
+        frames: &'a FrameTable,
+        free: &'a FreeArea,
+        blocks: &'a Pageblocks,
+        max_order: u8,
+    ) -> Self {
+        FreeAreaView {
+            frames,
+            free,
+            blocks,
+            max_order,
+        }
+    }
+
+    /// The highest buddy order.
+    pub fn max_order(&self) -> Order {
+        Order(self.max_order)
+    }
+
+    /// The pageblock order.
+    pub fn pageblock_order(&self) -> Order {
+        Order(self.blocks.order())
+    }
+
+    /// Free blocks of `order` on `mt`'s list.
+    pub fn nr_free(&self, order: Order, mt: MigrateType) -> u64 {
+        self.free.count(order.0, mt)
+    }
+
+    /// Free blocks of `order`, all types (`free_area.nr_free`).
+    pub fn nr_free_order(&self, order: Order) -> u64 {
+        self.free.count_order(order.0)
+    }
+
+    /// The first block of `mt`'s list at `order` (`get_page_from_free_area`).
+    pub fn first(&self, order: Order, mt: MigrateType) -> Option<Pfn> {
+        self.free.first(order.0, mt).map(|p| Pfn(p as u64))
+    }
+
+    /// All blocks of `mt`'s list at `order`, in list order.
+    pub fn blocks(&self, order: Order, mt: MigrateType) -> impl Iterator<Item = Pfn> + 'a {
+        self.free
+            .iter(self.frames, order.0, mt)
+            .map(|p| Pfn(p as u64))
+    }
+
+    /// The type of the pageblock holding `pfn`.
+    pub fn pageblock_type(&self, pfn: Pfn) -> Option<MigrateType> {
+        u32::try_from(pfn.0).ok().and_then(|p| self.blocks.get(p))
+    }
+
+    /// The state of frame `pfn`.
+    pub fn frame_state(&self, pfn: Pfn) -> Option<FrameState> {
+        self.frames.get(pfn.0).map(|f| f.state())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::buddy::{AllocRequest, PhysMem};
+    use crate::frame::OwnerKind;
+    use hugemm_hw::Geometry;
+
+    fn mem(frames: u64) -> PhysMem {
+        PhysMem::new(frames, Geometry::X86_64).unwrap()
+    }
+
+    #[test]
+    fn linux_default_passes_the_conformance_suite() {
+        conformance::run(|| Box::new(LinuxDefault));
+    }
+
+    #[test]
+    fn the_default_steals_the_largest_block_first() {
+        let m = mem(4096); // four order-10 blocks, all movable
+        let choice = LinuxDefault
+            .choose(&m.view(), Order(0), MigrateType::Unmovable)
+            .unwrap();
+        assert_eq!(
+            choice,
+            FallbackChoice {
+                block: Pfn(0),
+                whole_block: true
+            }
+        );
+    }
+
+    #[test]
+    fn a_movable_request_that_cannot_steal_takes_the_smallest_foreign_block() {
+        let mut m = mem(16); // one order-4 block, smaller than a pageblock
+        let req = AllocRequest::new(Order(0))
+            .migrate(MigrateType::Unmovable)
+            .owner(OwnerKind::KernelUnmovable);
+        assert_eq!(m.alloc(&req).unwrap().pfn, Pfn(0));
+        // Unmovable lists now hold orders 0..=3 (pfn 1, 2, 4, 8); nothing is movable.
+        // Order 3 is below pageblock_order / 2, so a movable request takes the smallest.
+        let c = LinuxDefault
+            .choose(&m.view(), Order(0), MigrateType::Movable)
+            .unwrap();
+        assert_eq!(
+            c,
+            FallbackChoice {
+                block: Pfn(1),
+                whole_block: false
+            }
+        );
+    }
+
+    #[test]
+    fn claiming_needs_half_the_pageblock_free_or_alike() {
+        let census = PageblockCensus {
+            old: MigrateType::Movable,
+            frames: 512,
+            free: 200,
+            movable: 300,
+            alike: 12,
+        };
+        assert!(!LinuxDefault.claims_pageblock(&census, MigrateType::Unmovable));
+        let census = PageblockCensus {
+            free: 256,
+            ..census
+        };
+        assert!(LinuxDefault.claims_pageblock(&census, MigrateType::Unmovable));
+    }
+}

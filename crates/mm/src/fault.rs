@@ -1,0 +1,280 @@
+//! Anonymous page faults (Linux 6.x `mm/memory.c` `do_anonymous_page`, `do_wp_page`;
+//! `mm/huge_memory.c` `do_huge_pmd_anonymous_page`, `do_huge_pmd_wp_page`).
+//!
+//! The caller (a policy, through the engine) says which page size it wants; the mechanism
+//! serves it if it can:
+//! - 2 MB wanted, the region inside the VMA and empty: a read maps the huge zero page
+//!   (`use_zero_page` = 1); a write allocates an order-9 movable block. Without a free
+//!   order-9 block the fault falls back to 4 KB ([`FaultKind::HugeFallback`]): no
+//!   compaction yet, it arrives with the fragmentation issue.
+//! - Otherwise 4 KB: a read of an untouched page maps the shared zero page; a write
+//!   allocates a frame; a write to a zero-page PTE is copy-on-write. A write to a
+//!   huge-zero region first splits it into a table of zero-page PTEs, then copies on
+//!   write, as `do_huge_pmd_wp_page` falls back (`__split_huge_pmd`, `VM_FAULT_FALLBACK`).
+//!
+//! Cost: trap + allocations (each an `alloc`, plus clearing unless every frame was known
+//! zero; page-table pages included) + PTE writes + flushes. With no frame at all the
+//! outcome says `oom`, nothing is mapped, and the fault is counted as an OOM event.
+//! This module must not choose page sizes.
+
+use crate::addrspace::AddressSpace;
+use crate::api::{FaultKind, FaultOutcome};
+use crate::kernel::Kernel;
+use crate::mech::{Alloc, Mech};
+use crate::pagetable::{PteTable, Slot};
+use crate::pte::Pte;
+use crate::split::install_zero_table;
+use crate::stats::NoOp;
+use hugemm_hw::{Nanos, PageSize, Pid, VirtAddr};
+
+/// A fault either did something (or ran out of memory trying) or nothing at all.
+enum Served {
+    Done(FaultOutcome),
+    NoOp(NoOp, FaultOutcome),
+}
+
+/// What maps the faulting address now.
+#[derive(Clone, Copy)]
+enum Now {
+    NoTable,
+    Huge,
+    HugeZero { accessed: bool },
+    Pte(Pte),
+}
+
+impl Kernel {
+    /// Serve a fault at `va` wanting a page of size `want` (1 GB is served as 2 MB).
+    /// A fault outside every VMA, or on an address already mapped, maps nothing: it is
+    /// reported as kind `Base` with the trap's cost and counted apart in the stats.
+    pub fn fault(&mut self, pid: Pid, va: VirtAddr, write: bool, want: PageSize) -> FaultOutcome {
+        let trap = self.costs.fault_trap;
+        let served = match self.parts(pid) {
+            Some((space, mut m)) => fault_in(space, &mut m, va.0, write, want),
+            None => noop(NoOp::Segfault, trap, PageSize::Base),
+        };
+        match served {
+            Served::Done(out) => {
+                self.stats.record_fault(&out);
+                out
+            }
+            Served::NoOp(why, out) => {
+                self.stats.record_noop(why, out.cost);
+                out
+            }
+        }
+    }
+}
+
+fn outcome(kind: FaultKind, size: PageSize, cost: Nanos) -> FaultOutcome {
+    FaultOutcome {
+        kind,
+        size,
+        cost,
+        oom: false,
+    }
+}
+
+fn noop(why: NoOp, cost: Nanos, size: PageSize) -> Served {
+    Served::NoOp(why, outcome(FaultKind::Base, size, cost))
+}
+
+fn oom(kind: FaultKind, cost: Nanos) -> Served {
+    Served::Done(FaultOutcome {
+        kind,
+        size: PageSize::Base,
+        cost,
+        oom: true,
+    })
+}
+
+fn fault_in(
+    space: &mut AddressSpace,
+    m: &mut Mech<'_>,
+    va: u64,
+    write: bool,
+    want: PageSize,
+) -> Served {
+    let trap = m.costs.fault_trap;
+    if space.vma(va).is_none() {
+        return noop(NoOp::Segfault, trap, PageSize::Base);
+    }
+    let region = m.layout.region_of(va);
+    let fits = space
+        .vma_covering(region, m.layout.region_bytes())
+        .is_some();
+    if want == PageSize::Base || !fits || !space.pt.is_empty(region) {
+        return fault_base(space, m, va, write, trap, false);
+    }
+    fault_huge(space, m, va, write)
+}
+
+/// The 2 MB path: the huge zero page on a read, an order-9 block on a write, 4 KB when
+/// no block is free.
+fn fault_huge(space: &mut AddressSpace, m: &mut Mech<'_>, va: u64, write: bool) -> Served {
+    let (region, trap) = (m.layout.region_of(va), m.costs.fault_trap);
+    if !write {
+        space.pt.replace(region, Slot::HugeZero { accessed: true });
+        let cost = trap + m.pte_updates(1);
+        return Served::Done(outcome(FaultKind::HugeZeroPage, PageSize::Huge, cost));
+    }
+    match m.alloc_anon(m.layout.huge_order(), region) {
+        Ok(a) => {
+            let huge = Slot::Huge {
+                pfn: a.pfn,
+                accessed: true,
+                dirty: true,
+            };
+            space.pt.replace(region, huge);
+            space.huge_pages += 1;
+            let cost = trap + a.cost + m.pte_updates(1);
+            Served::Done(outcome(FaultKind::Huge, PageSize::Huge, cost))
+        }
+        Err(_) => fault_base(space, m, va, write, trap + m.costs.alloc, true),
+    }
+}
+
+fn now_at(space: &AddressSpace, region: u64, idx: usize) -> Now {
+    match space.slot(region) {
+        None | Some(Slot::Empty) => Now::NoTable,
+        Some(Slot::Huge { .. }) => Now::Huge,
+        Some(Slot::HugeZero { accessed }) => Now::HugeZero {
+            accessed: *accessed,
+        },
+        Some(Slot::Table(t)) => Now::Pte(t.get(idx)),
+    }
+}
+
+/// The kind of a 4 KB fault, or `None` if nothing needs doing.
+fn base_kind(now: Now, write: bool, fallback: bool) -> Option<FaultKind> {
+    let cow = match now {
+        Now::Huge => return None,
+        Now::Pte(p) if p.is_frame() => return None,
+        Now::HugeZero { .. } => true,
+        Now::Pte(p) => p.is_zero_page(),
+        Now::NoTable => false,
+    };
+    Some(match (write, cow, fallback) {
+        (false, true, _) => return None,
+        (false, false, _) => FaultKind::ZeroPage,
+        (true, _, true) => FaultKind::HugeFallback,
+        (true, true, false) => FaultKind::CowZeroPage,
+        (true, false, false) => FaultKind::Base,
+    })
+}
+
+fn fault_base(
+    space: &mut AddressSpace,
+    m: &mut Mech<'_>,
+    va: u64,
+    write: bool,
+    cost: Nanos,
+    fallback: bool,
+) -> Served {
+    let (region, idx) = (m.layout.region_of(va), m.layout.page_index(va));
+    let now = now_at(space, region, idx);
+    let Some(kind) = base_kind(now, write, fallback) else {
+        let size = if matches!(now, Now::Huge | Now::HugeZero { .. }) {
+            PageSize::Huge
+        } else {
+            PageSize::Base
+        };
+        return noop(NoOp::Spurious, cost, size);
+    };
+    let page = va & !(m.layout.base_bytes() - 1);
+    let (table, data) = match allocate(m, now, region, write.then_some(page)) {
+        Ok(allocs) => allocs,
+        Err(spent) => return oom(kind, cost + spent),
+    };
+    let mut cost = cost + install_table(space, m, region, now, table);
+    cost += map_page(space, m, region, idx, data);
+    if kind == FaultKind::CowZeroPage {
+        // wp_page_copy replaces the zero-page PTE with ptep_clear_flush.
+        cost += m.flush(page, page + m.layout.base_bytes());
+    }
+    Served::Done(outcome(kind, PageSize::Base, cost))
+}
+
+/// Allocate what a 4 KB fault needs, all or nothing: a page-table page when the region
+/// has no table, a frame when `page` (a write) is given. `Err` carries the time spent.
+fn allocate(
+    m: &mut Mech<'_>,
+    now: Now,
+    region: u64,
+    page: Option<u64>,
+) -> Result<(Option<Alloc>, Option<Alloc>), Nanos> {
+    let table = match now {
+        Now::NoTable | Now::HugeZero { .. } => {
+            Some(m.alloc_table(region).map_err(|_| m.costs.alloc)?)
+        }
+        _ => None,
+    };
+    let Some(page) = page else {
+        return Ok((table, None));
+    };
+    match m.alloc_anon(0, page) {
+        Ok(a) => Ok((table, Some(a))),
+        Err(_) => {
+            let spent = table.map_or(Nanos::ZERO, |t| {
+                m.release(t.pfn, 0);
+                t.cost
+            });
+            Err(spent + m.costs.alloc)
+        }
+    }
+}
+
+/// Put the new page-table page in place: empty, or (splitting the huge zero page) full of
+/// zero-page PTEs. Returns its cost.
+fn install_table(
+    space: &mut AddressSpace,
+    m: &mut Mech<'_>,
+    region: u64,
+    now: Now,
+    table: Option<Alloc>,
+) -> Nanos {
+    let Some(t) = table else { return Nanos::ZERO };
+    match now {
+        Now::HugeZero { accessed } => {
+            t.cost + install_zero_table(space, m, region, t.pfn, accessed)
+        }
+        _ => {
+            space.pt.replace(
+                region,
+                Slot::Table(PteTable::filled(t.pfn, m.fanout(), |_| Pte::NONE)),
+            );
+            t.cost
+        }
+    }
+}
+
+/// Map the new frame, or the zero page when there is none (a read). Returns its cost.
+fn map_page(
+    space: &mut AddressSpace,
+    m: &mut Mech<'_>,
+    region: u64,
+    idx: usize,
+    data: Option<Alloc>,
+) -> Nanos {
+    let (pte, cost) = match data {
+        Some(a) => {
+            space.base_pages += 1;
+            (Pte::frame(a.pfn, true, true), a.cost)
+        }
+        None => (Pte::zero_page(true), Nanos::ZERO),
+    };
+    set_pte(space, m, region, idx, pte);
+    cost + m.pte_updates(1)
+}
+
+fn set_pte(space: &mut AddressSpace, m: &mut Mech<'_>, region: u64, idx: usize, pte: Pte) {
+    match space.pt.slot_mut_uncached(region) {
+        Some(Slot::Table(t)) => {
+            t.set(idx, pte);
+        }
+        _ => m.stats.internal_errors += 1,
+    }
+}
+
+#[cfg(test)]
+#[path = "fault_tests.rs"]
+mod tests;

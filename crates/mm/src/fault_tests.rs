@@ -1,0 +1,95 @@
+//! Unit tests of the fault path.
+
+use crate::api::{FaultKind, HugeAdvice, Touch};
+use crate::testutil::kernel;
+use hugemm_hw::{Nanos, PageSize, Pfn, VirtAddr};
+
+#[test]
+fn a_write_fault_costs_trap_alloc_zeroing_and_a_pte() {
+    let mut k = kernel(64);
+    let pid = k.create_process();
+    let va = k.mmap(pid, 1 << 20, HugeAdvice::None).unwrap();
+    let out = k.fault(pid, va, true, PageSize::Base);
+    assert_eq!(out.kind, FaultKind::Base);
+    // trap 1000 + table page (100 + 1000 zeroing) + frame (100 + 1000) + pte 10
+    assert_eq!(out.cost, Nanos(3210));
+    let out = k.fault(pid, VirtAddr(va.0 + 4096), true, PageSize::Base);
+    assert_eq!(out.cost, Nanos(2110));
+    k.check_invariants().unwrap();
+}
+
+#[test]
+fn known_zero_frames_are_not_cleared_again() {
+    let mut k = kernel(64);
+    let pid = k.create_process();
+    let va = k.mmap(pid, 4 << 20, HugeAdvice::None).unwrap();
+    for pfn in 0..k.phys().frames_total() {
+        k.phys.set_zeroed(Pfn(pfn), true);
+    }
+    let out = k.fault(pid, va, true, PageSize::Huge);
+    assert_eq!(
+        (out.kind, out.cost),
+        (FaultKind::Huge, Nanos(1000 + 100 + 10))
+    );
+    let f = k.phys().frame(Pfn(0)).unwrap();
+    assert!(!f.is_zeroed(), "mapping clears the zeroed bit");
+}
+
+#[test]
+fn a_read_fault_maps_the_zero_page_without_a_frame() {
+    let mut k = kernel(64);
+    let pid = k.create_process();
+    let va = k.mmap(pid, 1 << 20, HugeAdvice::None).unwrap();
+    let free = k.phys().frames_free();
+    let out = k.fault(pid, va, false, PageSize::Base);
+    assert_eq!(out.kind, FaultKind::ZeroPage);
+    assert_eq!(k.phys().frames_free(), free - 1, "only the page-table page");
+    assert_eq!(k.rss_bytes(pid), 0);
+    let zero = k.touch(pid, VirtAddr(va.0 + 8), false);
+    assert_eq!(
+        zero,
+        Touch::Mapped {
+            pa: (64 << 20) + 8,
+            size: PageSize::Base
+        }
+    );
+    assert_eq!(k.touch(pid, va, true), Touch::WriteToZeroPage);
+    let cow = k.fault(pid, va, true, PageSize::Base);
+    assert_eq!(cow.kind, FaultKind::CowZeroPage);
+    assert_eq!(k.take_tlb_flushes().len(), 1);
+    assert_eq!(k.rss_bytes(pid), 4096);
+}
+
+#[test]
+fn faults_outside_vmas_or_on_mapped_pages_do_nothing() {
+    let mut k = kernel(64);
+    let pid = k.create_process();
+    let va = k.mmap(pid, 4096, HugeAdvice::None).unwrap();
+    let out = k.fault(pid, VirtAddr(va.0 + 4096), true, PageSize::Base);
+    assert_eq!(
+        (out.kind, out.oom, out.cost),
+        (FaultKind::Base, false, Nanos(1000))
+    );
+    assert_eq!(k.stats().faults.segfault, 1);
+    k.fault(pid, va, true, PageSize::Base);
+    k.fault(pid, va, true, PageSize::Base);
+    assert_eq!(k.stats().faults.spurious, 1);
+    assert_eq!(k.stats().faults.base, 1);
+    let ghost = k.fault(hugemm_hw::Pid(99), va, true, PageSize::Base);
+    assert!(!ghost.oom);
+    k.check_invariants().unwrap();
+}
+
+#[test]
+fn a_huge_fault_needs_the_whole_region_inside_the_vma() {
+    let mut k = kernel(64);
+    let pid = k.create_process();
+    let va = k.mmap(pid, 3 << 20, HugeAdvice::Hugepage).unwrap();
+    let first = k.fault(pid, va, true, PageSize::Huge);
+    assert_eq!((first.kind, first.size), (FaultKind::Huge, PageSize::Huge));
+    let tail = k.fault(pid, VirtAddr(va.0 + (2 << 20)), true, PageSize::Huge);
+    assert_eq!((tail.kind, tail.size), (FaultKind::Base, PageSize::Base));
+    assert_eq!(k.huge_pages(pid), 1);
+    assert_eq!(k.rss_bytes(pid), (2 << 20) + 4096);
+    k.check_invariants().unwrap();
+}

@@ -1,0 +1,316 @@
+//! The consistency checker ([`Kernel::check_invariants`]): recounts everything the model
+//! keeps incrementally and checks the properties STYLE.md 12 asks for. Linear in memory
+//! and mappings; meant for tests and debug runs (CONFIG_DEBUG_VM), not the hot path.
+//!
+//! Physical memory: every frame is in exactly one block; free blocks are aligned, never
+//! overlap, are on the list their head says, and coalesce maximally (no free block's buddy
+//! is a free block of the same order); free + allocated = total; counters match. Address
+//! spaces: every mapping lies in a VMA and points at allocated anonymous frames whose
+//! reverse map names that process and page; every table's page is an allocated
+//! page-table frame; no anonymous or page-table frame is unaccounted for; resident and
+//! huge counters match a recount. It must not modify anything.
+
+use crate::addrspace::AddressSpace;
+use crate::buddy::PhysMem;
+use crate::error::{MmError, Result};
+use crate::frame::{FrameState, OwnerKind};
+use crate::kernel::Kernel;
+use crate::pageblock::MigrateType;
+use crate::pagetable::{PteTable, Slot, VaLayout};
+use hugemm_hw::{Order, Pfn, Pid, Vpn};
+
+fn fail<T>(what: &'static str, at: u64) -> Result<T> {
+    Err(MmError::Invariant { what, at })
+}
+
+fn ensure(ok: bool, what: &'static str, at: u64) -> Result<()> {
+    if ok {
+        Ok(())
+    } else {
+        fail(what, at)
+    }
+}
+
+/// Frames counted by the physical scan.
+#[derive(Default)]
+struct Census {
+    free: u64,
+    anon: u64,
+    tables: u64,
+}
+
+impl Kernel {
+    /// Check every invariant of the model; the first violation found is returned.
+    pub fn check_invariants(&self) -> Result<()> {
+        ensure(
+            self.stats.internal_errors == 0,
+            "an internal free was refused",
+            self.stats.internal_errors,
+        )?;
+        let census = check_phys(&self.phys)?;
+        let (mut anon, mut tables) = (0, 0);
+        for (pid, space) in self.procs.iter().enumerate() {
+            if let Some(space) = space {
+                let (a, t) = check_space(&self.phys, &self.layout, Pid(pid as u32), space)?;
+                anon += a;
+                tables += t;
+            }
+        }
+        ensure(
+            census.anon == anon,
+            "anonymous frames not all mapped exactly once",
+            census.anon,
+        )?;
+        ensure(
+            census.tables == tables,
+            "page-table frames not all in use",
+            census.tables,
+        )
+    }
+}
+
+fn check_phys(p: &PhysMem) -> Result<Census> {
+    let census = scan_frames(p)?;
+    ensure(
+        census.free == p.frames_free(),
+        "free counter differs from a recount",
+        census.free,
+    )?;
+    let listed = check_lists(p)?;
+    ensure(
+        listed == census.free,
+        "free heads missing from the free lists",
+        listed,
+    )?;
+    let pbs: u64 = MigrateType::ALL.iter().map(|&mt| p.pageblocks(mt)).sum();
+    ensure(pbs == p.pageblock_count(), "pageblock counters", pbs)?;
+    for mt in MigrateType::ALL {
+        let n = (0..p.pageblock_count())
+            .filter(|&b| p.blocks.get((b << p.blocks.order()) as u32) == Some(mt))
+            .count();
+        ensure(
+            n as u64 == p.pageblocks(mt),
+            "pageblock count of a type differs from a recount",
+            n as u64,
+        )?;
+    }
+    Ok(census)
+}
+
+/// Walk all frames block by block.
+fn scan_frames(p: &PhysMem) -> Result<Census> {
+    let (total, max) = (p.frames_total(), p.max_order().0);
+    let mut c = Census::default();
+    let mut pfn = 0u64;
+    while pfn < total {
+        let (order, tail_free) = match p.frames.at(pfn as u32).state() {
+            FrameState::FreeHead { order, .. } => (order.0, true),
+            FrameState::Allocated { order, owner } => {
+                c.anon += (owner == OwnerKind::Anon) as u64 * (1 << order.0);
+                c.tables += (owner == OwnerKind::PageTable) as u64;
+                (order.0, false)
+            }
+            _ => return fail("a tail frame outside any block", pfn),
+        };
+        let size = 1u64 << order;
+        ensure(
+            order <= max && pfn % size == 0 && pfn + size <= total,
+            "misaligned or overlong block",
+            pfn,
+        )?;
+        check_tails(p, pfn, size, tail_free)?;
+        if tail_free {
+            c.free += size;
+            let buddy = pfn ^ size;
+            let merged =
+                order < max && buddy < total && p.frames.at(buddy as u32).is_free_head_of(order);
+            ensure(!merged, "free buddies not coalesced", pfn)?;
+        }
+        pfn += size;
+    }
+    Ok(c)
+}
+
+fn check_tails(p: &PhysMem, head: u64, size: u64, free: bool) -> Result<()> {
+    let owner = p.frames.at(head as u32).owner();
+    for f in p.frames.range(head as u32 + 1, size as u32 - 1) {
+        let ok = match f.state() {
+            FrameState::FreeTail => free,
+            FrameState::AllocatedTail { owner: o } => !free && Some(o) == owner,
+            _ => false,
+        };
+        ensure(ok, "blocks overlap", head)?;
+    }
+    Ok(())
+}
+
+/// Walk every free list; returns the frames listed.
+fn check_lists(p: &PhysMem) -> Result<u64> {
+    let mut listed = 0;
+    for order in 0..=p.max_order().0 {
+        for mt in MigrateType::ALL {
+            let mut prev = u32::MAX;
+            let mut n = 0;
+            for pfn in p.free.iter(&p.frames, order, mt) {
+                let f = p.frames.get(pfn as u64).ok_or(MmError::Invariant {
+                    what: "list link out of range",
+                    at: pfn as u64,
+                })?;
+                let expect = FrameState::FreeHead {
+                    order: Order(order),
+                    migrate: mt,
+                };
+                ensure(
+                    f.state() == expect && f.links().0 == prev,
+                    "free list corrupt",
+                    pfn as u64,
+                )?;
+                ensure(n < p.frames_total(), "free list loops", pfn as u64)?;
+                prev = pfn;
+                n += 1;
+            }
+            ensure(
+                n == p.free.count(order, mt),
+                "free list length differs from its counter",
+                n,
+            )?;
+            listed += n << order;
+        }
+    }
+    Ok(listed)
+}
+
+/// Checks of one address space against physical memory.
+struct SpaceCheck<'a> {
+    p: &'a PhysMem,
+    l: &'a VaLayout,
+    pid: Pid,
+    s: &'a AddressSpace,
+}
+
+/// Check one address space; returns (anonymous frames mapped, page-table pages).
+fn check_space(p: &PhysMem, l: &VaLayout, pid: Pid, s: &AddressSpace) -> Result<(u64, u64)> {
+    let c = SpaceCheck { p, l, pid, s };
+    let (mut base, mut huge, mut tables) = (0u64, 0u64, 0u64);
+    for (region, slot) in s.pt.slots() {
+        let in_vma = s.vma_covering(region, l.region_bytes()).is_some();
+        match slot {
+            Slot::Huge { pfn, .. } => {
+                ensure(in_vma, "huge mapping outside a VMA", region)?;
+                c.check_huge(*pfn, region)?;
+                huge += 1;
+            }
+            Slot::HugeZero { .. } => ensure(in_vma, "huge zero page outside a VMA", region)?,
+            Slot::Table(t) => {
+                base += c.check_table(region, t)?;
+                tables += 1;
+            }
+            Slot::Empty => {}
+        }
+    }
+    ensure(base == s.base_pages, "base-page counter differs", base)?;
+    ensure(huge == s.huge_pages, "huge-page counter differs", huge)?;
+    Ok((base + huge * l.fanout, tables))
+}
+
+impl SpaceCheck<'_> {
+    /// Frame `pfn` is `state` and its reverse map names this process at `va`.
+    fn expect_frame(&self, pfn: Pfn, state: FrameState, va: u64, what: &'static str) -> Result<()> {
+        let found = self.p.frame(pfn).map(|f| (f.state(), f.rmap()));
+        let rmap = Some((self.pid, Vpn(va >> self.l.base_shift)));
+        ensure(found == Some((state, rmap)), what, pfn.0)
+    }
+
+    fn check_huge(&self, pfn: Pfn, region: u64) -> Result<()> {
+        let order = Order(self.l.huge_order());
+        let head = FrameState::Allocated {
+            order,
+            owner: OwnerKind::Anon,
+        };
+        let tail = FrameState::AllocatedTail {
+            owner: OwnerKind::Anon,
+        };
+        for i in 0..self.l.fanout {
+            let state = if i == 0 { head } else { tail };
+            let va = region + (i << self.l.base_shift);
+            self.expect_frame(
+                Pfn(pfn.0 + i),
+                state,
+                va,
+                "huge frame not compound anon naming its page",
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Check a table; returns the frames it maps.
+    fn check_table(&self, region: u64, t: &PteTable) -> Result<u64> {
+        let table = FrameState::Allocated {
+            order: Order(0),
+            owner: OwnerKind::PageTable,
+        };
+        self.expect_frame(
+            t.table_pfn(),
+            table,
+            region,
+            "table page not a page-table frame",
+        )?;
+        ensure(t.present() > 0, "empty table kept", region)?;
+        let anon = FrameState::Allocated {
+            order: Order(0),
+            owner: OwnerKind::Anon,
+        };
+        let (mut present, mut zero, mut frames) = (0u32, 0u32, 0u64);
+        for (i, pte) in t.ptes().iter().enumerate().filter(|(_, p)| p.is_present()) {
+            let va = region + ((i as u64) << self.l.base_shift);
+            ensure(self.s.vma(va).is_some(), "PTE outside a VMA", va)?;
+            present += 1;
+            zero += pte.is_zero_page() as u32;
+            if pte.is_frame() {
+                self.expect_frame(pte.pfn(), anon, va, "PTE frame not anon naming its page")?;
+                frames += 1;
+            }
+        }
+        let counts_ok = present == t.present() && zero == t.zero();
+        ensure(counts_ok, "table counters differ from a recount", region)?;
+        Ok(frames)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::api::HugeAdvice;
+    use crate::error::MmError;
+    use crate::testutil::{kernel, PAGE};
+    use hugemm_hw::{PageSize, Pfn, Pid};
+
+    #[test]
+    fn a_healthy_kernel_passes() {
+        let mut k = kernel(16);
+        let pid = k.create_process();
+        let va = k.mmap(pid, 64 * PAGE, HugeAdvice::None).unwrap();
+        k.fault(pid, va, true, PageSize::Base);
+        k.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn corruption_is_detected() {
+        let mut k = kernel(16);
+        let pid = k.create_process();
+        let va = k.mmap(pid, 64 * PAGE, HugeAdvice::None).unwrap();
+        k.fault(pid, va, true, PageSize::Base);
+        if let Some(Some(s)) = k.procs.get_mut(pid.0 as usize) {
+            s.base_pages += 1;
+        }
+        assert!(matches!(
+            k.check_invariants(),
+            Err(MmError::Invariant { .. })
+        ));
+        if let Some(Some(s)) = k.procs.get_mut(pid.0 as usize) {
+            s.base_pages -= 1;
+        }
+        let pfn = Pfn(k.translate(pid, va).unwrap().pa / PAGE);
+        k.phys.map_frames(pfn, 1, Pid(99), hugemm_hw::Vpn(0));
+        assert!(k.check_invariants().is_err(), "a wrong reverse map");
+    }
+}

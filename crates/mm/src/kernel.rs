@@ -1,0 +1,427 @@
+//! [`Kernel`]: physical memory, the address spaces of processes, the recorded TLB
+//! flushes and the counters, behind the interface of docs/dev/interfaces.md.
+//!
+//! Owns the process table, the hot translation path ([`Kernel::touch`]) and the read-only
+//! observations policies use. The mechanisms live in their own modules (`fault`,
+//! `collapse`, `split`, `unmap`, `mmap`), each an `impl Kernel` block. This module must
+//! not make policy decisions (page size at fault time, what to promote or split).
+
+use crate::addrspace::AddressSpace;
+use crate::api::{FaultInfo, RegionInfo, RegionState, TlbFlush, Touch, Translation};
+use crate::buddy::{AllocRequest, Block, PhysMem};
+use crate::costs::MmCosts;
+use crate::error::{MmError, Result};
+use crate::fallback::FallbackPolicy;
+use crate::frame::OwnerKind;
+use crate::mech::Mech;
+use crate::pagetable::{Slot, VaLayout, ZeroPages};
+use crate::pte::Pte;
+use crate::stats::KernelStats;
+use crate::vma::{align_up, Vma};
+use hugemm_hw::{Geometry, Order, PageSize, Pfn, Pid, VirtAddr};
+use serde::{Deserialize, Serialize};
+
+/// The machine's memory: its size and MMU geometry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemConfig {
+    /// Bytes of physical memory (a multiple of the base page size).
+    pub bytes: u64,
+    /// Page sizes, table fan-out and buddy orders.
+    pub geometry: Geometry,
+}
+
+/// The kernel model.
+#[derive(Debug)]
+pub struct Kernel {
+    pub(crate) layout: VaLayout,
+    pub(crate) geometry: Geometry,
+    pub(crate) costs: MmCosts,
+    pub(crate) phys: PhysMem,
+    /// Index = pid; pid 0 is never used (a frame's reverse map reads pid 0 as "none").
+    pub(crate) procs: Vec<Option<AddressSpace>>,
+    pub(crate) stats: KernelStats,
+    pub(crate) flushes: Vec<TlbFlush>,
+    pub(crate) zero: ZeroPages,
+}
+
+impl Kernel {
+    /// A machine with all memory free (and dirty), no processes, Linux's default
+    /// pageblock fallback.
+    pub fn new(cfg: &MemConfig, costs: MmCosts) -> Result<Kernel> {
+        costs.validate()?;
+        let layout = VaLayout::new(cfg.geometry)?;
+        let base = cfg.geometry.base_bytes();
+        if cfg.bytes % base != 0 {
+            return Err(MmError::InvalidConfig {
+                what: "memory size must be a multiple of the base page size",
+            });
+        }
+        let phys = PhysMem::new(cfg.bytes / base, cfg.geometry)?;
+        let huge =
+            align_up(cfg.bytes + base, layout.region_bytes()).ok_or(MmError::InvalidConfig {
+                what: "memory size too large",
+            })?;
+        Ok(Kernel {
+            layout,
+            geometry: cfg.geometry,
+            costs,
+            phys,
+            procs: vec![None],
+            stats: KernelStats::default(),
+            flushes: Vec::new(),
+            zero: ZeroPages {
+                base: cfg.bytes,
+                huge,
+            },
+        })
+    }
+
+    /// The MMU geometry.
+    pub fn geometry(&self) -> Geometry {
+        self.geometry
+    }
+
+    /// The costs the kernel charges.
+    pub fn costs(&self) -> &MmCosts {
+        &self.costs
+    }
+
+    /// Start a process with an empty address space. Pids are never reused.
+    pub fn create_process(&mut self) -> Pid {
+        self.procs.push(Some(AddressSpace::new(self.layout)));
+        Pid((self.procs.len() - 1) as u32)
+    }
+
+    /// The address space of a live process.
+    pub(crate) fn space(&self, pid: Pid) -> Option<&AddressSpace> {
+        self.procs.get(pid.0 as usize)?.as_ref()
+    }
+
+    /// A live process's address space and the mechanism context, borrowed together.
+    pub(crate) fn parts(&mut self, pid: Pid) -> Option<(&mut AddressSpace, Mech<'_>)> {
+        let space = self.procs.get_mut(pid.0 as usize)?.as_mut()?;
+        let mech = Mech {
+            phys: &mut self.phys,
+            costs: &self.costs,
+            stats: &mut self.stats,
+            flushes: &mut self.flushes,
+            layout: self.layout,
+            pid,
+        };
+        Some((space, mech))
+    }
+
+    /// The hot path, once per simulated reference: translate `va`, setting the accessed
+    /// bit (and the dirty bit on a write). O(1) on the cached chunk, allocation-free.
+    #[inline]
+    pub fn touch(&mut self, pid: Pid, va: VirtAddr, write: bool) -> Touch {
+        let Some(Some(space)) = self.procs.get_mut(pid.0 as usize) else {
+            return Touch::Segfault;
+        };
+        match space.pt.touch(va.0, write, self.zero) {
+            Some(t) => t,
+            None if space.vmas.find(va.0).is_some() => Touch::NotPresent,
+            None => Touch::Segfault,
+        }
+    }
+
+    /// What the fault path needs to decide a page size; `None` outside every VMA.
+    pub fn fault_info(&self, pid: Pid, va: VirtAddr) -> Option<FaultInfo> {
+        let space = self.space(pid)?;
+        let vma = space.vma(va.0)?;
+        let region = self.layout.region_of(va.0);
+        let slot = space.slot(region);
+        Some(FaultInfo {
+            advice: vma.advice,
+            huge_fits: space
+                .vma_covering(region, self.layout.region_bytes())
+                .is_some(),
+            region_empty: matches!(slot, None | Some(Slot::Empty)),
+            region_huge_zero: matches!(slot, Some(Slot::HugeZero { .. })),
+        })
+    }
+
+    /// The state of the 2 MB region holding `region` (any address in it).
+    pub fn region_info(&self, pid: Pid, region: VirtAddr) -> RegionInfo {
+        let n = self.layout.fanout as u32;
+        let all = |bit: bool| if bit { n } else { 0 };
+        let info = |state, present, zero, accessed, dirty| RegionInfo {
+            state,
+            present,
+            zero,
+            accessed,
+            dirty,
+        };
+        match self.space(pid).and_then(|s| s.slot(region.0)) {
+            Some(Slot::Huge {
+                accessed, dirty, ..
+            }) => info(RegionState::Huge, n, 0, all(*accessed), all(*dirty)),
+            Some(Slot::HugeZero { accessed }) => {
+                info(RegionState::HugeZero, n, n, all(*accessed), 0)
+            }
+            Some(Slot::Table(t)) => {
+                let count = |f: fn(&Pte) -> bool| t.ptes().iter().filter(|p| f(p)).count() as u32;
+                info(
+                    RegionState::Table,
+                    t.present(),
+                    t.zero(),
+                    count(|p| p.accessed()),
+                    count(|p| p.dirty()),
+                )
+            }
+            None | Some(Slot::Empty) => info(RegionState::Unmapped, 0, 0, 0, 0),
+        }
+    }
+
+    /// The 2 MB-aligned regions intersecting the process's VMAs, low to high.
+    pub fn regions(&self, pid: Pid) -> impl Iterator<Item = VirtAddr> + '_ {
+        let rb = self.layout.region_bytes();
+        let mut last = None;
+        self.space(pid)
+            .into_iter()
+            .flat_map(|s| s.vmas())
+            .flat_map(move |v| (v.start.0 & !(rb - 1)..v.end.0).step_by(rb as usize))
+            .filter(move |r| last.replace(*r) != Some(*r))
+            .map(VirtAddr)
+    }
+
+    /// Clear the accessed bits of the region holding `region`; returns how many base
+    /// pages had theirs set (a huge entry counts 512). No TLB flush, as x86's
+    /// `ptep_clear_flush_young` skips it.
+    pub fn clear_accessed(&mut self, pid: Pid, region: VirtAddr) -> usize {
+        let n = self.layout.fanout as usize;
+        let Some(Some(space)) = self.procs.get_mut(pid.0 as usize) else {
+            return 0;
+        };
+        match space.pt.slot_mut_uncached(region.0) {
+            Some(Slot::Table(t)) => t.clear_accessed() as usize,
+            Some(Slot::Huge { accessed, .. } | Slot::HugeZero { accessed }) => {
+                std::mem::take(accessed) as usize * n
+            }
+            None | Some(Slot::Empty) => 0,
+        }
+    }
+
+    /// Translate `va` without touching any bit.
+    pub fn translate(&self, pid: Pid, va: VirtAddr) -> Option<Translation> {
+        let l = self.layout;
+        let huge_off = va.0 & (l.region_bytes() - 1);
+        let (pa, size, zero_page) = match self.space(pid)?.slot(va.0)? {
+            Slot::Huge { pfn, .. } => ((pfn.0 << l.base_shift) + huge_off, PageSize::Huge, false),
+            Slot::HugeZero { .. } => (self.zero.huge + huge_off, PageSize::Huge, true),
+            Slot::Table(t) => {
+                let pte = t.get(l.page_index(va.0));
+                let off = va.0 & (l.base_bytes() - 1);
+                match (pte.is_present(), pte.is_zero_page()) {
+                    (false, _) => return None,
+                    (true, true) => (self.zero.base + off, PageSize::Base, true),
+                    (true, false) => ((pte.pfn().0 << l.base_shift) + off, PageSize::Base, false),
+                }
+            }
+            Slot::Empty => return None,
+        };
+        Some(Translation {
+            pa,
+            size,
+            zero_page,
+        })
+    }
+
+    /// The process's VMAs, low to high.
+    pub fn vmas(&self, pid: Pid) -> impl Iterator<Item = Vma> + '_ {
+        self.space(pid).into_iter().flat_map(|s| s.vmas().copied())
+    }
+
+    /// Whether `pid` is a live process.
+    pub fn is_live(&self, pid: Pid) -> bool {
+        self.space(pid).is_some()
+    }
+
+    /// Drain the TLB shootdowns mechanisms recorded.
+    pub fn take_tlb_flushes(&mut self) -> Vec<TlbFlush> {
+        std::mem::take(&mut self.flushes)
+    }
+
+    /// Kernel-wide counters.
+    pub fn stats(&self) -> &KernelStats {
+        &self.stats
+    }
+
+    /// Physical memory, read-only.
+    pub fn phys(&self) -> &PhysMem {
+        &self.phys
+    }
+
+    /// Replace the pageblock fallback policy (APSys'16's policies plug in here).
+    pub fn set_fallback_policy(&mut self, policy: Box<dyn FallbackPolicy>) {
+        self.phys.set_fallback_policy(policy);
+    }
+
+    /// Resident bytes of a process: frames it maps (zero pages excluded).
+    pub fn rss_bytes(&self, pid: Pid) -> u64 {
+        self.space(pid).map_or(0, |s| {
+            s.rss_pages(self.layout.fanout) << self.layout.base_shift
+        })
+    }
+
+    /// Huge pages a process maps (the huge zero page excluded).
+    pub fn huge_pages(&self, pid: Pid) -> u64 {
+        self.space(pid).map_or(0, |s| s.huge_pages)
+    }
+
+    /// Allocate frames for a kernel or page-cache owner (the hook for the kernel and
+    /// page-cache allocations of the fragmentation issue). Process memory and page tables
+    /// are allocated only by the mechanisms.
+    pub fn alloc_pages(&mut self, req: &AllocRequest) -> Result<Block> {
+        if matches!(req.owner_kind(), OwnerKind::Anon | OwnerKind::PageTable) {
+            return Err(MmError::InvalidArgument {
+                what: "anonymous and page-table frames come from faults",
+            });
+        }
+        self.phys.alloc(req)
+    }
+
+    /// Free a block allocated by [`Kernel::alloc_pages`].
+    pub fn free_pages(&mut self, pfn: Pfn, order: Order) -> Result<()> {
+        match self.phys.frame(pfn).and_then(|f| f.owner()) {
+            Some(OwnerKind::Anon | OwnerKind::PageTable) | None => Err(MmError::BadFree {
+                pfn: pfn.0,
+                what: "not a kernel or page-cache block",
+            }),
+            Some(_) => self.phys.free(pfn, order),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::HugeAdvice;
+    use crate::testutil::{costs, kernel, HUGE, PAGE};
+    use crate::MigrateType;
+
+    #[test]
+    fn the_kernel_can_move_between_threads() {
+        fn send<T: Send>() {}
+        send::<Kernel>();
+    }
+
+    #[test]
+    fn bad_configurations_are_refused() {
+        let g = Geometry::X86_64;
+        assert!(Kernel::new(
+            &MemConfig {
+                bytes: 4097,
+                geometry: g
+            },
+            costs()
+        )
+        .is_err());
+        assert!(Kernel::new(
+            &MemConfig {
+                bytes: 0,
+                geometry: g
+            },
+            costs()
+        )
+        .is_err());
+        let bad = MmCosts {
+            zero_gbps: 0.0,
+            ..costs()
+        };
+        assert!(Kernel::new(
+            &MemConfig {
+                bytes: 1 << 20,
+                geometry: g
+            },
+            bad
+        )
+        .is_err());
+        let odd = Geometry {
+            base_shift: 40,
+            ..g
+        };
+        assert!(Kernel::new(
+            &MemConfig {
+                bytes: 1 << 20,
+                geometry: odd
+            },
+            costs()
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn regions_cover_vmas_once_each() {
+        let mut k = kernel(64);
+        let pid = k.create_process();
+        let a = k.mmap(pid, PAGE, HugeAdvice::None).unwrap();
+        k.mmap(pid, PAGE, HugeAdvice::Hugepage).unwrap(); // same region, another VMA
+        let b = k.mmap(pid, 2 * HUGE, HugeAdvice::None).unwrap();
+        let regions: Vec<_> = k.regions(pid).collect();
+        assert_eq!(regions, vec![a, b, VirtAddr(b.0 + HUGE)]);
+        assert_eq!(k.regions(Pid(42)).count(), 0);
+    }
+
+    #[test]
+    fn fault_info_describes_the_region() {
+        let mut k = kernel(64);
+        let pid = k.create_process();
+        let va = k.mmap(pid, HUGE + PAGE, HugeAdvice::Hugepage).unwrap();
+        let info = k.fault_info(pid, va).unwrap();
+        assert_eq!(
+            info,
+            FaultInfo {
+                advice: HugeAdvice::Hugepage,
+                huge_fits: true,
+                region_empty: true,
+                region_huge_zero: false
+            }
+        );
+        assert!(!k.fault_info(pid, VirtAddr(va.0 + HUGE)).unwrap().huge_fits);
+        k.fault(pid, va, false, PageSize::Huge);
+        assert!(k.fault_info(pid, va).unwrap().region_huge_zero);
+        assert_eq!(k.fault_info(pid, VirtAddr(va.0 + 2 * HUGE)), None);
+    }
+
+    #[test]
+    fn clearing_accessed_bits_counts_base_pages() {
+        let mut k = kernel(64);
+        let pid = k.create_process();
+        let va = k.mmap(pid, 2 * HUGE, HugeAdvice::None).unwrap();
+        k.fault(pid, va, true, PageSize::Huge);
+        k.fault(pid, VirtAddr(va.0 + HUGE), true, PageSize::Base);
+        assert_eq!(k.clear_accessed(pid, va), 512);
+        assert_eq!(k.clear_accessed(pid, va), 0);
+        assert_eq!(k.clear_accessed(pid, VirtAddr(va.0 + HUGE + 5)), 1);
+        k.touch(pid, VirtAddr(va.0 + 100), false);
+        assert_eq!(k.region_info(pid, va).accessed, 512);
+    }
+
+    #[test]
+    fn kernel_pages_cannot_impersonate_process_memory() {
+        let mut k = kernel(64);
+        assert!(k.alloc_pages(&AllocRequest::new(Order(0))).is_err());
+        let pid = k.create_process();
+        let va = k.mmap(pid, PAGE, HugeAdvice::None).unwrap();
+        k.fault(pid, va, true, PageSize::Base);
+        let pfn = Pfn(k.translate(pid, va).unwrap().pa / PAGE);
+        assert!(k.free_pages(pfn, Order(0)).is_err());
+        let req = AllocRequest::new(Order(3))
+            .migrate(MigrateType::Reclaimable)
+            .owner(OwnerKind::KernelReclaimable);
+        let b = k.alloc_pages(&req).unwrap();
+        k.free_pages(b.pfn, b.order).unwrap();
+        k.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn touch_outside_anything_is_a_segfault() {
+        let mut k = kernel(64);
+        assert_eq!(k.touch(Pid(0), VirtAddr(0), false), Touch::Segfault);
+        let pid = k.create_process();
+        assert_eq!(k.touch(pid, VirtAddr(u64::MAX), true), Touch::Segfault);
+        let va = k.mmap(pid, PAGE, HugeAdvice::None).unwrap();
+        assert_eq!(k.touch(pid, va, true), Touch::NotPresent);
+    }
+}

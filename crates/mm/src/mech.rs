@@ -1,0 +1,112 @@
+//! The mechanism context: the pieces of the kernel one mechanism (fault, collapse, split,
+//! unmap) borrows besides the address space it works on, with the allocation, freeing and
+//! flushing steps they share.
+//!
+//! Owns how those shared steps are charged. It must not decide anything a policy decides,
+//! nor touch page tables (the mechanisms do).
+
+use crate::api::TlbFlush;
+use crate::buddy::{AllocRequest, PhysMem};
+use crate::costs::MmCosts;
+use crate::error::Result;
+use crate::frame::OwnerKind;
+use crate::pageblock::MigrateType;
+use crate::pagetable::VaLayout;
+use crate::stats::KernelStats;
+use hugemm_hw::{Nanos, Order, Pfn, Pid, VirtAddr, Vpn};
+
+/// A frame (or block) just allocated, with what allocating it cost.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Alloc {
+    pub pfn: Pfn,
+    pub cost: Nanos,
+}
+
+/// Everything a mechanism borrows from the kernel apart from the address space.
+#[derive(Debug)]
+pub(crate) struct Mech<'a> {
+    pub phys: &'a mut PhysMem,
+    pub costs: &'a MmCosts,
+    pub stats: &'a mut KernelStats,
+    pub flushes: &'a mut Vec<TlbFlush>,
+    pub layout: VaLayout,
+    pub pid: Pid,
+}
+
+impl Mech<'_> {
+    /// Base pages in a region.
+    pub fn fanout(&self) -> u64 {
+        self.layout.fanout
+    }
+
+    /// The virtual page number of `va`.
+    pub fn vpn(&self, va: u64) -> Vpn {
+        Vpn(va >> self.layout.base_shift)
+    }
+
+    /// Allocate `2^order` movable anonymous frames mapped from `va`: reverse maps set,
+    /// zeroed bits cleared. Costs one allocation plus clearing, unless every frame was
+    /// known zero.
+    pub fn alloc_anon(&mut self, order: u8, va: u64) -> Result<Alloc> {
+        let req = AllocRequest::new(Order(order))
+            .migrate(MigrateType::Movable)
+            .prefer_zeroed(true);
+        let block = self.phys.alloc(&req)?;
+        let frames = 1u64 << order;
+        self.phys
+            .map_frames(block.pfn, frames, self.pid, self.vpn(va));
+        let zeroing = if block.zeroed {
+            Nanos::ZERO
+        } else {
+            self.costs.zero_time(frames << self.layout.base_shift)
+        };
+        Ok(Alloc {
+            pfn: block.pfn,
+            cost: self.costs.alloc + zeroing,
+        })
+    }
+
+    /// Allocate a page-table page for `region` (order 0, unmovable, owner page table,
+    /// zeroed like Linux's `__GFP_ZERO` page-table allocations).
+    pub fn alloc_table(&mut self, region: u64) -> Result<Alloc> {
+        let req = AllocRequest::new(Order(0))
+            .migrate(MigrateType::Unmovable)
+            .owner(OwnerKind::PageTable);
+        let block = self.phys.alloc(&req)?;
+        self.phys
+            .map_frames(block.pfn, 1, self.pid, self.vpn(region));
+        let zeroing = if block.zeroed {
+            Nanos::ZERO
+        } else {
+            self.costs.zero_time(self.layout.base_bytes())
+        };
+        Ok(Alloc {
+            pfn: block.pfn,
+            cost: self.costs.alloc + zeroing,
+        })
+    }
+
+    /// Free a block the caller owns. A refusal means the model is inconsistent: it is
+    /// counted in `stats.internal_errors` (the invariant checker reports it) instead of
+    /// panicking.
+    pub fn release(&mut self, pfn: Pfn, order: u8) {
+        if self.phys.free(pfn, Order(order)).is_err() {
+            self.stats.internal_errors += 1;
+        }
+    }
+
+    /// Record a shootdown of `[start, end)`; returns its cost.
+    pub fn flush(&mut self, start: u64, end: u64) -> Nanos {
+        self.flushes.push(TlbFlush {
+            pid: self.pid,
+            start: VirtAddr(start),
+            end: VirtAddr(end),
+        });
+        self.costs.tlb_flush
+    }
+
+    /// The cost of writing `n` page-table entries.
+    pub fn pte_updates(&self, n: u64) -> Nanos {
+        Nanos(self.costs.pte_update.0 * n)
+    }
+}

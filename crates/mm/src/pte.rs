@@ -1,0 +1,104 @@
+//! A page-table entry for a base page, packed in a `u64` like the hardware's: frame
+//! number in bits 12 and up, present, accessed, dirty, and zero-page (maps the shared
+//! zero page, read-only, no frame of its own: Linux's `pte_special` zero-pfn PTE).
+//!
+//! Owns the bit layout only. It must not know where tables live or what frames are.
+
+use hugemm_hw::Pfn;
+
+const PRESENT: u64 = 1 << 0;
+const ACCESSED: u64 = 1 << 1;
+const DIRTY: u64 = 1 << 2;
+const ZERO_PAGE: u64 = 1 << 3;
+const PFN_SHIFT: u32 = 12;
+
+/// One PTE.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Pte(u64);
+
+impl Pte {
+    /// Not present.
+    pub const NONE: Pte = Pte(0);
+
+    /// A present PTE mapping frame `pfn`.
+    pub const fn frame(pfn: Pfn, accessed: bool, dirty: bool) -> Pte {
+        Pte((pfn.0 << PFN_SHIFT) | PRESENT | (accessed as u64 * ACCESSED) | (dirty as u64 * DIRTY))
+    }
+
+    /// A present, read-only PTE mapping the shared zero page.
+    pub const fn zero_page(accessed: bool) -> Pte {
+        Pte(PRESENT | ZERO_PAGE | (accessed as u64 * ACCESSED))
+    }
+
+    /// Whether anything is mapped.
+    #[inline]
+    pub const fn is_present(self) -> bool {
+        self.0 & PRESENT != 0
+    }
+
+    /// Whether it maps the shared zero page.
+    #[inline]
+    pub const fn is_zero_page(self) -> bool {
+        self.0 & ZERO_PAGE != 0
+    }
+
+    /// Whether it maps a frame of its own (present and not the zero page).
+    #[inline]
+    pub const fn is_frame(self) -> bool {
+        self.0 & (PRESENT | ZERO_PAGE) == PRESENT
+    }
+
+    /// The accessed bit.
+    pub const fn accessed(self) -> bool {
+        self.0 & ACCESSED != 0
+    }
+
+    /// The dirty bit.
+    pub const fn dirty(self) -> bool {
+        self.0 & DIRTY != 0
+    }
+
+    /// The mapped frame (meaningful when [`Pte::is_frame`]).
+    #[inline]
+    pub const fn pfn(self) -> Pfn {
+        Pfn(self.0 >> PFN_SHIFT)
+    }
+
+    /// Set the accessed bit, and the dirty bit on a write (the MMU's update on a walk).
+    #[inline]
+    pub(crate) fn mark(&mut self, write: bool) {
+        self.0 |= ACCESSED | ((write as u64) * DIRTY);
+    }
+
+    /// Clear the accessed bit; returns whether it was set.
+    pub(crate) fn clear_accessed(&mut self) -> bool {
+        let was = self.accessed();
+        self.0 &= !ACCESSED;
+        was
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frame_ptes_carry_pfn_and_bits() {
+        let mut p = Pte::frame(Pfn(0x12345), false, false);
+        assert!(p.is_present() && p.is_frame() && !p.is_zero_page());
+        assert_eq!(p.pfn(), Pfn(0x12345));
+        p.mark(false);
+        assert!(p.accessed() && !p.dirty());
+        p.mark(true);
+        assert!(p.dirty());
+        assert!(p.clear_accessed());
+        assert!(!p.accessed() && p.dirty());
+    }
+
+    #[test]
+    fn zero_page_ptes_are_present_but_own_no_frame() {
+        let p = Pte::zero_page(true);
+        assert!(p.is_present() && p.is_zero_page() && !p.is_frame() && p.accessed());
+        assert!(!Pte::NONE.is_present() && !Pte::NONE.is_frame());
+    }
+}

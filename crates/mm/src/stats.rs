@@ -1,0 +1,137 @@
+//! Kernel-wide counters: faults by kind, collapses, splits, out-of-memory events, and the
+//! time spent in each mechanism.
+//!
+//! Owns the counters and their recording helpers. It must not influence behaviour.
+
+use crate::api::{FaultKind, FaultOutcome};
+use hugemm_hw::Nanos;
+use serde::Serialize;
+
+/// Faults counted by what they did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct FaultCounts {
+    /// New 4 KB pages ([`FaultKind::Base`]).
+    pub base: u64,
+    /// New 2 MB pages.
+    pub huge: u64,
+    /// Zero-page mappings.
+    pub zero_page: u64,
+    /// Huge-zero-page mappings.
+    pub huge_zero_page: u64,
+    /// Copy-on-write of the zero page.
+    pub cow_zero_page: u64,
+    /// Wanted 2 MB, got 4 KB.
+    pub huge_fallback: u64,
+    /// Faults on an address that was already mapped (nothing done).
+    pub spurious: u64,
+    /// Faults outside every VMA (nothing done).
+    pub segfault: u64,
+}
+
+impl FaultCounts {
+    /// The count of faults that did `kind` (the two no-op kinds are not reachable here).
+    pub fn get(&self, kind: FaultKind) -> u64 {
+        match kind {
+            FaultKind::Base => self.base,
+            FaultKind::Huge => self.huge,
+            FaultKind::ZeroPage => self.zero_page,
+            FaultKind::HugeZeroPage => self.huge_zero_page,
+            FaultKind::CowZeroPage => self.cow_zero_page,
+            FaultKind::HugeFallback => self.huge_fallback,
+        }
+    }
+
+    /// Faults that mapped something (or tried to and ran out of memory).
+    pub fn total(&self) -> u64 {
+        self.base
+            + self.huge
+            + self.zero_page
+            + self.huge_zero_page
+            + self.cow_zero_page
+            + self.huge_fallback
+    }
+
+    fn add(&mut self, kind: FaultKind) {
+        *match kind {
+            FaultKind::Base => &mut self.base,
+            FaultKind::Huge => &mut self.huge,
+            FaultKind::ZeroPage => &mut self.zero_page,
+            FaultKind::HugeZeroPage => &mut self.huge_zero_page,
+            FaultKind::CowZeroPage => &mut self.cow_zero_page,
+            FaultKind::HugeFallback => &mut self.huge_fallback,
+        } += 1;
+    }
+}
+
+/// Kernel-wide counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct KernelStats {
+    /// Faults by kind.
+    pub faults: FaultCounts,
+    /// Successful collapses.
+    pub collapses: u64,
+    /// Failed collapses (any reason).
+    pub collapse_failures: u64,
+    /// Huge mappings split into tables (explicit, or by a fault or a partial unmap).
+    pub splits: u64,
+    /// Faults that found no free frame.
+    pub oom_events: u64,
+    /// Time charged by faults.
+    pub fault_time: Nanos,
+    /// Time charged by collapses.
+    pub collapse_time: Nanos,
+    /// Time charged by explicit splits ([`Kernel::split`](crate::Kernel::split)).
+    pub split_time: Nanos,
+    /// Frees the allocator refused: always 0 unless the model has a bug.
+    pub internal_errors: u64,
+}
+
+/// How a fault that changed nothing is counted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum NoOp {
+    Spurious,
+    Segfault,
+}
+
+impl KernelStats {
+    /// Count a fault that mapped something or ran out of memory.
+    pub(crate) fn record_fault(&mut self, out: &FaultOutcome) {
+        self.faults.add(out.kind);
+        self.oom_events += out.oom as u64;
+        self.fault_time += out.cost;
+    }
+
+    /// Count a fault that did nothing.
+    pub(crate) fn record_noop(&mut self, why: NoOp, cost: Nanos) {
+        match why {
+            NoOp::Spurious => self.faults.spurious += 1,
+            NoOp::Segfault => self.faults.segfault += 1,
+        }
+        self.fault_time += cost;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hugemm_hw::PageSize;
+
+    #[test]
+    fn faults_are_counted_by_kind_and_oom() {
+        let mut s = KernelStats::default();
+        let out = FaultOutcome {
+            kind: FaultKind::CowZeroPage,
+            size: PageSize::Base,
+            cost: Nanos(7),
+            oom: true,
+        };
+        s.record_fault(&out);
+        s.record_noop(NoOp::Segfault, Nanos(1));
+        assert_eq!(s.faults.get(FaultKind::CowZeroPage), 1);
+        assert_eq!(
+            (s.faults.total(), s.faults.segfault, s.oom_events),
+            (1, 1, 1)
+        );
+        assert_eq!(s.fault_time, Nanos(8));
+    }
+}

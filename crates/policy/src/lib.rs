@@ -1,0 +1,88 @@
+//! hugemm's policies: the decisions of huge-page management, written once against a
+//! narrow interface ([`MemoryOps`]) that both the model kernel and, later, the live agent
+//! implement.
+//!
+//! A policy decides; the kernel model's mechanisms do (STYLE.md 3). A policy answers the
+//! fault path's question "which page size?" and runs periodic kernel daemons (khugepaged,
+//! HawkEye's scanners, Ingens' promoter...) that observe regions and ask for promotions
+//! and splits. Each policy is one module. This crate must not reach into the kernel
+//! model's internals: everything goes through [`MemoryOps`].
+
+pub mod linux;
+pub mod ops;
+
+use hugemm_hw::{Nanos, PageSize, Pid};
+use hugemm_mm::FaultInfo;
+
+pub use linux::{DefragMode, KhugepagedConfig, LinuxConfig, LinuxPolicy, ThpMode};
+pub use ops::{MemInfo, MemoryOps, RegionRef};
+
+/// A periodic kernel daemon a policy runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DaemonSpec {
+    /// Name in reports (e.g. `khugepaged`).
+    pub name: &'static str,
+    /// Delay before its first run.
+    pub first_run: Nanos,
+}
+
+/// What one run of a daemon did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DaemonRun {
+    /// CPU time the run took (charged to the core the engine runs daemons on).
+    pub cpu: Nanos,
+    /// How long the daemon sleeps before its next run.
+    pub sleep: Nanos,
+}
+
+/// A huge-page management policy (the catalogue: `linux`, and later `freebsd`, `ingens`,
+/// `hawkeye`, `hpolicy`, `nimble`).
+pub trait Policy {
+    /// The policy's name, as written in experiment files.
+    fn name(&self) -> &'static str;
+
+    /// The page size an anonymous fault at `info` should try to map. The kernel model
+    /// falls back to a base page when a huge one cannot be had.
+    fn fault_size(&mut self, pid: Pid, info: &FaultInfo) -> PageSize;
+
+    /// The daemons this policy runs, indexed by position in the returned list.
+    fn daemons(&self) -> Vec<DaemonSpec> {
+        Vec::new()
+    }
+
+    /// Run daemon `index` once.
+    fn run_daemon(&mut self, index: usize, ops: &mut dyn MemoryOps) -> DaemonRun {
+        let _ = (index, ops);
+        DaemonRun::default()
+    }
+
+    /// A process started (in start order: policies that serve processes
+    /// first-come-first-serve rely on it).
+    fn process_started(&mut self, pid: Pid) {
+        let _ = pid;
+    }
+
+    /// A process exited; forget its state.
+    fn process_exited(&mut self, pid: Pid) {
+        let _ = pid;
+    }
+}
+
+/// A policy and its configuration, as chosen in an experiment file.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub enum PolicyConfig {
+    /// Linux THP + khugepaged.
+    Linux(LinuxConfig),
+}
+
+impl PolicyConfig {
+    /// The names of the policies that can be built, for error messages.
+    pub const NAMES: &'static [&'static str] = &["linux"];
+
+    /// Build the policy.
+    pub fn build(&self) -> Box<dyn Policy> {
+        match self {
+            PolicyConfig::Linux(cfg) => Box::new(LinuxPolicy::new(*cfg)),
+        }
+    }
+}

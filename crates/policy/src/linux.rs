@@ -1,0 +1,222 @@
+//! Linux's transparent huge pages: the fault-time decision of `transparent_hugepage/enabled`
+//! and khugepaged's background collapse, with the kernel's defaults.
+//!
+//! Follows Linux 6.x `mm/huge_memory.c` (`thp_vma_allowable_order`,
+//! `do_huge_pmd_anonymous_page`) and `mm/khugepaged.c` (`khugepaged_do_scan`,
+//! `khugepaged_scan_mm_slot`, `hpage_collapse_scan_pmd`):
+//!
+//! - `enabled = always` maps a huge page at fault in any anonymous VMA not marked
+//!   `MADV_NOHUGEPAGE`; `madvise` only in `MADV_HUGEPAGE` VMAs; `never` nowhere.
+//! - khugepaged wakes every `scan_sleep` (10 s), scans `pages_to_scan` (4096) PTEs' worth of
+//!   regions — each 2 MB region scanned counts 512, whatever its state, as in
+//!   `khugepaged_scan_mm_slot` — walking processes first-come-first-serve (the order their
+//!   mm joined khugepaged's list, which is start order here) and each process's regions from
+//!   low to high address, resuming where the last pass stopped. A pass may wrap around the
+//!   list once (`pass_through_head < 2`).
+//! - A region collapses when at most `max_ptes_none` (511) of its PTEs are empty or map
+//!   the zero page and at least one PTE is young (`SCAN_LACK_REFERENCED_PAGE` otherwise).
+//!   A failed huge-page allocation ends the pass and khugepaged sleeps `alloc_sleep`
+//!   (60 s) instead.
+//! - The `defrag` setting decides whether a fault-time or khugepaged allocation may
+//!   compact memory. The kernel model has no compaction yet (it arrives with the
+//!   fragmentation work), so today every setting behaves as `never` would: a huge page is
+//!   had only when a free order-9 block exists. The setting is accepted and reported so
+//!   experiment files stay valid when compaction lands.
+//!
+//! Simplification: an ineligible region (THP not allowed in its VMA) costs one unit of
+//! scan progress, where Linux charges one unit per ineligible VMA.
+
+use crate::{DaemonRun, DaemonSpec, MemoryOps, Policy};
+use hugemm_hw::{Nanos, PageSize, Picos, Pid};
+use hugemm_mm::{CollapseError, FaultInfo, HugeAdvice, RegionState};
+use serde::Serialize;
+
+/// `/sys/kernel/mm/transparent_hugepage/enabled`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum ThpMode {
+    /// Huge pages for every eligible anonymous mapping.
+    Always,
+    /// Huge pages only where the application asked with `MADV_HUGEPAGE`.
+    Madvise,
+    /// No transparent huge pages.
+    Never,
+}
+
+/// `/sys/kernel/mm/transparent_hugepage/defrag`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum DefragMode {
+    /// Direct compaction on every failed huge-page fault.
+    Always,
+    /// Wake kcompactd, never stall.
+    Defer,
+    /// Defer, and direct compaction for `MADV_HUGEPAGE` regions.
+    DeferMadvise,
+    /// Direct compaction only for `MADV_HUGEPAGE` regions (the kernel default).
+    Madvise,
+    /// Never compact for THP.
+    Never,
+}
+
+/// khugepaged's knobs (`/sys/kernel/mm/transparent_hugepage/khugepaged/`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct KhugepagedConfig {
+    /// Run khugepaged at all.
+    pub enabled: bool,
+    /// `pages_to_scan`: PTEs scanned per pass (default 4096, i.e. 8 regions).
+    pub pages_to_scan: u64,
+    /// `scan_sleep_millisecs`: sleep between passes (default 10 s).
+    pub scan_sleep: Nanos,
+    /// `alloc_sleep_millisecs`: sleep after a failed huge-page allocation (default 60 s).
+    pub alloc_sleep: Nanos,
+    /// `max_ptes_none`: empty or zero-page PTEs a region may have and still collapse
+    /// (default 511).
+    pub max_ptes_none: u32,
+}
+
+impl Default for KhugepagedConfig {
+    fn default() -> Self {
+        KhugepagedConfig {
+            enabled: true,
+            pages_to_scan: 4096,
+            scan_sleep: Nanos::from_millis(10_000),
+            alloc_sleep: Nanos::from_millis(60_000),
+            max_ptes_none: 511,
+        }
+    }
+}
+
+/// The `linux` policy's configuration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct LinuxConfig {
+    /// THP mode.
+    pub enabled: ThpMode,
+    /// Defrag mode (see the module doc: no effect until compaction exists).
+    pub defrag: DefragMode,
+    /// khugepaged.
+    pub khugepaged: KhugepagedConfig,
+}
+
+impl Default for LinuxConfig {
+    /// Linux's defaults as shipped by most distributions: `always`, `madvise`.
+    fn default() -> Self {
+        LinuxConfig { enabled: ThpMode::Always, defrag: DefragMode::Madvise, khugepaged: KhugepagedConfig::default() }
+    }
+}
+
+/// Linux THP with khugepaged.
+#[derive(Debug)]
+pub struct LinuxPolicy {
+    cfg: LinuxConfig,
+    /// Processes in the order they joined khugepaged's list.
+    slots: Vec<Pid>,
+    /// Where the last pass stopped: index into `slots` and the next region address.
+    cursor: (usize, u64),
+}
+
+impl LinuxPolicy {
+    /// A Linux policy with `cfg`.
+    pub fn new(cfg: LinuxConfig) -> Self {
+        LinuxPolicy { cfg, slots: Vec::new(), cursor: (0, 0) }
+    }
+
+    /// Whether THP is allowed in a VMA with `advice` (`thp_vma_allowable_order`).
+    fn allowed(&self, advice: HugeAdvice) -> bool {
+        match (self.cfg.enabled, advice) {
+            (_, HugeAdvice::NoHugepage) | (ThpMode::Never, _) => false,
+            (ThpMode::Always, _) => true,
+            (ThpMode::Madvise, a) => a == HugeAdvice::Hugepage,
+        }
+    }
+
+    /// One khugepaged pass: returns the CPU time it took and whether an allocation failed.
+    fn scan_pass(&mut self, ops: &mut dyn MemoryOps) -> (Picos, bool) {
+        let budget = self.cfg.khugepaged.pages_to_scan;
+        let per_pte = ops.scan_cost_per_pte();
+        let (mut progress, mut cpu, mut passes_through_head) = (0u64, Picos(0), 0);
+        while progress < budget && passes_through_head < 2 && !self.slots.is_empty() {
+            if self.cursor.0 >= self.slots.len() {
+                self.cursor = (0, 0);
+            }
+            if self.cursor == (0, 0) {
+                passes_through_head += 1;
+            }
+            let pid = self.slots[self.cursor.0];
+            let regions = ops.regions(pid);
+            let start = regions.partition_point(|r| r.start.0 < self.cursor.1);
+            for r in &regions[start..] {
+                if progress >= budget {
+                    self.cursor.1 = r.start.0;
+                    return (cpu, false);
+                }
+                if !self.allowed(r.advice) {
+                    progress += 1;
+                    continue;
+                }
+                progress += 512;
+                let info = ops.region_info(pid, r.start);
+                cpu += Picos(per_pte.0 * 512);
+                if info.state != RegionState::Table {
+                    continue;
+                }
+                let none_or_zero = 512 - (info.present - info.zero);
+                if none_or_zero > self.cfg.khugepaged.max_ptes_none || info.accessed == 0 {
+                    continue;
+                }
+                match ops.collapse(pid, r.start) {
+                    Ok(done) => cpu += Picos::from(done.cost),
+                    Err(CollapseError::NoMemory) => {
+                        self.cursor.1 = r.start.0;
+                        return (cpu, true);
+                    }
+                    Err(_) => {}
+                }
+            }
+            self.cursor = (self.cursor.0 + 1, 0);
+        }
+        (cpu, false)
+    }
+}
+
+impl Policy for LinuxPolicy {
+    fn name(&self) -> &'static str {
+        "linux"
+    }
+
+    fn fault_size(&mut self, _pid: Pid, info: &FaultInfo) -> PageSize {
+        if self.allowed(info.advice) && info.huge_fits && info.region_empty {
+            PageSize::Huge
+        } else {
+            PageSize::Base
+        }
+    }
+
+    fn daemons(&self) -> Vec<DaemonSpec> {
+        let k = &self.cfg.khugepaged;
+        if k.enabled && self.cfg.enabled != ThpMode::Never {
+            vec![DaemonSpec { name: "khugepaged", first_run: k.scan_sleep }]
+        } else {
+            Vec::new()
+        }
+    }
+
+    fn run_daemon(&mut self, _index: usize, ops: &mut dyn MemoryOps) -> DaemonRun {
+        let (cpu, alloc_failed) = self.scan_pass(ops);
+        let k = &self.cfg.khugepaged;
+        DaemonRun { cpu: cpu.to_nanos(), sleep: if alloc_failed { k.alloc_sleep } else { k.scan_sleep } }
+    }
+
+    fn process_started(&mut self, pid: Pid) {
+        self.slots.push(pid);
+    }
+
+    fn process_exited(&mut self, pid: Pid) {
+        if let Some(i) = self.slots.iter().position(|p| *p == pid) {
+            self.slots.remove(i);
+            if self.cursor.0 > i {
+                self.cursor.0 -= 1;
+            } else if self.cursor.0 == i {
+                self.cursor.1 = 0;
+            }
+        }
+    }
+}

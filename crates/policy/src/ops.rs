@@ -1,0 +1,54 @@
+//! The narrow interface policies see: observations of processes, regions, counters and
+//! free memory, and the actions they may take.
+//!
+//! The model engine implements it over the kernel model; the live agent will implement it
+//! over a running Linux host (`/proc`, DAMON, `process_madvise(MADV_COLLAPSE)`). Nothing
+//! here may assume which one is underneath.
+
+use hugemm_hw::{Nanos, Picos, Pid, Pmu, VirtAddr};
+use hugemm_mm::{CollapseError, CollapseOutcome, HugeAdvice, MmError, RegionInfo};
+
+/// A 2 MB-aligned virtual region of a process that lies wholly inside one VMA.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RegionRef {
+    /// First address of the region.
+    pub start: VirtAddr,
+    /// The huge-page advice of the VMA holding it.
+    pub advice: HugeAdvice,
+}
+
+/// System memory as a policy sees it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MemInfo {
+    /// Frames of physical memory.
+    pub frames_total: u64,
+    /// Free frames.
+    pub frames_free: u64,
+    /// Free blocks of at least huge-page order (what a huge-page allocation can take
+    /// without compaction).
+    pub free_huge_blocks: u64,
+}
+
+/// What a policy can observe and do.
+pub trait MemoryOps {
+    /// Current simulated (or wall) time.
+    fn now(&self) -> Nanos;
+    /// Live processes, in the order they started.
+    fn processes(&self) -> Vec<Pid>;
+    /// Huge-page-sized regions of `pid` lying wholly inside a VMA, low to high address.
+    fn regions(&self, pid: Pid) -> Vec<RegionRef>;
+    /// The population and accessed/dirty counts of one region.
+    fn region_info(&mut self, pid: Pid, region: VirtAddr) -> RegionInfo;
+    /// Clear the accessed bits of one region; returns how many were set.
+    fn clear_accessed(&mut self, pid: Pid, region: VirtAddr) -> usize;
+    /// Promote one region to a huge page (khugepaged's collapse, MADV_COLLAPSE).
+    fn collapse(&mut self, pid: Pid, region: VirtAddr) -> Result<CollapseOutcome, CollapseError>;
+    /// Demote one huge mapping to base pages.
+    fn split(&mut self, pid: Pid, region: VirtAddr) -> Result<Nanos, MmError>;
+    /// The performance counters of `pid`, where available.
+    fn pmu(&self, pid: Pid) -> Option<Pmu>;
+    /// Free memory.
+    fn mem_info(&self) -> MemInfo;
+    /// The cost of reading (scanning) one page-table entry, charged to scanners.
+    fn scan_cost_per_pte(&self) -> Picos;
+}

@@ -1,0 +1,333 @@
+//! The event loop: starts processes, gives cores their turns, wakes daemons, takes
+//! time-series samples, and assembles the results.
+//!
+//! Cores advance in turns of at most [`SYNC`] of simulated time past the slowest other
+//! busy core, so processes on different cores interleave their use of the shared kernel
+//! state finely and in a fixed order. Several processes on one core share it round-robin
+//! in [`SLICE`]-long time slices. Events due at the same instant are ordered: process
+//! starts, then daemons, then samples, then cores, each by index.
+
+use crate::experiment::{Experiment, Mode};
+use crate::ops::EngineOps;
+use crate::process::Proc;
+use crate::results::{ProcessSummary, RunResult, Summary, SystemSummary, TimeseriesRow};
+use crate::Result;
+use hugemm_hw::{KernelCosts, Mmu, Nanos, Picos};
+use hugemm_mm::{Kernel, MemConfig, MmCosts};
+use hugemm_policy::{DaemonSpec, Policy};
+use std::collections::{BTreeMap, VecDeque};
+
+/// Longest a core runs ahead of the slowest other busy core.
+pub const SYNC: Picos = Picos(1_000_000_000); // 1 ms
+/// Time slice of processes sharing a core (CFS's default minimum granularity scale).
+pub const SLICE: Picos = Picos(4_000_000_000); // 4 ms
+
+/// A simulated core.
+pub(crate) struct Core {
+    pub mmu: Mmu,
+    pub now: Picos,
+    pub queue: VecDeque<usize>,
+    pub slice_end: Picos,
+}
+
+struct Daemon {
+    spec: DaemonSpec,
+    next: Picos,
+    cpu: Nanos,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Event {
+    Start(usize),
+    Daemon(usize),
+    Sample,
+    Core(usize),
+}
+
+/// A run in progress.
+pub struct Engine {
+    pub(crate) exp: Experiment,
+    pub(crate) kernel: Kernel,
+    pub(crate) policy: Box<dyn Policy>,
+    pub(crate) cores: Vec<Core>,
+    pub(crate) procs: Vec<Proc>,
+    daemons: Vec<Daemon>,
+    next_sample: Picos,
+    timeseries: Vec<TimeseriesRow>,
+    pub(crate) cycles_per_ps: f64,
+    pub(crate) scan_cost: Picos,
+}
+
+fn ns(x: f64) -> Nanos {
+    Nanos(x.max(0.0).round() as u64)
+}
+
+/// The kernel model's view of a profile's software costs.
+pub fn mm_costs(k: &KernelCosts) -> MmCosts {
+    MmCosts {
+        fault_trap: ns(k.fault_trap_ns),
+        alloc: ns(k.alloc_ns),
+        zero_gbps: k.zero_gbps,
+        copy_gbps: k.copy_gbps,
+        pte_update: ns(k.pte_update_ns),
+        tlb_flush: ns(k.tlb_flush_ns),
+    }
+}
+
+impl Engine {
+    /// Set up the machine, the policy and the processes of `exp`.
+    pub fn new(exp: Experiment) -> Result<Engine> {
+        let costs = mm_costs(&exp.profile.costs);
+        let kernel = Kernel::new(&MemConfig { bytes: exp.memory_bytes, geometry: exp.geometry }, costs)?;
+        let policy = exp.policy.build();
+        let cores = (0..exp.cores)
+            .map(|_| Core { mmu: Mmu::new(&exp.profile, exp.geometry), now: Picos(0), queue: VecDeque::new(), slice_end: SLICE })
+            .collect();
+        let mut next_core = 0usize;
+        let procs = exp
+            .processes
+            .iter()
+            .enumerate()
+            .map(|(i, spec)| {
+                let core = match spec.core {
+                    Some(c) => c as usize,
+                    None => {
+                        next_core += 1;
+                        (next_core - 1) % exp.cores as usize
+                    }
+                };
+                Proc::new(spec.clone(), i, core, exp.seed)
+            })
+            .collect();
+        let daemons = policy
+            .daemons()
+            .into_iter()
+            .map(|spec| Daemon { next: Picos::from(spec.first_run), spec, cpu: Nanos::ZERO })
+            .collect();
+        let cycles_per_ps = exp.profile.freq_ghz / 1000.0;
+        let scan_cost = Picos((exp.profile.costs.pte_update_ns * 1000.0).round() as u64);
+        Ok(Engine {
+            kernel,
+            policy,
+            cores,
+            procs,
+            daemons,
+            next_sample: Picos::from(exp.sample_interval),
+            timeseries: Vec::new(),
+            cycles_per_ps,
+            scan_cost,
+            exp,
+        })
+    }
+
+    /// Run to completion (every process ended) or to the time limit.
+    pub fn run(mut self) -> Result<RunResult> {
+        let limit = Picos::from(self.exp.time_limit);
+        let mut end = Picos(0);
+        while let Some((t, ev)) = self.next_event() {
+            if t > limit {
+                end = limit;
+                break;
+            }
+            end = end.max(t);
+            match ev {
+                Event::Start(i) => self.start(i, t),
+                Event::Daemon(d) => self.run_daemon(d, t),
+                Event::Sample => self.sample(t),
+                Event::Core(c) => {
+                    let bound = self.turn_bound(c);
+                    self.run_core(c, bound)?;
+                    end = end.max(self.cores[c].now);
+                }
+            }
+        }
+        Ok(self.finish(end.min(limit.max(end))))
+    }
+
+    fn live(&self) -> bool {
+        self.procs.iter().any(|p| p.end.is_none())
+    }
+
+    fn next_event(&self) -> Option<(Picos, Event)> {
+        if !self.live() {
+            return None;
+        }
+        let starts = self.procs.iter().enumerate().filter(|(_, p)| p.pid.is_none() && p.end.is_none());
+        let starts = starts.map(|(i, p)| (Picos::from(p.start), Event::Start(i)));
+        let daemons = self.daemons.iter().enumerate().map(|(i, d)| (d.next, Event::Daemon(i)));
+        let sample = std::iter::once((self.next_sample, Event::Sample));
+        let cores = self.cores.iter().enumerate().filter(|(_, c)| !c.queue.is_empty());
+        let cores = cores.map(|(i, c)| (c.now, Event::Core(i)));
+        starts.chain(daemons).chain(sample).chain(cores).min()
+    }
+
+    /// How far core `c` may run in this turn.
+    fn turn_bound(&self, c: usize) -> Picos {
+        let now = self.cores[c].now;
+        let mut bound = now + SYNC;
+        for (i, p) in self.procs.iter().enumerate() {
+            if p.pid.is_none() && p.end.is_none() {
+                bound = bound.min(Picos::from(p.start).max(now));
+            }
+            let _ = i;
+        }
+        for d in &self.daemons {
+            bound = bound.min(d.next.max(now));
+        }
+        bound = bound.min(self.next_sample.max(now));
+        for (i, other) in self.cores.iter().enumerate() {
+            if i != c && !other.queue.is_empty() {
+                bound = bound.min(other.now + SYNC);
+            }
+        }
+        if self.cores[c].queue.len() > 1 {
+            bound = bound.min(self.cores[c].slice_end);
+        }
+        bound.max(now + Picos(1))
+    }
+
+    fn start(&mut self, i: usize, t: Picos) {
+        let pid = self.kernel.create_process();
+        let p = &mut self.procs[i];
+        p.pid = Some(pid);
+        let core = &mut self.cores[p.core];
+        if core.queue.is_empty() {
+            core.now = core.now.max(t);
+            core.slice_end = core.now + SLICE;
+        }
+        core.queue.push_back(i);
+        p.start = t.to_nanos();
+        self.policy.process_started(pid);
+    }
+
+    fn run_daemon(&mut self, d: usize, t: Picos) {
+        let mut ops = EngineOps { kernel: &mut self.kernel, procs: &mut self.procs, now: t.to_nanos(), scan_cost: self.scan_cost };
+        let run = self.policy.run_daemon(d, &mut ops);
+        let daemon = &mut self.daemons[d];
+        daemon.cpu += run.cpu;
+        daemon.next = t + Picos::from(run.cpu) + Picos::from(run.sleep).max(Picos(1));
+        let core = &mut self.cores[self.exp.daemon_core as usize];
+        core.now = core.now.max(t) + Picos::from(run.cpu);
+        self.apply_tlb_flushes();
+    }
+
+    /// Carry out TLB shootdowns the kernel recorded, on every core.
+    pub(crate) fn apply_tlb_flushes(&mut self) {
+        for f in self.kernel.take_tlb_flushes() {
+            for core in &mut self.cores {
+                core.mmu.invalidate(f.pid.0, f.start, f.end);
+            }
+        }
+    }
+
+    fn sample(&mut self, t: Picos) {
+        let time_ns = t.to_nanos().0;
+        for p in self.procs.iter_mut().filter(|p| p.running()) {
+            let pid = p.pid.expect("running process has a pid");
+            let (dw, dc) = (
+                p.pmu.walk_cycles_load + p.pmu.walk_cycles_store - p.last_sample.walk_cycles_load - p.last_sample.walk_cycles_store,
+                p.pmu.cycles - p.last_sample.cycles,
+            );
+            self.timeseries.push(TimeseriesRow {
+                time_ns,
+                process: p.spec.name.clone(),
+                pid: Some(pid.0),
+                references: Some(p.pmu.references),
+                mmu_overhead: Some(if dc == 0 { 0.0 } else { (dw as f64 / dc as f64).min(1.0) }),
+                huge_pages: Some(self.kernel.huge_pages(pid)),
+                rss_bytes: Some(self.kernel.rss_bytes(pid)),
+                faults_4k: Some(p.pmu.faults_4k),
+                faults_2m: Some(p.pmu.faults_2m),
+                ..Default::default()
+            });
+            p.last_sample = p.pmu.clone();
+        }
+        let stats = self.kernel.stats();
+        self.timeseries.push(TimeseriesRow {
+            time_ns,
+            process: "system".into(),
+            frames_free: Some(self.kernel.phys().frames_free()),
+            collapses: Some(stats.collapses),
+            splits: Some(stats.splits),
+            ..Default::default()
+        });
+        self.next_sample = t + Picos::from(self.exp.sample_interval);
+    }
+
+    /// End process `i` at core time `t`: record its final state and free its memory.
+    pub(crate) fn exit(&mut self, i: usize, t: Picos) {
+        let p = &mut self.procs[i];
+        let Some(pid) = p.pid else { return };
+        p.huge_end = self.kernel.huge_pages(pid);
+        p.rss_end = self.kernel.rss_bytes(pid);
+        p.end = Some(t.to_nanos());
+        self.kernel.exit_process(pid);
+        self.policy.process_exited(pid);
+        self.apply_tlb_flushes();
+    }
+
+    fn finish(mut self, end: Picos) -> RunResult {
+        for i in 0..self.procs.len() {
+            if self.procs[i].running() {
+                let pid = self.procs[i].pid.expect("running");
+                self.procs[i].huge_end = self.kernel.huge_pages(pid);
+                self.procs[i].rss_end = self.kernel.rss_bytes(pid);
+            }
+        }
+        let end_ns = end.to_nanos().0;
+        let processes = self.procs.iter().map(|p| summarise(p, end_ns)).collect();
+        let stats = self.kernel.stats();
+        let mut daemon_cpu_ns = BTreeMap::new();
+        for d in &self.daemons {
+            *daemon_cpu_ns.entry(d.spec.name.to_string()).or_insert(0) += d.cpu.0;
+        }
+        let system = SystemSummary {
+            profile: self.exp.profile.name.clone(),
+            policy: self.policy.name().to_string(),
+            mode: match self.exp.mode {
+                Mode::Exact => "exact".into(),
+                Mode::Sampled(_) => "sampled".into(),
+            },
+            seed: self.exp.seed,
+            sim_time_ns: end_ns,
+            frames_total: self.kernel.phys().frames_total(),
+            frames_free_end: self.kernel.phys().frames_free(),
+            collapses: stats.collapses,
+            collapse_failures: stats.collapse_failures,
+            splits: stats.splits,
+            oom_events: stats.oom_events,
+            daemon_cpu_ns,
+        };
+        RunResult { summary: Summary { schema: 1, processes, system }, timeseries: self.timeseries }
+    }
+}
+
+fn summarise(p: &Proc, end_ns: u64) -> ProcessSummary {
+    let finished = p.end.is_some() && !p.oom && p.error.is_none();
+    let end = p.end.map(|e| e.0).unwrap_or(end_ns);
+    let walk = p.pmu.walk_cycles_load + p.pmu.walk_cycles_store;
+    ProcessSummary {
+        name: p.spec.name.clone(),
+        pid: p.pid.map(|x| x.0).unwrap_or(0),
+        start_ns: p.start.0,
+        end_ns: end,
+        runtime_ns: end.saturating_sub(p.start.0),
+        finished,
+        references: p.pmu.references,
+        faults_4k: p.pmu.faults_4k,
+        faults_2m: p.pmu.faults_2m,
+        faults_zero_page: p.pmu.faults_zero_page,
+        faults_huge_fallback: p.faults_huge_fallback,
+        fault_time_ns: p.fault_time.0,
+        cycles: p.pmu.cycles,
+        walk_cycles: walk,
+        mmu_overhead: p.pmu.mmu_overhead(),
+        l1_tlb_hits: p.pmu.l1_tlb_hits,
+        stlb_hits: p.pmu.stlb_hits,
+        walks: p.pmu.walks,
+        huge_pages_end: p.huge_end,
+        rss_bytes_end: p.rss_end,
+        oom: p.oom,
+        error: p.error.clone(),
+    }
+}

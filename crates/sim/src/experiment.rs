@@ -1,0 +1,63 @@
+//! The typed, validated description of one run: machine, memory, policy, processes and
+//! simulation settings. Built by the configuration layer (or by code, in tests and
+//! `hugemm demo`); the engine trusts it.
+
+use hugemm_hw::{Geometry, MachineProfile, Nanos};
+use hugemm_policy::PolicyConfig;
+use hugemm_workload::ProcessSpec;
+use serde::Serialize;
+
+/// How references are priced.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub enum Mode {
+    /// Every reference goes through the translation model.
+    Exact,
+    /// Windows of references are simulated exactly; the rest are skipped and their effects
+    /// applied per pattern.
+    Sampled(SampledConfig),
+}
+
+/// Sampled-mode settings.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct SampledConfig {
+    /// References simulated exactly to re-warm TLBs and caches before each window; they
+    /// count, but their cost does not enter the window's average.
+    pub warmup_refs: u64,
+    /// References simulated exactly and measured in each window.
+    pub window_refs: u64,
+    /// Simulated time from the start of one window to the start of the next.
+    pub period: Nanos,
+}
+
+impl Default for SampledConfig {
+    fn default() -> Self {
+        SampledConfig { warmup_refs: 20_000, window_refs: 50_000, period: Nanos::from_millis(1000) }
+    }
+}
+
+/// One run.
+#[derive(Clone, Debug, Serialize)]
+pub struct Experiment {
+    /// The machine profile.
+    pub profile: MachineProfile,
+    /// Cores used (at most the profile's).
+    pub cores: u32,
+    /// Physical memory in bytes.
+    pub memory_bytes: u64,
+    /// MMU geometry.
+    pub geometry: Geometry,
+    /// The policy.
+    pub policy: PolicyConfig,
+    /// The processes.
+    pub processes: Vec<ProcessSpec>,
+    /// Pricing mode.
+    pub mode: Mode,
+    /// Seed of every random choice.
+    pub seed: u64,
+    /// Interval between time-series samples.
+    pub sample_interval: Nanos,
+    /// Stop the run at this simulated time even if processes are still running.
+    pub time_limit: Nanos,
+    /// Core on which kernel daemons run (their CPU time delays the process there).
+    pub daemon_core: u32,
+}

@@ -1,0 +1,45 @@
+//! hugemm's engine: it runs an [`Experiment`] — a machine, a policy and processes — on an
+//! integer-nanosecond simulated clock, and reports per-process and system results.
+//!
+//! The engine owns time and order: which core runs which process, when a kernel daemon
+//! wakes, when a time-series sample is taken. It carries out workload phases through the
+//! kernel model's mechanisms, asks the policy at every anonymous fault and runs the
+//! policy's daemons, and prices every memory reference with the hardware model (exact
+//! mode) or a sampled subset of them (sampled mode, see [`sampling`]). It makes no policy
+//! decision of its own.
+//!
+//! Determinism: every random choice comes from generators seeded from the experiment seed
+//! (one per process, one per sampling coin), and ties between events are broken by a fixed
+//! order, so the same experiment and seed give byte-identical results.
+
+pub mod coverage;
+mod engine;
+pub mod experiment;
+mod ops;
+mod process;
+mod run;
+pub mod results;
+pub mod sampling;
+
+pub use engine::{mm_costs, Engine};
+pub use experiment::{Experiment, Mode, SampledConfig};
+pub use results::{ProcessSummary, RunResult, Summary, SystemSummary, TimeseriesRow};
+
+/// Errors from running an experiment.
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    /// The kernel model refused to set up the machine.
+    #[error("setting up the machine: {0}")]
+    Setup(#[from] hugemm_mm::MmError),
+    /// A process's workload is inconsistent (uses a buffer before mapping it...).
+    #[error("process {process}: {what}")]
+    Workload {
+        /// The process's name.
+        process: String,
+        /// What is wrong.
+        what: String,
+    },
+}
+
+/// Result alias of this crate.
+pub type Result<T> = std::result::Result<T, SimError>;

@@ -1,0 +1,115 @@
+//! The runtime state of a simulated process: where it is in its phases, its buffers, its
+//! random generator and its counters.
+
+use crate::coverage::LazyCoverage;
+use crate::sampling::Sampler;
+use hugemm_hw::{Nanos, Picos, Pid, Pmu, VirtAddr};
+use hugemm_workload::{AccessPhase, Amount, ProcessSpec, Stream};
+use rand::SeedableRng;
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+/// A mapped buffer.
+#[derive(Clone, Debug)]
+pub(crate) struct Buffer {
+    pub start: VirtAddr,
+    pub bytes: u64,
+    /// Skipped references' accessed bits not yet applied.
+    pub coverage: Option<LazyCoverage>,
+    /// Some page may not be present (after mmap or DONTNEED, until a skip's eager pass
+    /// finds every page present).
+    pub maybe_unpopulated: bool,
+}
+
+/// An access phase being run.
+#[derive(Clone, Debug)]
+pub(crate) struct AccessRun {
+    pub phase: AccessPhase,
+    pub stream: Stream,
+    /// References left, for `Amount::Refs`.
+    pub refs_left: u64,
+    /// Core time at which the phase ends, for `Amount::Duration`.
+    pub deadline: Picos,
+    /// `write_fraction` as a threshold on a 64-bit random word.
+    pub write_threshold: u64,
+    pub sampler: Option<Sampler>,
+    /// Fractional references and picoseconds carried between skips.
+    pub carry_refs: f64,
+    pub carry_ps: f64,
+}
+
+impl AccessRun {
+    /// Whether the phase is over at core time `now`.
+    pub fn done(&self, now: Picos) -> bool {
+        match self.phase.amount {
+            Amount::Refs(_) => self.refs_left == 0,
+            Amount::Duration(_) => now >= self.deadline,
+        }
+    }
+}
+
+/// What the process is doing within its current phase.
+#[derive(Clone, Debug)]
+pub(crate) enum Activity {
+    /// About to begin phase `phase`.
+    Begin,
+    /// In an access phase.
+    Access(Box<AccessRun>),
+    /// Sleeping until a core time.
+    Sleep(Picos),
+}
+
+/// A process.
+#[derive(Debug)]
+pub(crate) struct Proc {
+    pub spec: ProcessSpec,
+    pub core: usize,
+    pub pid: Option<Pid>,
+    pub phase: usize,
+    pub activity: Activity,
+    pub buffers: Vec<Option<Buffer>>,
+    pub rng: Xoshiro256PlusPlus,
+    pub seed: u64,
+    pub pmu: Pmu,
+    pub fault_time: Nanos,
+    pub faults_huge_fallback: u64,
+    pub start: Nanos,
+    pub end: Option<Nanos>,
+    pub oom: bool,
+    pub error: Option<String>,
+    pub huge_end: u64,
+    pub rss_end: u64,
+    /// PMU at the previous time-series sample, for interval overheads.
+    pub last_sample: Pmu,
+}
+
+impl Proc {
+    /// A process not yet started, with its own generator derived from the run's seed.
+    pub fn new(spec: ProcessSpec, index: usize, core: usize, seed: u64) -> Self {
+        let seed = crate::coverage::key(&[seed, index as u64, 0x9E37]);
+        Proc {
+            buffers: vec![None; spec.buffer_count()],
+            start: spec.start,
+            spec,
+            core,
+            pid: None,
+            phase: 0,
+            activity: Activity::Begin,
+            rng: Xoshiro256PlusPlus::seed_from_u64(seed),
+            seed,
+            pmu: Pmu::default(),
+            fault_time: Nanos::ZERO,
+            faults_huge_fallback: 0,
+            end: None,
+            oom: false,
+            error: None,
+            huge_end: 0,
+            rss_end: 0,
+            last_sample: Pmu::default(),
+        }
+    }
+
+    /// Started and not yet ended.
+    pub fn running(&self) -> bool {
+        self.pid.is_some() && self.end.is_none()
+    }
+}

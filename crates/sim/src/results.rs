@@ -1,0 +1,164 @@
+//! What a run reports: `summary.json` (per process and for the system) and the rows of
+//! `timeseries.csv`. The schema is documented in `docs/output.md`; change both together.
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Results of one process.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct ProcessSummary {
+    /// Name from the experiment file.
+    pub name: String,
+    /// Model pid.
+    pub pid: u32,
+    /// Start time (ns).
+    pub start_ns: u64,
+    /// Exit time (ns); the run's end if it did not finish.
+    pub end_ns: u64,
+    /// `end_ns - start_ns`.
+    pub runtime_ns: u64,
+    /// Whether it ran all its phases (false: time limit, OOM kill or workload error).
+    pub finished: bool,
+    /// Memory references made.
+    pub references: u64,
+    /// Faults that mapped a 4 KB page (including zero-page CoW and huge fallback).
+    pub faults_4k: u64,
+    /// Faults that mapped a 2 MB page.
+    pub faults_2m: u64,
+    /// Read faults that mapped the shared zero page (4 KB or huge).
+    pub faults_zero_page: u64,
+    /// Faults where a huge page was wanted and a base page was mapped.
+    pub faults_huge_fallback: u64,
+    /// Time spent in fault handling (ns).
+    pub fault_time_ns: u64,
+    /// User-mode cycles (references and compute; fault time excluded, as PMU counts in
+    /// user mode).
+    pub cycles: u64,
+    /// Cycles with a page walk in progress (loads + stores).
+    pub walk_cycles: u64,
+    /// `walk_cycles / cycles`, 0..1 (HawkEye Table 4's formula).
+    pub mmu_overhead: f64,
+    /// References that hit the L1 TLB.
+    pub l1_tlb_hits: u64,
+    /// References that hit the STLB.
+    pub stlb_hits: u64,
+    /// References that walked the page table.
+    pub walks: u64,
+    /// Huge pages mapped when it exited (or at the end of the run).
+    pub huge_pages_end: u64,
+    /// Resident memory when it exited (or at the end of the run).
+    pub rss_bytes_end: u64,
+    /// Killed because memory ran out.
+    pub oom: bool,
+    /// A workload error that stopped it, if any.
+    pub error: Option<String>,
+}
+
+/// Results of the whole system.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct SystemSummary {
+    /// Machine profile name.
+    pub profile: String,
+    /// Policy name.
+    pub policy: String,
+    /// `exact` or `sampled`.
+    pub mode: String,
+    /// Seed used.
+    pub seed: u64,
+    /// Simulated time at the end (ns).
+    pub sim_time_ns: u64,
+    /// Physical frames.
+    pub frames_total: u64,
+    /// Free frames at the end.
+    pub frames_free_end: u64,
+    /// Successful promotions (collapses).
+    pub collapses: u64,
+    /// Collapses that failed for want of a huge block.
+    pub collapse_failures: u64,
+    /// Huge mappings split.
+    pub splits: u64,
+    /// Out-of-memory events.
+    pub oom_events: u64,
+    /// CPU time of each kernel daemon (ns).
+    pub daemon_cpu_ns: BTreeMap<String, u64>,
+}
+
+/// `summary.json`.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct Summary {
+    /// Schema version of this file.
+    pub schema: u32,
+    /// Per process, in experiment order.
+    pub processes: Vec<ProcessSummary>,
+    /// The system.
+    pub system: SystemSummary,
+}
+
+/// One row of `timeseries.csv`: a process at a sample time, or the system (`process` =
+/// `system`, process columns empty).
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct TimeseriesRow {
+    /// Sample time (ns).
+    pub time_ns: u64,
+    /// Process name, or `system`.
+    pub process: String,
+    /// Model pid (empty for system).
+    pub pid: Option<u32>,
+    /// References so far.
+    pub references: Option<u64>,
+    /// MMU overhead over the last interval.
+    pub mmu_overhead: Option<f64>,
+    /// Huge pages mapped.
+    pub huge_pages: Option<u64>,
+    /// Resident bytes.
+    pub rss_bytes: Option<u64>,
+    /// 4 KB faults so far.
+    pub faults_4k: Option<u64>,
+    /// 2 MB faults so far.
+    pub faults_2m: Option<u64>,
+    /// Free frames (system row).
+    pub frames_free: Option<u64>,
+    /// Collapses so far (system row).
+    pub collapses: Option<u64>,
+    /// Splits so far (system row).
+    pub splits: Option<u64>,
+}
+
+/// Everything a run produced.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RunResult {
+    /// The summary.
+    pub summary: Summary,
+    /// The time series, in time order (system row after the process rows of each time).
+    pub timeseries: Vec<TimeseriesRow>,
+}
+
+impl TimeseriesRow {
+    /// The CSV header.
+    pub const HEADER: &'static str =
+        "time_ns,process,pid,references,mmu_overhead,huge_pages,rss_bytes,faults_4k,faults_2m,frames_free,collapses,splits";
+
+    /// This row as a CSV line (no trailing newline). Process names are validated to
+    /// contain no commas or quotes, so no escaping is needed.
+    pub fn csv(&self) -> String {
+        fn o<T: ToString>(v: &Option<T>) -> String {
+            v.as_ref().map(|x| x.to_string()).unwrap_or_default()
+        }
+        let ovh = self.mmu_overhead.map(|x| format!("{x:.6}")).unwrap_or_default();
+        format!(
+            "{},{},{},{},{},{},{},{},{},{},{},{}",
+            self.time_ns,
+            self.process,
+            o(&self.pid),
+            o(&self.references),
+            ovh,
+            o(&self.huge_pages),
+            o(&self.rss_bytes),
+            o(&self.faults_4k),
+            o(&self.faults_2m),
+            o(&self.frames_free),
+            o(&self.collapses),
+            o(&self.splits)
+        )
+    }
+}
