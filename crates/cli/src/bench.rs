@@ -7,7 +7,9 @@ use hugemm_hw::{Geometry, MachineProfile, Nanos};
 use hugemm_mm::{Kernel, MemConfig};
 use hugemm_policy::{LinuxConfig, PolicyConfig, ThpMode};
 use hugemm_sim::{Engine, Experiment, Mode, SampledConfig};
-use hugemm_workload::{builtin, AccessPhase, Advice, Amount, BufferId, Pattern, Phase, ProcessSpec};
+use hugemm_workload::{
+    builtin, AccessPhase, Advice, Amount, BufferId, Pattern, Phase, ProcessSpec,
+};
 use serde::Serialize;
 use std::time::Instant;
 
@@ -38,9 +40,18 @@ fn median(mut xs: Vec<f64>) -> f64 {
     xs[xs.len() / 2]
 }
 
-fn experiment(memory: u64, thp: ThpMode, processes: Vec<ProcessSpec>, mode: Mode) -> anyhow::Result<Experiment> {
-    let profile = MachineProfile::builtin(crate::demo::PROFILE).ok_or_else(|| anyhow::anyhow!("profile missing"))?;
-    let policy = PolicyConfig::Linux(LinuxConfig { enabled: thp, ..LinuxConfig::default() });
+fn experiment(
+    memory: u64,
+    thp: ThpMode,
+    processes: Vec<ProcessSpec>,
+    mode: Mode,
+) -> anyhow::Result<Experiment> {
+    let profile = MachineProfile::builtin(crate::demo::PROFILE)
+        .ok_or_else(|| anyhow::anyhow!("profile missing"))?;
+    let policy = PolicyConfig::Linux(LinuxConfig {
+        enabled: thp,
+        ..LinuxConfig::default()
+    });
     let cores = processes.len().max(1) as u32;
     Ok(Experiment {
         profile,
@@ -61,13 +72,23 @@ fn experiment(memory: u64, thp: ThpMode, processes: Vec<ProcessSpec>, mode: Mode
 fn timed(exp: Experiment) -> anyhow::Result<(f64, f64)> {
     let t = Instant::now();
     let r = Engine::new(exp)?.run()?;
-    Ok((t.elapsed().as_secs_f64(), r.summary.system.sim_time_ns as f64 / 1e9))
+    Ok((
+        t.elapsed().as_secs_f64(),
+        r.summary.system.sim_time_ns as f64 / 1e9,
+    ))
 }
 
 fn access_process(bytes: u64, pattern: Pattern, refs: u64) -> ProcessSpec {
     let mut p = builtin::random_access("bench", bytes, 1, Advice::Default);
     if let Some(Phase::Access(a)) = p.phases.last_mut() {
-        *a = AccessPhase { buffer: BufferId(0), pattern, amount: Amount::Refs(refs), dependent: true, write_fraction: 0.0, compute: Nanos::ZERO };
+        *a = AccessPhase {
+            buffer: BufferId(0),
+            pattern,
+            amount: Amount::Refs(refs),
+            dependent: true,
+            write_fraction: 0.0,
+            compute: Nanos::ZERO,
+        };
     }
     p
 }
@@ -76,8 +97,20 @@ fn access_process(bytes: u64, pattern: Pattern, refs: u64) -> ProcessSpec {
 fn refs_per_s(thp: ThpMode, pattern: Pattern, refs: u64, reps: u32) -> anyhow::Result<f64> {
     let mut rates = Vec::new();
     for _ in 0..reps {
-        let setup = timed(experiment(6 * GIB, thp, vec![access_process(4 * GIB, pattern, 1)], Mode::Exact)?)?.0;
-        let full = timed(experiment(6 * GIB, thp, vec![access_process(4 * GIB, pattern, refs)], Mode::Exact)?)?.0;
+        let setup = timed(experiment(
+            6 * GIB,
+            thp,
+            vec![access_process(4 * GIB, pattern, 1)],
+            Mode::Exact,
+        )?)?
+        .0;
+        let full = timed(experiment(
+            6 * GIB,
+            thp,
+            vec![access_process(4 * GIB, pattern, refs)],
+            Mode::Exact,
+        )?)?
+        .0;
         rates.push(refs as f64 / (full - setup).max(1e-9));
     }
     Ok(median(rates))
@@ -95,18 +128,33 @@ fn sampled_rate(reps: u32) -> anyhow::Result<f64> {
                 p
             })
             .collect();
-        let (wall, sim) = timed(experiment(32 * GIB, ThpMode::Never, procs, Mode::Sampled(SampledConfig::default()))?)?;
+        let (wall, sim) = timed(experiment(
+            32 * GIB,
+            ThpMode::Never,
+            procs,
+            Mode::Sampled(SampledConfig::default()),
+        )?)?;
         rates.push(sim / wall);
     }
     Ok(median(rates))
 }
 
 fn setup_ms(reps: u32) -> anyhow::Result<f64> {
-    let costs = hugemm_sim::mm_costs(&MachineProfile::builtin(crate::demo::PROFILE).ok_or_else(|| anyhow::anyhow!("profile missing"))?.costs);
+    let costs = hugemm_sim::mm_costs(
+        &MachineProfile::builtin(crate::demo::PROFILE)
+            .ok_or_else(|| anyhow::anyhow!("profile missing"))?
+            .costs,
+    );
     let mut ms = Vec::new();
     for _ in 0..reps {
         let t = Instant::now();
-        let k = Kernel::new(&MemConfig { bytes: 64 * GIB, geometry: Geometry::X86_64 }, costs)?;
+        let k = Kernel::new(
+            &MemConfig {
+                bytes: 64 * GIB,
+                geometry: Geometry::X86_64,
+            },
+            costs,
+        )?;
         ms.push(t.elapsed().as_secs_f64() * 1e3);
         drop(k);
     }
@@ -120,7 +168,12 @@ pub fn run(reps: u32, progress: impl Fn(&str)) -> anyhow::Result<BenchReport> {
     progress("random 2 MB");
     let random_2m_refs_per_s = refs_per_s(ThpMode::Always, Pattern::Uniform, 40_000_000, reps)?;
     progress("sequential");
-    let sequential_refs_per_s = refs_per_s(ThpMode::Never, Pattern::Sequential { stride: 64 }, 40_000_000, reps)?;
+    let sequential_refs_per_s = refs_per_s(
+        ThpMode::Never,
+        Pattern::Sequential { stride: 64 },
+        40_000_000,
+        reps,
+    )?;
     progress("sampled 3 x 8 GiB");
     let sampled_sim_seconds_per_wall_second = sampled_rate(reps)?;
     progress("setup 64 GiB");

@@ -16,8 +16,12 @@ pub const REFS: u64 = 20_000_000;
 
 /// The demo experiment under THP mode `thp`.
 pub fn experiment(thp: ThpMode, seed: u64) -> anyhow::Result<Experiment> {
-    let profile = MachineProfile::builtin(PROFILE).ok_or_else(|| anyhow::anyhow!("built-in profile {PROFILE} is missing"))?;
-    let policy = PolicyConfig::Linux(LinuxConfig { enabled: thp, ..LinuxConfig::default() });
+    let profile = MachineProfile::builtin(PROFILE)
+        .ok_or_else(|| anyhow::anyhow!("built-in profile {PROFILE} is missing"))?;
+    let policy = PolicyConfig::Linux(LinuxConfig {
+        enabled: thp,
+        ..LinuxConfig::default()
+    });
     Ok(Experiment {
         cores: 1,
         memory_bytes: 8 << 30,

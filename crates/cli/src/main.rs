@@ -71,8 +71,11 @@ fn run(file: PathBuf, out: Option<PathBuf>, seed: Option<u64>) -> anyhow::Result
         loaded.experiment.seed = s;
         loaded.resolved.sim.seed = Some(s as i64);
     }
-    let out = out.unwrap_or_else(|| PathBuf::from("results").join(file.file_stem().unwrap_or_default()));
-    let result = hugemm_sim::Engine::new(loaded.experiment)?.run().context("running the experiment")?;
+    let out =
+        out.unwrap_or_else(|| PathBuf::from("results").join(file.file_stem().unwrap_or_default()));
+    let result = hugemm_sim::Engine::new(loaded.experiment)?
+        .run()
+        .context("running the experiment")?;
     report::write_dir(&out, &loaded.resolved, &result)?;
     print!("{}", report::table(&result.summary));
     println!("results written to {}", out.display());
@@ -80,7 +83,11 @@ fn run(file: PathBuf, out: Option<PathBuf>, seed: Option<u64>) -> anyhow::Result
 }
 
 fn run_demo(seed: u64) -> anyhow::Result<()> {
-    println!("hugemm demo: a program randomly reading 4 GiB ({} dependent references) on {}", demo::REFS, demo::PROFILE);
+    println!(
+        "hugemm demo: a program randomly reading 4 GiB ({} dependent references) on {}",
+        demo::REFS,
+        demo::PROFILE
+    );
     let (never, always) = demo::run(seed)?;
     println!("\n== THP never ==");
     print!("{}", report::table(&never.summary));
@@ -108,12 +115,30 @@ fn run_bench(json: bool, reps: u32) -> anyhow::Result<()> {
     if json {
         println!("{}", serde_json::to_string_pretty(&r)?);
     } else {
-        println!("exact, random over 4 GiB, 4 KB pages : {:>8.2} M refs/s", r.random_4k_refs_per_s / 1e6);
-        println!("exact, random over 4 GiB, 2 MB pages : {:>8.2} M refs/s", r.random_2m_refs_per_s / 1e6);
-        println!("exact, sequential over 4 GiB, 4 KB   : {:>8.2} M refs/s", r.sequential_refs_per_s / 1e6);
-        println!("sampled, 3 x 8 GiB random             : {:>8.1} simulated s / wall s", r.sampled_sim_seconds_per_wall_second);
-        println!("kernel-model metadata                 : {:>8} bytes / frame", r.bytes_per_frame);
-        println!("64 GiB machine set-up                 : {:>8.1} ms", r.setup_64gib_ms);
+        println!(
+            "exact, random over 4 GiB, 4 KB pages : {:>8.2} M refs/s",
+            r.random_4k_refs_per_s / 1e6
+        );
+        println!(
+            "exact, random over 4 GiB, 2 MB pages : {:>8.2} M refs/s",
+            r.random_2m_refs_per_s / 1e6
+        );
+        println!(
+            "exact, sequential over 4 GiB, 4 KB   : {:>8.2} M refs/s",
+            r.sequential_refs_per_s / 1e6
+        );
+        println!(
+            "sampled, 3 x 8 GiB random             : {:>8.1} simulated s / wall s",
+            r.sampled_sim_seconds_per_wall_second
+        );
+        println!(
+            "kernel-model metadata                 : {:>8} bytes / frame",
+            r.bytes_per_frame
+        );
+        println!(
+            "64 GiB machine set-up                 : {:>8.1} ms",
+            r.setup_64gib_ms
+        );
         println!("(medians of {} repetitions)", r.repetitions);
     }
     Ok(())

@@ -11,11 +11,28 @@ use std::path::Path;
 pub fn table(s: &Summary) -> String {
     let mut out = String::new();
     let sys = &s.system;
-    let _ = writeln!(out, "policy {} on {} ({} mode, seed {}), simulated {:.3} s", sys.policy, sys.profile, sys.mode, sys.seed, sys.sim_time_ns as f64 / 1e9);
+    let _ = writeln!(
+        out,
+        "policy {} on {} ({} mode, seed {}), simulated {:.3} s",
+        sys.policy,
+        sys.profile,
+        sys.mode,
+        sys.seed,
+        sys.sim_time_ns as f64 / 1e9
+    );
     let _ = writeln!(
         out,
         "{:<16} {:>10} {:>12} {:>10} {:>8} {:>10} {:>8} {:>8} {:>10} {:>5}",
-        "process", "runtime s", "references", "faults 4K", "2M", "fault s", "MMU %", "huge", "RSS MiB", "OOM"
+        "process",
+        "runtime s",
+        "references",
+        "faults 4K",
+        "2M",
+        "fault s",
+        "MMU %",
+        "huge",
+        "RSS MiB",
+        "OOM"
     );
     for p in &s.processes {
         let _ = writeln!(
@@ -33,7 +50,11 @@ pub fn table(s: &Summary) -> String {
             if p.oom { "yes" } else { "no" }
         );
     }
-    let daemons: Vec<String> = sys.daemon_cpu_ns.iter().map(|(n, t)| format!("{n} {:.3} s", *t as f64 / 1e9)).collect();
+    let daemons: Vec<String> = sys
+        .daemon_cpu_ns
+        .iter()
+        .map(|(n, t)| format!("{n} {:.3} s", *t as f64 / 1e9))
+        .collect();
     let _ = writeln!(
         out,
         "system: {} frames, {} free at end; {} collapses ({} failed), {} splits, {} OOM events; daemon CPU: {}",
@@ -62,14 +83,24 @@ pub fn timeseries_csv(rows: &[TimeseriesRow]) -> String {
 
 /// Write a run's files into `dir` (created if needed).
 pub fn write_dir(dir: &Path, resolved: &RawExperiment, result: &RunResult) -> anyhow::Result<()> {
-    std::fs::create_dir_all(dir).with_context(|| format!("creating output directory {}", dir.display()))?;
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("creating output directory {}", dir.display()))?;
     let write = |name: &str, text: String| {
         let path = dir.join(name);
         std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))
     };
     let header = "# hugemm: the experiment as run, every default written out.\n";
-    write("config.resolved.toml", format!("{header}{}", toml::to_string(resolved).context("serialising the resolved configuration")?))?;
-    write("summary.json", serde_json::to_string_pretty(&result.summary).context("serialising the summary")? + "\n")?;
+    write(
+        "config.resolved.toml",
+        format!(
+            "{header}{}",
+            toml::to_string(resolved).context("serialising the resolved configuration")?
+        ),
+    )?;
+    write(
+        "summary.json",
+        serde_json::to_string_pretty(&result.summary).context("serialising the summary")? + "\n",
+    )?;
     write("timeseries.csv", timeseries_csv(&result.timeseries))?;
     Ok(())
 }

@@ -9,33 +9,47 @@ use std::fmt;
 use std::ops::{Add, AddAssign, Sub};
 
 /// A physical page frame number (4 KB frames on x86-64).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 pub struct Pfn(pub u64);
 
 /// A virtual address in a process's address space.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 pub struct VirtAddr(pub u64);
 
 /// A virtual page number: a virtual address divided by the base page size.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 pub struct Vpn(pub u64);
 
 /// A buddy-allocator order: a block of `2^order` base frames.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 pub struct Order(pub u8);
 
 /// A process identifier inside the model (not a host pid).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 pub struct Pid(pub u32);
 
 /// A duration or instant of simulated time, in integer nanoseconds.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 pub struct Nanos(pub u64);
 
 /// A span of simulated time in integer picoseconds, used where per-reference costs are
 /// summed (a single reference costs a fraction of a nanosecond when memory-level
 /// parallelism overlaps it), so rounding does not accumulate.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 pub struct Picos(pub u64);
 
 impl Nanos {
@@ -153,7 +167,12 @@ impl Default for Geometry {
 
 impl Geometry {
     /// x86-64 with four-level paging.
-    pub const X86_64: Geometry = Geometry { base_shift: 12, level_bits: 9, levels: 4, max_order: 10 };
+    pub const X86_64: Geometry = Geometry {
+        base_shift: 12,
+        level_bits: 9,
+        levels: 4,
+        max_order: 10,
+    };
     /// Bytes in a base page.
     pub const fn base_bytes(&self) -> u64 {
         1 << self.base_shift

@@ -99,7 +99,11 @@ pub struct LinuxConfig {
 impl Default for LinuxConfig {
     /// Linux's defaults as shipped by most distributions: `always`, `madvise`.
     fn default() -> Self {
-        LinuxConfig { enabled: ThpMode::Always, defrag: DefragMode::Madvise, khugepaged: KhugepagedConfig::default() }
+        LinuxConfig {
+            enabled: ThpMode::Always,
+            defrag: DefragMode::Madvise,
+            khugepaged: KhugepagedConfig::default(),
+        }
     }
 }
 
@@ -116,7 +120,11 @@ pub struct LinuxPolicy {
 impl LinuxPolicy {
     /// A Linux policy with `cfg`.
     pub fn new(cfg: LinuxConfig) -> Self {
-        LinuxPolicy { cfg, slots: Vec::new(), cursor: (0, 0) }
+        LinuxPolicy {
+            cfg,
+            slots: Vec::new(),
+            cursor: (0, 0),
+        }
     }
 
     /// Whether THP is allowed in a VMA with `advice` (`thp_vma_allowable_order`).
@@ -193,7 +201,10 @@ impl Policy for LinuxPolicy {
     fn daemons(&self) -> Vec<DaemonSpec> {
         let k = &self.cfg.khugepaged;
         if k.enabled && self.cfg.enabled != ThpMode::Never {
-            vec![DaemonSpec { name: "khugepaged", first_run: k.scan_sleep }]
+            vec![DaemonSpec {
+                name: "khugepaged",
+                first_run: k.scan_sleep,
+            }]
         } else {
             Vec::new()
         }
@@ -202,7 +213,14 @@ impl Policy for LinuxPolicy {
     fn run_daemon(&mut self, _index: usize, ops: &mut dyn MemoryOps) -> DaemonRun {
         let (cpu, alloc_failed) = self.scan_pass(ops);
         let k = &self.cfg.khugepaged;
-        DaemonRun { cpu: cpu.to_nanos(), sleep: if alloc_failed { k.alloc_sleep } else { k.scan_sleep } }
+        DaemonRun {
+            cpu: cpu.to_nanos(),
+            sleep: if alloc_failed {
+                k.alloc_sleep
+            } else {
+                k.scan_sleep
+            },
+        }
     }
 
     fn process_started(&mut self, pid: Pid) {

@@ -28,7 +28,9 @@ pub fn coin(key: u64) -> f64 {
 
 /// Mix several words into one coin key.
 pub fn key(words: &[u64]) -> u64 {
-    words.iter().fold(0xCBF2_9CE4_8422_2325u64, |h, w| (h ^ w).wrapping_mul(0x0100_0000_01B3).rotate_left(17))
+    words.iter().fold(0xCBF2_9CE4_8422_2325u64, |h, w| {
+        (h ^ w).wrapping_mul(0x0100_0000_01B3).rotate_left(17)
+    })
 }
 
 /// Pending accessed/dirty bits of one buffer.
@@ -44,7 +46,13 @@ pub struct LazyCoverage {
 impl LazyCoverage {
     /// Coverage for a buffer of `regions` 2 MB regions, referenced by `stream`.
     pub fn new(stream: Stream, write_fraction: f64, regions: usize, seed: u64) -> Self {
-        LazyCoverage { stream, write_fraction, total: 0, seen: vec![0; regions], seed }
+        LazyCoverage {
+            stream,
+            write_fraction,
+            total: 0,
+            seen: vec![0; regions],
+            seed,
+        }
     }
 
     /// Record `refs` more skipped references.
@@ -59,7 +67,9 @@ impl LazyCoverage {
 
     /// Bring region `index` (of the buffer starting at `base`) up to date.
     pub fn materialise(&mut self, kernel: &mut Kernel, pid: Pid, base: VirtAddr, index: usize) {
-        let Some(seen) = self.seen.get_mut(index) else { return };
+        let Some(seen) = self.seen.get_mut(index) else {
+            return;
+        };
         let refs = self.total - *seen;
         *seen = self.total;
         if refs == 0 {

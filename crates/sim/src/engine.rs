@@ -78,10 +78,21 @@ impl Engine {
     /// Set up the machine, the policy and the processes of `exp`.
     pub fn new(exp: Experiment) -> Result<Engine> {
         let costs = mm_costs(&exp.profile.costs);
-        let kernel = Kernel::new(&MemConfig { bytes: exp.memory_bytes, geometry: exp.geometry }, costs)?;
+        let kernel = Kernel::new(
+            &MemConfig {
+                bytes: exp.memory_bytes,
+                geometry: exp.geometry,
+            },
+            costs,
+        )?;
         let policy = exp.policy.build();
         let cores = (0..exp.cores)
-            .map(|_| Core { mmu: Mmu::new(&exp.profile, exp.geometry), now: Picos(0), queue: VecDeque::new(), slice_end: SLICE })
+            .map(|_| Core {
+                mmu: Mmu::new(&exp.profile, exp.geometry),
+                now: Picos(0),
+                queue: VecDeque::new(),
+                slice_end: SLICE,
+            })
             .collect();
         let mut next_core = 0usize;
         let procs = exp
@@ -102,7 +113,11 @@ impl Engine {
         let daemons = policy
             .daemons()
             .into_iter()
-            .map(|spec| Daemon { next: Picos::from(spec.first_run), spec, cpu: Nanos::ZERO })
+            .map(|spec| Daemon {
+                next: Picos::from(spec.first_run),
+                spec,
+                cpu: Nanos::ZERO,
+            })
             .collect();
         let cycles_per_ps = exp.profile.freq_ghz / 1000.0;
         let scan_cost = Picos((exp.profile.costs.pte_update_ns * 1000.0).round() as u64);
@@ -152,11 +167,23 @@ impl Engine {
         if !self.live() {
             return None;
         }
-        let starts = self.procs.iter().enumerate().filter(|(_, p)| p.pid.is_none() && p.end.is_none());
+        let starts = self
+            .procs
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.pid.is_none() && p.end.is_none());
         let starts = starts.map(|(i, p)| (Picos::from(p.start), Event::Start(i)));
-        let daemons = self.daemons.iter().enumerate().map(|(i, d)| (d.next, Event::Daemon(i)));
+        let daemons = self
+            .daemons
+            .iter()
+            .enumerate()
+            .map(|(i, d)| (d.next, Event::Daemon(i)));
         let sample = std::iter::once((self.next_sample, Event::Sample));
-        let cores = self.cores.iter().enumerate().filter(|(_, c)| !c.queue.is_empty());
+        let cores = self
+            .cores
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| !c.queue.is_empty());
         let cores = cores.map(|(i, c)| (c.now, Event::Core(i)));
         starts.chain(daemons).chain(sample).chain(cores).min()
     }
@@ -201,7 +228,12 @@ impl Engine {
     }
 
     fn run_daemon(&mut self, d: usize, t: Picos) {
-        let mut ops = EngineOps { kernel: &mut self.kernel, procs: &mut self.procs, now: t.to_nanos(), scan_cost: self.scan_cost };
+        let mut ops = EngineOps {
+            kernel: &mut self.kernel,
+            procs: &mut self.procs,
+            now: t.to_nanos(),
+            scan_cost: self.scan_cost,
+        };
         let run = self.policy.run_daemon(d, &mut ops);
         let daemon = &mut self.daemons[d];
         daemon.cpu += run.cpu;
@@ -225,7 +257,9 @@ impl Engine {
         for p in self.procs.iter_mut().filter(|p| p.running()) {
             let pid = p.pid.expect("running process has a pid");
             let (dw, dc) = (
-                p.pmu.walk_cycles_load + p.pmu.walk_cycles_store - p.last_sample.walk_cycles_load - p.last_sample.walk_cycles_store,
+                p.pmu.walk_cycles_load + p.pmu.walk_cycles_store
+                    - p.last_sample.walk_cycles_load
+                    - p.last_sample.walk_cycles_store,
                 p.pmu.cycles - p.last_sample.cycles,
             );
             self.timeseries.push(TimeseriesRow {
@@ -233,7 +267,11 @@ impl Engine {
                 process: p.spec.name.clone(),
                 pid: Some(pid.0),
                 references: Some(p.pmu.references),
-                mmu_overhead: Some(if dc == 0 { 0.0 } else { (dw as f64 / dc as f64).min(1.0) }),
+                mmu_overhead: Some(if dc == 0 {
+                    0.0
+                } else {
+                    (dw as f64 / dc as f64).min(1.0)
+                }),
                 huge_pages: Some(self.kernel.huge_pages(pid)),
                 rss_bytes: Some(self.kernel.rss_bytes(pid)),
                 faults_4k: Some(p.pmu.faults_4k),
@@ -298,7 +336,14 @@ impl Engine {
             oom_events: stats.oom_events,
             daemon_cpu_ns,
         };
-        RunResult { summary: Summary { schema: 1, processes, system }, timeseries: self.timeseries }
+        RunResult {
+            summary: Summary {
+                schema: 1,
+                processes,
+                system,
+            },
+            timeseries: self.timeseries,
+        }
     }
 }
 

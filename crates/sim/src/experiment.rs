@@ -31,7 +31,11 @@ pub struct SampledConfig {
 
 impl Default for SampledConfig {
     fn default() -> Self {
-        SampledConfig { warmup_refs: 20_000, window_refs: 50_000, period: Nanos::from_millis(1000) }
+        SampledConfig {
+            warmup_refs: 20_000,
+            window_refs: 50_000,
+            period: Nanos::from_millis(1000),
+        }
     }
 }
 

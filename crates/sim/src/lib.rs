@@ -15,10 +15,11 @@
 pub mod coverage;
 mod engine;
 pub mod experiment;
+pub mod matrix;
 mod ops;
 mod process;
-mod run;
 pub mod results;
+mod run;
 pub mod sampling;
 
 pub use engine::{mm_costs, Engine};

@@ -18,7 +18,12 @@ pub(crate) struct EngineOps<'a> {
 /// Apply pending skipped-reference bits to the 2 MB region at `region` of `pid`.
 pub(crate) fn materialise(kernel: &mut Kernel, procs: &mut [Proc], pid: Pid, region: VirtAddr) {
     let huge = kernel.geometry().huge_bytes();
-    let Some(proc) = procs.iter_mut().find(|p| p.pid == Some(pid) && p.end.is_none()) else { return };
+    let Some(proc) = procs
+        .iter_mut()
+        .find(|p| p.pid == Some(pid) && p.end.is_none())
+    else {
+        return;
+    };
     for b in proc.buffers.iter_mut().flatten() {
         let (start, end) = (b.start.0, b.start.0 + b.bytes);
         if region.0 + huge <= start || region.0 >= end {
@@ -50,7 +55,10 @@ impl MemoryOps for EngineOps<'_> {
         k.regions(pid)
             .map(|start| RegionRef {
                 start,
-                advice: k.fault_info(pid, start).map(|i| i.advice).unwrap_or(HugeAdvice::None),
+                advice: k
+                    .fault_info(pid, start)
+                    .map(|i| i.advice)
+                    .unwrap_or(HugeAdvice::None),
             })
             .collect()
     }
@@ -76,7 +84,10 @@ impl MemoryOps for EngineOps<'_> {
     }
 
     fn pmu(&self, pid: Pid) -> Option<Pmu> {
-        self.procs.iter().find(|p| p.pid == Some(pid)).map(|p| p.pmu.clone())
+        self.procs
+            .iter()
+            .find(|p| p.pid == Some(pid))
+            .map(|p| p.pmu.clone())
     }
 
     fn mem_info(&self) -> MemInfo {

@@ -144,7 +144,10 @@ impl TimeseriesRow {
         fn o<T: ToString>(v: &Option<T>) -> String {
             v.as_ref().map(|x| x.to_string()).unwrap_or_default()
         }
-        let ovh = self.mmu_overhead.map(|x| format!("{x:.6}")).unwrap_or_default();
+        let ovh = self
+            .mmu_overhead
+            .map(|x| format!("{x:.6}"))
+            .unwrap_or_default();
         format!(
             "{},{},{},{},{},{},{},{},{},{},{},{}",
             self.time_ns,

@@ -32,24 +32,42 @@ pub(crate) struct Ctx<'a> {
 impl Ctx<'_> {
     /// Resolve `va` to a mapping, faulting as needed; returns the fault time spent.
     #[inline]
-    fn resolve(&mut self, p: &mut Proc, va: VirtAddr, write: bool) -> std::result::Result<(u64, hugemm_hw::PageSize, Picos), Stop> {
+    fn resolve(
+        &mut self,
+        p: &mut Proc,
+        va: VirtAddr,
+        write: bool,
+    ) -> std::result::Result<(u64, hugemm_hw::PageSize, Picos), Stop> {
         let pid = p.pid.expect("running process has a pid");
         let mut spent = Picos(0);
         for _ in 0..3 {
             match self.kernel.touch(pid, va, write) {
                 Touch::Mapped { pa, size } => return Ok((pa, size, spent)),
                 Touch::NotPresent | Touch::WriteToZeroPage => spent += self.fault(p, va, write)?,
-                Touch::Segfault => return Err(Stop::Error(format!("reference to unmapped address {:#x}", va.0))),
+                Touch::Segfault => {
+                    return Err(Stop::Error(format!(
+                        "reference to unmapped address {:#x}",
+                        va.0
+                    )))
+                }
             }
         }
         Err(Stop::Error(format!("fault at {:#x} did not resolve", va.0)))
     }
 
     /// Take one fault: ask the policy for the page size, let the kernel map it.
-    fn fault(&mut self, p: &mut Proc, va: VirtAddr, write: bool) -> std::result::Result<Picos, Stop> {
+    fn fault(
+        &mut self,
+        p: &mut Proc,
+        va: VirtAddr,
+        write: bool,
+    ) -> std::result::Result<Picos, Stop> {
         let pid = p.pid.expect("running process has a pid");
         let Some(info) = self.kernel.fault_info(pid, va) else {
-            return Err(Stop::Error(format!("fault outside any mapping at {:#x}", va.0)));
+            return Err(Stop::Error(format!(
+                "fault outside any mapping at {:#x}",
+                va.0
+            )));
         };
         let want = self.policy.fault_size(pid, &info);
         let out = self.kernel.fault(pid, va, write, want);
@@ -68,10 +86,23 @@ impl Ctx<'_> {
 
     /// One reference: resolve, price, count. Returns its cost and the fault time it took.
     #[inline]
-    fn reference(&mut self, p: &mut Proc, va: VirtAddr, write: bool, dependent: bool) -> std::result::Result<(AccessCost, Picos), Stop> {
+    fn reference(
+        &mut self,
+        p: &mut Proc,
+        va: VirtAddr,
+        write: bool,
+        dependent: bool,
+    ) -> std::result::Result<(AccessCost, Picos), Stop> {
         let (pa, size, faulted) = self.resolve(p, va, write)?;
         let asid = p.pid.expect("running").0;
-        let cost = self.core.mmu.access(&Reference { asid, va, size, pa, dependent, write });
+        let cost = self.core.mmu.access(&Reference {
+            asid,
+            va,
+            size,
+            pa,
+            dependent,
+            write,
+        });
         p.pmu.record(&cost, write, self.cycles_per_ps);
         self.core.now += cost.time;
         Ok((cost, faulted))
@@ -93,7 +124,9 @@ fn count_fault(pmu: &mut Pmu, kind: FaultKind) {
 impl Engine {
     /// Give core `c` its turn, up to core time `bound`.
     pub(crate) fn run_core(&mut self, c: usize, bound: Picos) -> Result<()> {
-        let Some(&i) = self.cores[c].queue.front() else { return Ok(()) };
+        let Some(&i) = self.cores[c].queue.front() else {
+            return Ok(());
+        };
         let outcome = self.step(i, c, bound);
         let now = self.cores[c].now;
         match outcome {
@@ -178,21 +211,42 @@ impl Engine {
         let mut next = Activity::Begin;
         let mut cost = syscall;
         match phase {
-            Phase::Mmap { buffer, bytes, advice } => {
+            Phase::Mmap {
+                buffer,
+                bytes,
+                advice,
+            } => {
                 let adv = match advice {
                     Advice::Default => hugemm_mm::HugeAdvice::None,
                     Advice::Hugepage => hugemm_mm::HugeAdvice::Hugepage,
                     Advice::NoHugepage => hugemm_mm::HugeAdvice::NoHugepage,
                 };
-                let start = kernel.mmap(pid, bytes, adv).map_err(|e| Stop::Error(format!("mmap of {bytes} bytes: {e}")))?;
-                p.buffers[buffer.0] = Some(Buffer { start, bytes, coverage: None, maybe_unpopulated: true });
+                let start = kernel
+                    .mmap(pid, bytes, adv)
+                    .map_err(|e| Stop::Error(format!("mmap of {bytes} bytes: {e}")))?;
+                p.buffers[buffer.0] = Some(Buffer {
+                    start,
+                    bytes,
+                    coverage: None,
+                    maybe_unpopulated: true,
+                });
             }
             Phase::Access(a) => {
-                let b = p.buffers[a.buffer.0].as_mut().ok_or_else(|| Stop::Error(format!("access to buffer {} before it is mapped", a.buffer.0)))?;
+                let b = p.buffers[a.buffer.0].as_mut().ok_or_else(|| {
+                    Stop::Error(format!(
+                        "access to buffer {} before it is mapped",
+                        a.buffer.0
+                    ))
+                })?;
                 if let Some(mut cov) = b.coverage.take() {
                     cov.materialise_all(kernel, pid, b.start);
                 }
-                let stream = Stream::new(a.pattern, b.bytes).ok_or_else(|| Stop::Error(format!("pattern {:?} does not fit buffer {}", a.pattern, a.buffer.0)))?;
+                let stream = Stream::new(a.pattern, b.bytes).ok_or_else(|| {
+                    Stop::Error(format!(
+                        "pattern {:?} does not fit buffer {}",
+                        a.pattern, a.buffer.0
+                    ))
+                })?;
                 let (refs_left, deadline) = match a.amount {
                     Amount::Refs(n) => (n, Picos(u64::MAX)),
                     Amount::Duration(d) => (u64::MAX, core_now + Picos::from(d)),
@@ -200,10 +254,29 @@ impl Engine {
                 let write_threshold = (a.write_fraction.clamp(0.0, 1.0) * u64::MAX as f64) as u64;
                 let sampler = sampled.then(|| Sampler::new(core_now, warmup));
                 cost = Picos(0);
-                next = Activity::Access(Box::new(AccessRun { phase: a, stream, refs_left, deadline, write_threshold, sampler, carry_refs: 0.0, carry_ps: 0.0 }));
+                next = Activity::Access(Box::new(AccessRun {
+                    phase: a,
+                    stream,
+                    refs_left,
+                    deadline,
+                    write_threshold,
+                    sampler,
+                    carry_refs: 0.0,
+                    carry_ps: 0.0,
+                }));
             }
-            Phase::Madvise { buffer, offset, len, advice } => {
-                let b = p.buffers[buffer.0].as_mut().ok_or_else(|| Stop::Error(format!("madvise of buffer {} before it is mapped", buffer.0)))?;
+            Phase::Madvise {
+                buffer,
+                offset,
+                len,
+                advice,
+            } => {
+                let b = p.buffers[buffer.0].as_mut().ok_or_else(|| {
+                    Stop::Error(format!(
+                        "madvise of buffer {} before it is mapped",
+                        buffer.0
+                    ))
+                })?;
                 let adv = match advice {
                     MadviseKind::Hugepage => Madvise::Hugepage,
                     MadviseKind::NoHugepage => Madvise::NoHugepage,
@@ -213,12 +286,18 @@ impl Engine {
                     cov.materialise_all(kernel, pid, b.start);
                 }
                 b.maybe_unpopulated |= advice == MadviseKind::DontNeed;
-                let t = kernel.madvise(pid, VirtAddr(b.start.0 + offset), len, adv).map_err(|e| Stop::Error(format!("madvise: {e}")))?;
+                let t = kernel
+                    .madvise(pid, VirtAddr(b.start.0 + offset), len, adv)
+                    .map_err(|e| Stop::Error(format!("madvise: {e}")))?;
                 cost += Picos::from(t);
             }
             Phase::Munmap { buffer } => {
-                let b = p.buffers[buffer.0].take().ok_or_else(|| Stop::Error(format!("munmap of buffer {} that is not mapped", buffer.0)))?;
-                let t = kernel.munmap(pid, b.start, b.bytes).map_err(|e| Stop::Error(format!("munmap: {e}")))?;
+                let b = p.buffers[buffer.0].take().ok_or_else(|| {
+                    Stop::Error(format!("munmap of buffer {} that is not mapped", buffer.0))
+                })?;
+                let t = kernel
+                    .munmap(pid, b.start, b.bytes)
+                    .map_err(|e| Stop::Error(format!("munmap: {e}")))?;
                 cost += Picos::from(t);
             }
             Phase::Sleep(d) => {
@@ -239,10 +318,19 @@ impl Engine {
     fn access(&mut self, i: usize, c: usize, bound: Picos) -> std::result::Result<bool, Stop> {
         let mode = self.exp.mode;
         let p = &mut self.procs[i];
-        let Activity::Access(mut run) = std::mem::replace(&mut p.activity, Activity::Begin) else { unreachable!("access() on a non-access activity") };
-        let mut ctx = Ctx { kernel: &mut self.kernel, policy: self.policy.as_mut(), core: &mut self.cores[c], cycles_per_ps: self.cycles_per_ps };
+        let Activity::Access(mut run) = std::mem::replace(&mut p.activity, Activity::Begin) else {
+            unreachable!("access() on a non-access activity")
+        };
+        let mut ctx = Ctx {
+            kernel: &mut self.kernel,
+            policy: self.policy.as_mut(),
+            core: &mut self.cores[c],
+            cycles_per_ps: self.cycles_per_ps,
+        };
         let result = match (mode, run.sampler.as_ref().map(|s| s.stage)) {
-            (Mode::Sampled(cfg), Some(stage)) => sampled_turn(&mut ctx, p, &mut run, bound, cfg, stage),
+            (Mode::Sampled(cfg), Some(stage)) => {
+                sampled_turn(&mut ctx, p, &mut run, bound, cfg, stage)
+            }
             _ => exact_refs(&mut ctx, p, &mut run, u64::MAX, bound, None).map(|_| ()),
         };
         let done = run.done(ctx.core.now);
@@ -253,27 +341,40 @@ impl Engine {
 
 /// Up to `max` exact references, stopping at `bound` or the end of the phase; measured into
 /// `acc` if given. Returns the references made.
-fn exact_refs(ctx: &mut Ctx, p: &mut Proc, run: &mut AccessRun, max: u64, bound: Picos, mut acc: Option<&mut WindowAcc>) -> std::result::Result<u64, Stop> {
-    let base = p.buffers[run.phase.buffer.0].as_ref().map(|b| b.start).ok_or_else(|| Stop::Error("access to an unmapped buffer".into()))?;
+fn exact_refs(
+    ctx: &mut Ctx,
+    p: &mut Proc,
+    run: &mut AccessRun,
+    max: u64,
+    bound: Picos,
+    mut acc: Option<&mut WindowAcc>,
+) -> std::result::Result<u64, Stop> {
+    let base = p.buffers[run.phase.buffer.0]
+        .as_ref()
+        .map(|b| b.start)
+        .ok_or_else(|| Stop::Error("access to an unmapped buffer".into()))?;
     let compute = Picos::from(run.phase.compute);
-    let compute_cycles = (compute.0 as f64 * ctx.cycles_per_ps) as u64;
     let mut done = 0;
     while done < max && ctx.core.now < bound && !run.done(ctx.core.now) {
         let off = run.stream.next_offset(&mut p.rng);
         let write = run.write_threshold != 0 && p.rng.next_u64() <= run.write_threshold;
         let before = ctx.core.now;
-        let (cost, faulted) = ctx.reference(p, VirtAddr(base.0 + off), write, run.phase.dependent)?;
-        ctx.core.now += compute;
-        p.pmu.cycles += compute_cycles;
+        let (cost, faulted) =
+            ctx.reference(p, VirtAddr(base.0 + off), write, run.phase.dependent)?;
+        if compute.0 > 0 {
+            ctx.core.now += compute;
+            p.pmu.record_compute(compute, ctx.cycles_per_ps);
+        }
         run.refs_left = run.refs_left.saturating_sub(1);
         done += 1;
         if let Some(acc) = acc.as_deref_mut() {
             acc.refs += 1;
             acc.time += ctx.core.now - before - faulted;
-            acc.walk += cost.walk;
-            acc.cycles += ((cost.time.0 as f64 * ctx.cycles_per_ps) as u64) + compute_cycles;
-            let wc = (cost.walk.0 as f64 * ctx.cycles_per_ps) as u64;
-            if write { acc.walk_cycles_store += wc } else { acc.walk_cycles_load += wc }
+            if write {
+                acc.walk_store += cost.walk;
+            } else {
+                acc.walk_load += cost.walk;
+            }
             match cost.outcome {
                 TlbOutcome::L1Hit => acc.l1_hits += 1,
                 TlbOutcome::StlbHit => acc.stlb_hits += 1,
@@ -285,7 +386,14 @@ fn exact_refs(ctx: &mut Ctx, p: &mut Proc, run: &mut AccessRun, max: u64, bound:
 }
 
 /// One turn of a sampled access phase.
-fn sampled_turn(ctx: &mut Ctx, p: &mut Proc, run: &mut AccessRun, bound: Picos, cfg: crate::experiment::SampledConfig, stage: Stage) -> std::result::Result<(), Stop> {
+fn sampled_turn(
+    ctx: &mut Ctx,
+    p: &mut Proc,
+    run: &mut AccessRun,
+    bound: Picos,
+    cfg: crate::experiment::SampledConfig,
+    stage: Stage,
+) -> std::result::Result<(), Stop> {
     let mut sampler = run.sampler.take().expect("sampled phase has a sampler");
     let r = match stage {
         Stage::Warmup { left } => {
@@ -293,7 +401,13 @@ fn sampled_turn(ctx: &mut Ctx, p: &mut Proc, run: &mut AccessRun, bound: Picos, 
                 sampler.next_window = ctx.core.now + Picos::from(cfg.period);
             }
             let n = exact_refs(ctx, p, run, left, bound, None)?;
-            sampler.stage = if n >= left { Stage::Measure { left: cfg.window_refs } } else { Stage::Warmup { left: left - n } };
+            sampler.stage = if n >= left {
+                Stage::Measure {
+                    left: cfg.window_refs,
+                }
+            } else {
+                Stage::Warmup { left: left - n }
+            };
             sampler.acc = WindowAcc::default();
             Ok(())
         }
@@ -302,8 +416,18 @@ fn sampled_turn(ctx: &mut Ctx, p: &mut Proc, run: &mut AccessRun, bound: Picos, 
             let n = exact_refs(ctx, p, run, left, bound, Some(&mut acc))?;
             sampler.acc = acc;
             if n >= left {
-                sampler.means = acc.means().or(sampler.means);
-                sampler.stage = Stage::Skip;
+                let settled = match acc.means() {
+                    Some(m) => sampler.finish_window(m),
+                    None => sampler.means.is_some(),
+                };
+                sampler.acc = WindowAcc::default();
+                sampler.stage = if settled {
+                    Stage::Skip
+                } else {
+                    Stage::Measure {
+                        left: cfg.window_refs,
+                    }
+                };
             } else {
                 sampler.stage = Stage::Measure { left: left - n };
             }
@@ -316,9 +440,18 @@ fn sampled_turn(ctx: &mut Ctx, p: &mut Proc, run: &mut AccessRun, bound: Picos, 
 }
 
 /// Skip references until the next window, the bound or the end of the phase.
-fn skip(ctx: &mut Ctx, p: &mut Proc, run: &mut AccessRun, s: &mut Sampler, bound: Picos, cfg: crate::experiment::SampledConfig) -> std::result::Result<(), Stop> {
+fn skip(
+    ctx: &mut Ctx,
+    p: &mut Proc,
+    run: &mut AccessRun,
+    s: &mut Sampler,
+    bound: Picos,
+    cfg: crate::experiment::SampledConfig,
+) -> std::result::Result<(), Stop> {
     if ctx.core.now >= s.next_window {
-        s.stage = Stage::Warmup { left: cfg.warmup_refs };
+        s.stage = Stage::Warmup {
+            left: cfg.warmup_refs,
+        };
         return Ok(());
     }
     let Some(m) = s.means else {
@@ -335,22 +468,21 @@ fn skip(ctx: &mut Ctx, p: &mut Proc, run: &mut AccessRun, s: &mut Sampler, bound
     }
     ctx.core.now += Picos(whole(n as f64 * m.time_ps, &mut run.carry_ps));
     run.refs_left = run.refs_left.saturating_sub(n);
-    let pmu = &mut p.pmu;
-    let nf = n as f64;
-    pmu.references += n;
-    pmu.cycles += (nf * m.cycles).round() as u64;
-    pmu.walk_cycles_load += (nf * m.walk_cycles_load).round() as u64;
-    pmu.walk_cycles_store += (nf * m.walk_cycles_store).round() as u64;
-    pmu.l1_tlb_hits += (nf * m.l1_hits).round() as u64;
-    pmu.stlb_hits += (nf * m.stlb_hits).round() as u64;
-    pmu.walks += (nf * m.walks).round() as u64;
+    // The clock advanced by the carried total above; the PMU takes the rounded means, so
+    // the two may differ by under a nanosecond per skip.
+    p.pmu.record_skipped(&m.scaled(n), ctx.cycles_per_ps);
     let coverage = run.stream.skip(n);
     apply_footprint(ctx, p, run, coverage)
 }
 
 /// Apply what `coverage` touched: first touches (faults) now, accessed bits now for
 /// sequential sweeps and lazily for random patterns.
-fn apply_footprint(ctx: &mut Ctx, p: &mut Proc, run: &mut AccessRun, coverage: SkipCoverage) -> std::result::Result<(), Stop> {
+fn apply_footprint(
+    ctx: &mut Ctx,
+    p: &mut Proc,
+    run: &mut AccessRun,
+    coverage: SkipCoverage,
+) -> std::result::Result<(), Stop> {
     let b = run.phase.buffer.0;
     let (base, pages) = match p.buffers[b].as_ref() {
         Some(buf) => (buf.start, buf.bytes / 4096),
@@ -359,7 +491,10 @@ fn apply_footprint(ctx: &mut Ctx, p: &mut Proc, run: &mut AccessRun, coverage: S
     let w = run.phase.write_fraction;
     let epoch = p.pmu.references;
     match coverage {
-        SkipCoverage::Pages { first_page, pages: n } => {
+        SkipCoverage::Pages {
+            first_page,
+            pages: n,
+        } => {
             for k in 0..n {
                 let page = (first_page + k) % pages;
                 let write = w >= 1.0 || (w > 0.0 && coin(key(&[p.seed, page, epoch])) < w);
@@ -384,15 +519,24 @@ fn apply_footprint(ctx: &mut Ctx, p: &mut Proc, run: &mut AccessRun, coverage: S
                 let regions = pages.div_ceil(512) as usize;
                 let seed = p.seed;
                 let buf = p.buffers[b].as_mut().expect("checked");
-                buf.coverage.get_or_insert_with(|| LazyCoverage::new(run.stream.clone(), w, regions, seed)).add(refs);
+                buf.coverage
+                    .get_or_insert_with(|| LazyCoverage::new(run.stream.clone(), w, regions, seed))
+                    .add(refs);
             }
         }
     }
     Ok(())
 }
 
-fn touch_page(ctx: &mut Ctx, p: &mut Proc, base: VirtAddr, page: u64, write: bool) -> std::result::Result<(), Stop> {
-    ctx.resolve(p, VirtAddr(base.0 + page * 4096), write).map(|_| ())
+fn touch_page(
+    ctx: &mut Ctx,
+    p: &mut Proc,
+    base: VirtAddr,
+    page: u64,
+    write: bool,
+) -> std::result::Result<(), Stop> {
+    ctx.resolve(p, VirtAddr(base.0 + page * 4096), write)
+        .map(|_| ())
 }
 
 /// Whether every page of the buffer at `base` is mapped (a frame or the zero page).
@@ -402,6 +546,9 @@ fn fully_populated(kernel: &Kernel, p: &Proc, base: VirtAddr, pages: u64) -> boo
     (0..pages.div_ceil(512)).all(|r| {
         let info = kernel.region_info(pid, VirtAddr(base.0 + r * huge));
         let want = (pages - r * 512).min(512) as u32;
-        matches!(info.state, hugemm_mm::RegionState::Huge | hugemm_mm::RegionState::HugeZero) || info.present >= want
+        matches!(
+            info.state,
+            hugemm_mm::RegionState::Huge | hugemm_mm::RegionState::HugeZero
+        ) || info.present >= want
     })
 }

@@ -11,10 +11,20 @@
 //! references' footprint (first touches now, accessed bits lazily, see [`crate::coverage`]).
 //!
 //! The first window of a phase starts with the phase; a phase shorter than one window is
-//! simulated exactly. Skips are cut at the next engine event (a daemon, a sample, another
+//! simulated exactly. A window is trusted only when its mean time and mean walk time per
+//! reference are within [`CONVERGED`] of the window before it: otherwise (a cold start after a touch phase, a
+//! cache still filling with a skewed pattern's hot set) another window is measured at
+//! once, up to [`MAX_STREAK`] in a row, so a transient is never extrapolated over a whole
+//! period. Skips are cut at the next engine event (a daemon, a sample, another
 //! core's progress), so daemons observe state at the right simulated time.
 
-use hugemm_hw::Picos;
+use hugemm_hw::{Picos, Skipped};
+
+/// Relative change of the mean time per reference between two consecutive windows below
+/// which the later window is trusted.
+pub const CONVERGED: f64 = 0.02;
+/// Most windows measured back to back before skipping anyway.
+pub const MAX_STREAK: u32 = 16;
 
 /// Where an access phase is in its window/skip cycle.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -36,22 +46,34 @@ pub enum Stage {
 /// The measured costs of the last window, per reference.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct WindowMeans {
-    /// Mean time per reference (picoseconds, fractional).
+    /// Mean time per reference, compute included, faults excluded (picoseconds).
     pub time_ps: f64,
-    /// Mean walk time per reference.
-    pub walk_ps: f64,
-    /// Mean cycles of load walks per reference.
-    pub walk_cycles_load: f64,
-    /// Mean cycles of store walks per reference.
-    pub walk_cycles_store: f64,
-    /// Mean cycles per reference.
-    pub cycles: f64,
+    /// Mean walk time of loads per reference (picoseconds).
+    pub walk_load_ps: f64,
+    /// Mean walk time of stores per reference (picoseconds).
+    pub walk_store_ps: f64,
+    /// Share of references that hit the L1 TLB.
+    pub l1_hits: f64,
     /// Share of references that hit the STLB.
     pub stlb_hits: f64,
     /// Share of references that walked.
     pub walks: f64,
-    /// Share of references that hit the L1 TLB.
-    pub l1_hits: f64,
+}
+
+impl WindowMeans {
+    /// What `n` references at these means add to the PMU, rounded to whole units.
+    pub fn scaled(&self, n: u64) -> Skipped {
+        let x = |m: f64| (m * n as f64).round() as u64;
+        Skipped {
+            references: n,
+            l1_tlb_hits: x(self.l1_hits),
+            stlb_hits: x(self.stlb_hits),
+            walks: x(self.walks),
+            time: Picos(x(self.time_ps)),
+            walk_time_load: Picos(x(self.walk_load_ps)),
+            walk_time_store: Picos(x(self.walk_store_ps)),
+        }
+    }
 }
 
 /// Sampling state of one access phase.
@@ -65,6 +87,8 @@ pub struct Sampler {
     pub means: Option<WindowMeans>,
     /// Sums over the current measured window.
     pub acc: WindowAcc,
+    /// Windows measured back to back so far.
+    pub streak: u32,
 }
 
 /// Sums accumulated over a measured window.
@@ -72,22 +96,18 @@ pub struct Sampler {
 pub struct WindowAcc {
     /// References measured.
     pub refs: u64,
-    /// Time of those references, faults excluded.
+    /// Their time, compute included, faults excluded.
     pub time: Picos,
-    /// Walk time.
-    pub walk: Picos,
-    /// PMU deltas.
-    pub walk_cycles_load: u64,
-    /// PMU deltas.
-    pub walk_cycles_store: u64,
-    /// PMU deltas.
-    pub cycles: u64,
-    /// PMU deltas.
-    pub stlb_hits: u64,
-    /// PMU deltas.
-    pub walks: u64,
-    /// PMU deltas.
+    /// Their walk time, loads.
+    pub walk_load: Picos,
+    /// Their walk time, stores.
+    pub walk_store: Picos,
+    /// L1 TLB hits.
     pub l1_hits: u64,
+    /// STLB hits.
+    pub stlb_hits: u64,
+    /// Walks.
+    pub walks: u64,
 }
 
 impl WindowAcc {
@@ -99,21 +119,53 @@ impl WindowAcc {
         let n = self.refs as f64;
         Some(WindowMeans {
             time_ps: self.time.0 as f64 / n,
-            walk_ps: self.walk.0 as f64 / n,
-            walk_cycles_load: self.walk_cycles_load as f64 / n,
-            walk_cycles_store: self.walk_cycles_store as f64 / n,
-            cycles: self.cycles as f64 / n,
+            walk_load_ps: self.walk_load.0 as f64 / n,
+            walk_store_ps: self.walk_store.0 as f64 / n,
+            l1_hits: self.l1_hits as f64 / n,
             stlb_hits: self.stlb_hits as f64 / n,
             walks: self.walks as f64 / n,
-            l1_hits: self.l1_hits as f64 / n,
         })
     }
 }
 
 impl Sampler {
+    /// A window just finished with `new`: keep it, and say whether the estimate has
+    /// settled (skip now) or another window should follow at once.
+    pub fn finish_window(&mut self, new: WindowMeans) -> bool {
+        let settled = match self.means {
+            Some(old) => {
+                let (walk_new, walk_old) = (
+                    new.walk_load_ps + new.walk_store_ps,
+                    old.walk_load_ps + old.walk_store_ps,
+                );
+                let time_ok = (new.time_ps - old.time_ps).abs() <= CONVERGED * old.time_ps;
+                // Walk time must settle too: independent references can be bound by data
+                // while their walks still change. Near-zero walk time is settled when the
+                // change is a negligible share of the time.
+                let walk_ok =
+                    (walk_new - walk_old).abs() <= CONVERGED * walk_old.max(0.1 * old.time_ps);
+                time_ok && walk_ok
+            }
+            None => false,
+        };
+        self.means = Some(new);
+        self.streak += 1;
+        let done = settled || self.streak >= MAX_STREAK;
+        if done {
+            self.streak = 0;
+        }
+        done
+    }
+
     /// A sampler starting a window at `now`.
     pub fn new(now: Picos, warmup: u64) -> Self {
-        Sampler { stage: Stage::Warmup { left: warmup }, next_window: now, means: None, acc: WindowAcc::default() }
+        Sampler {
+            stage: Stage::Warmup { left: warmup },
+            next_window: now,
+            means: None,
+            acc: WindowAcc::default(),
+            streak: 0,
+        }
     }
 }
 
@@ -139,10 +191,43 @@ mod tests {
     }
 
     #[test]
+    fn a_window_is_trusted_only_once_it_agrees_with_the_one_before() {
+        let mut s = Sampler::new(Picos(0), 0);
+        let m = |t: f64| WindowMeans {
+            time_ps: t,
+            ..Default::default()
+        };
+        assert!(
+            !s.finish_window(m(100.0)),
+            "a first window has nothing to agree with"
+        );
+        assert!(!s.finish_window(m(150.0)), "a 50% change is a transient");
+        assert!(
+            s.finish_window(m(151.0)),
+            "within 2% of the previous: settled"
+        );
+        for _ in 0..MAX_STREAK - 1 {
+            assert!(!s.finish_window(m(if s.streak % 2 == 0 { 100.0 } else { 200.0 })));
+        }
+        assert!(s.finish_window(m(100.0)), "the streak is capped");
+    }
+
+    #[test]
     fn window_means_divide_by_references() {
-        let acc = WindowAcc { refs: 4, time: Picos(400), cycles: 8, walks: 2, ..Default::default() };
+        let acc = WindowAcc {
+            refs: 4,
+            time: Picos(400),
+            walk_load: Picos(40),
+            walks: 2,
+            ..Default::default()
+        };
         let m = acc.means().unwrap();
-        assert_eq!((m.time_ps, m.cycles, m.walks), (100.0, 2.0, 0.5));
+        assert_eq!((m.time_ps, m.walk_load_ps, m.walks), (100.0, 10.0, 0.5));
+        let s = m.scaled(10);
+        assert_eq!(
+            (s.references, s.time, s.walk_time_load, s.walks),
+            (10, Picos(1000), Picos(100), 5)
+        );
         assert!(WindowAcc::default().means().is_none());
     }
 }

@@ -10,7 +10,9 @@ use hugemm_workload::{Amount, Pattern};
 
 #[test]
 fn touching_2gib_with_thp_never_takes_524288_base_faults() {
-    let r = Scenario::new(4 * GIB, ThpMode::Never).process(alloc_touch("t", 2 * GIB)).run();
+    let r = Scenario::new(4 * GIB, ThpMode::Never)
+        .process(alloc_touch("t", 2 * GIB))
+        .run();
     let p = &r.summary.processes[0];
     assert_eq!((p.faults_4k, p.faults_2m), (524_288, 0));
     assert!(p.finished && !p.oom);
@@ -18,7 +20,9 @@ fn touching_2gib_with_thp_never_takes_524288_base_faults() {
 
 #[test]
 fn touching_2gib_with_thp_always_takes_1024_huge_faults_on_an_unfragmented_machine() {
-    let r = Scenario::new(4 * GIB, ThpMode::Always).process(alloc_touch("t", 2 * GIB)).run();
+    let r = Scenario::new(4 * GIB, ThpMode::Always)
+        .process(alloc_touch("t", 2 * GIB))
+        .run();
     let p = &r.summary.processes[0];
     assert_eq!((p.faults_4k, p.faults_2m), (0, 1024));
     assert_eq!(p.faults_huge_fallback, 0);
@@ -27,13 +31,36 @@ fn touching_2gib_with_thp_always_takes_1024_huge_faults_on_an_unfragmented_machi
 #[test]
 fn huge_pages_cut_the_mmu_overhead_of_random_access_over_4gib() {
     let run = |thp| {
-        let p = access("gups", 4 * GIB, Pattern::Uniform, Amount::Refs(2_000_000), true);
-        Scenario::new(6 * GIB, thp).process(p).run().summary.processes[0].clone()
+        let p = access(
+            "gups",
+            4 * GIB,
+            Pattern::Uniform,
+            Amount::Refs(2_000_000),
+            true,
+        );
+        Scenario::new(6 * GIB, thp)
+            .process(p)
+            .run()
+            .summary
+            .processes[0]
+            .clone()
     };
     let (base, huge) = (run(ThpMode::Never), run(ThpMode::Always));
-    assert!(base.mmu_overhead > 0.2, "4 KB pages over 4 GiB should walk often: {}", base.mmu_overhead);
-    assert!(huge.mmu_overhead < base.mmu_overhead / 4.0, "2 MB {} vs 4 KB {}", huge.mmu_overhead, base.mmu_overhead);
-    assert!(huge.runtime_ns < base.runtime_ns, "huge pages should also run faster");
+    assert!(
+        base.mmu_overhead > 0.2,
+        "4 KB pages over 4 GiB should walk often: {}",
+        base.mmu_overhead
+    );
+    assert!(
+        huge.mmu_overhead < base.mmu_overhead / 4.0,
+        "2 MB {} vs 4 KB {}",
+        huge.mmu_overhead,
+        base.mmu_overhead
+    );
+    assert!(
+        huge.runtime_ns < base.runtime_ns,
+        "huge pages should also run faster"
+    );
     assert!(base.walks > 10 * huge.walks.max(1));
 }
 
@@ -50,9 +77,15 @@ fn khugepaged_promotes_at_the_rate_its_defaults_imply() {
 
 #[test]
 fn khugepaged_scan_budget_is_a_knob() {
-    let k = KhugepagedConfig { pages_to_scan: 512 * 3, ..KhugepagedConfig::default() };
+    let k = KhugepagedConfig {
+        pages_to_scan: 512 * 3,
+        ..KhugepagedConfig::default()
+    };
     let p = base_then_eligible("idle", 256 * MIB, Nanos::from_secs(35), Nanos::ZERO);
-    let r = Scenario::new(GIB, ThpMode::Always).khugepaged(k).process(p).run();
+    let r = Scenario::new(GIB, ThpMode::Always)
+        .khugepaged(k)
+        .process(p)
+        .run();
     assert_eq!(r.summary.system.collapses, 3 * 3);
 }
 
@@ -60,13 +93,42 @@ fn khugepaged_scan_budget_is_a_knob() {
 fn khugepaged_serves_processes_first_come_first_serve_low_to_high() {
     // Two identical processes; the first to start is promoted first.
     let a = base_then_eligible("first", 32 * MIB, Nanos::from_secs(40), Nanos::ZERO);
-    let b = base_then_eligible("second", 32 * MIB, Nanos::from_secs(40), Nanos::from_millis(1));
-    let r = Scenario::new(GIB, ThpMode::Always).cores(2).process(b.clone()).process(a.clone()).time_limit(Nanos::from_secs(15)).run();
-    let by = |n: &str| r.summary.processes.iter().find(|p| p.name == n).unwrap().huge_pages_end;
+    let b = base_then_eligible(
+        "second",
+        32 * MIB,
+        Nanos::from_secs(40),
+        Nanos::from_millis(1),
+    );
+    let r = Scenario::new(GIB, ThpMode::Always)
+        .cores(2)
+        .process(b.clone())
+        .process(a.clone())
+        .time_limit(Nanos::from_secs(15))
+        .run();
+    let by = |n: &str| {
+        r.summary
+            .processes
+            .iter()
+            .find(|p| p.name == n)
+            .unwrap()
+            .huge_pages_end
+    };
     // One pass by 15 s: 8 regions, all from the process that started first.
     assert_eq!((by("first"), by("second")), (8, 0));
-    let r = Scenario::new(GIB, ThpMode::Always).cores(2).process(b).process(a).time_limit(Nanos::from_secs(25)).run();
-    let by = |n: &str| r.summary.processes.iter().find(|p| p.name == n).unwrap().huge_pages_end;
+    let r = Scenario::new(GIB, ThpMode::Always)
+        .cores(2)
+        .process(b)
+        .process(a)
+        .time_limit(Nanos::from_secs(25))
+        .run();
+    let by = |n: &str| {
+        r.summary
+            .processes
+            .iter()
+            .find(|p| p.name == n)
+            .unwrap()
+            .huge_pages_end
+    };
     // The second pass finishes "first" (16 regions) before starting on "second".
     assert_eq!((by("first"), by("second")), (16, 0));
 }
@@ -78,7 +140,10 @@ fn khugepaged_leaves_regions_alone_under_thp_never_and_madvise_without_advice() 
     assert_eq!(r.summary.system.collapses, 0);
     let p = alloc_touch("plain", 64 * MIB);
     let r = Scenario::new(GIB, ThpMode::Madvise).process(p).run();
-    assert_eq!(r.summary.processes[0].faults_2m, 0, "madvise mode maps huge pages only where asked");
+    assert_eq!(
+        r.summary.processes[0].faults_2m, 0,
+        "madvise mode maps huge pages only where asked"
+    );
 }
 
 #[test]
@@ -88,14 +153,29 @@ fn running_out_of_memory_is_an_event_in_the_results_not_a_crash() {
     let p = &r.summary.processes[0];
     assert!(p.oom && !p.finished);
     assert!(r.summary.system.oom_events >= 1);
-    assert_eq!(r.summary.system.frames_free_end, r.summary.system.frames_total, "an OOM-killed process frees its memory");
+    assert_eq!(
+        r.summary.system.frames_free_end, r.summary.system.frames_total,
+        "an OOM-killed process frees its memory"
+    );
 }
 
 #[test]
 fn the_same_seed_gives_identical_results_and_another_seed_does_not() {
     let mk = |seed| {
-        let p = access("r", 256 * MIB, Pattern::Zipf { exponent: 0.8, position: 0.5 }, Amount::Refs(300_000), false);
-        Scenario::new(GIB, ThpMode::Always).seed(seed).process(p).run()
+        let p = access(
+            "r",
+            256 * MIB,
+            Pattern::Zipf {
+                exponent: 0.8,
+                position: 0.5,
+            },
+            Amount::Refs(300_000),
+            false,
+        );
+        Scenario::new(GIB, ThpMode::Always)
+            .seed(seed)
+            .process(p)
+            .run()
     };
     let (a, b, c) = (mk(5), mk(5), mk(6));
     assert_eq!(a, b);
@@ -106,18 +186,41 @@ fn the_same_seed_gives_identical_results_and_another_seed_does_not() {
 fn processes_sharing_a_core_take_turns() {
     let p = |n: &str| access(n, 64 * MIB, Pattern::Uniform, Amount::Refs(400_000), true);
     let alone = Scenario::new(GIB, ThpMode::Never).process(p("a")).run();
-    let shared = Scenario::new(GIB, ThpMode::Never).cores(1).process(p("a")).process(p("b")).run();
+    let shared = Scenario::new(GIB, ThpMode::Never)
+        .cores(1)
+        .process(p("a"))
+        .process(p("b"))
+        .run();
     let t_alone = alone.summary.processes[0].runtime_ns as f64;
-    let t_shared = shared.summary.processes[0].runtime_ns.max(shared.summary.processes[1].runtime_ns) as f64;
-    assert!(t_shared > 1.6 * t_alone, "two processes on one core take about twice as long: {t_shared} vs {t_alone}");
+    let t_shared = shared.summary.processes[0]
+        .runtime_ns
+        .max(shared.summary.processes[1].runtime_ns) as f64;
+    assert!(
+        t_shared > 1.6 * t_alone,
+        "two processes on one core take about twice as long: {t_shared} vs {t_alone}"
+    );
 }
 
 #[test]
 fn the_timeseries_has_a_row_per_process_and_one_for_the_system_per_sample() {
-    let p = access("r", 256 * MIB, Pattern::Uniform, Amount::Duration(Nanos::from_millis(3500)), true);
+    let p = access(
+        "r",
+        256 * MIB,
+        Pattern::Uniform,
+        Amount::Duration(Nanos::from_millis(3500)),
+        true,
+    );
     let r = Scenario::new(GIB, ThpMode::Never).process(p).run();
-    let system_rows = r.timeseries.iter().filter(|t| t.process == "system").count();
+    let system_rows = r
+        .timeseries
+        .iter()
+        .filter(|t| t.process == "system")
+        .count();
     assert_eq!(system_rows, 3, "samples at 1, 2, 3 s");
     assert_eq!(r.timeseries.len(), 6);
-    assert!(r.timeseries.iter().filter(|t| t.process == "r").all(|t| t.mmu_overhead.unwrap() > 0.0));
+    assert!(r
+        .timeseries
+        .iter()
+        .filter(|t| t.process == "r")
+        .all(|t| t.mmu_overhead.unwrap() > 0.0));
 }

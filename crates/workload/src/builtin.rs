@@ -13,18 +13,29 @@ pub fn alloc_and_touch(name: &str, bytes: u64, rounds: u32, advice: Advice) -> P
     let buffer = BufferId(0);
     let mut phases = Vec::new();
     for _ in 0..rounds {
-        phases.push(Phase::Mmap { buffer, bytes, advice });
+        phases.push(Phase::Mmap {
+            buffer,
+            bytes,
+            advice,
+        });
         phases.push(Phase::Access(touch(buffer, bytes)));
         phases.push(Phase::Munmap { buffer });
     }
-    ProcessSpec { name: name.into(), start: Nanos::ZERO, core: None, phases }
+    ProcessSpec {
+        name: name.into(),
+        start: Nanos::ZERO,
+        core: None,
+        phases,
+    }
 }
 
 /// A sequential first-touch pass writing one byte per 4 KB page of a `bytes`-long buffer.
 pub fn touch(buffer: BufferId, bytes: u64) -> AccessPhase {
     AccessPhase {
         buffer,
-        pattern: Pattern::Sequential { stride: crate::pattern::PAGE },
+        pattern: Pattern::Sequential {
+            stride: crate::pattern::PAGE,
+        },
         amount: Amount::Refs(bytes / crate::pattern::PAGE),
         dependent: false,
         write_fraction: 1.0,
@@ -49,11 +60,20 @@ pub fn random_access(name: &str, bytes: u64, refs: u64, advice: Advice) -> Proce
         compute: Nanos::ZERO,
     };
     let phases = vec![
-        Phase::Mmap { buffer, bytes, advice },
+        Phase::Mmap {
+            buffer,
+            bytes,
+            advice,
+        },
         Phase::Access(touch(buffer, bytes)),
         Phase::Access(access),
     ];
-    ProcessSpec { name: name.into(), start: Nanos::ZERO, core: None, phases }
+    ProcessSpec {
+        name: name.into(),
+        start: Nanos::ZERO,
+        core: None,
+        phases,
+    }
 }
 
 #[cfg(test)]

@@ -81,7 +81,15 @@ impl Stream {
             return None;
         }
         let (lines, pages) = (len / LINE, len / PAGE);
-        let mut s = Stream { pattern, len, lines, pages, cursor: 0, zipf: None, hot: None };
+        let mut s = Stream {
+            pattern,
+            len,
+            lines,
+            pages,
+            cursor: 0,
+            zipf: None,
+            hot: None,
+        };
         match pattern {
             Pattern::Uniform => {}
             Pattern::Sequential { stride } => {
@@ -96,9 +104,18 @@ impl Stream {
                 let dist = Zipf::new(pages, exponent).ok()?;
                 let start_page = ((position * pages as f64) as u64).min(pages - 1);
                 let norm = harmonic(pages, exponent);
-                s.zipf = Some(ZipfPages { dist, start_page, exponent, norm });
+                s.zipf = Some(ZipfPages {
+                    dist,
+                    start_page,
+                    exponent,
+                    norm,
+                });
             }
-            Pattern::HotRange { hot_fraction, hot_share, position } => {
+            Pattern::HotRange {
+                hot_fraction,
+                hot_share,
+                position,
+            } => {
                 let ok = |f: f64| (0.0..=1.0).contains(&f);
                 if !(ok(hot_fraction) && ok(hot_share) && ok(position)) {
                     return None;
@@ -106,7 +123,12 @@ impl Stream {
                 let hot_lines = ((hot_fraction * lines as f64) as u64).clamp(1, lines);
                 let first_line = ((position * lines as f64) as u64).min(lines - hot_lines);
                 let share_threshold = (hot_share * u64::MAX as f64) as u64;
-                s.hot = Some(HotRange { first_line, lines: hot_lines, share_threshold, hot_share });
+                s.hot = Some(HotRange {
+                    first_line,
+                    lines: hot_lines,
+                    share_threshold,
+                    hot_share,
+                });
             }
         }
         Some(s)
@@ -141,7 +163,10 @@ impl Stream {
     }
 
     fn next_zipf(&mut self, rng: &mut impl RngCore) -> u64 {
-        let z = self.zipf.as_ref().expect("zipf stream has its distribution");
+        let z = self
+            .zipf
+            .as_ref()
+            .expect("zipf stream has its distribution");
         let rank = z.dist.sample(rng) as u64 - 1;
         let page = (z.start_page + rank) % self.pages;
         page * PAGE + below(rng.next_u64(), PAGE / LINE) * LINE
@@ -165,7 +190,11 @@ impl Stream {
                 let bytes = refs.saturating_mul(stride);
                 let end = self.cursor.saturating_add(bytes);
                 let last_page = end.saturating_sub(1) / PAGE;
-                let pages = if refs == 0 { 0 } else { (last_page - first_page + 1).min(self.pages) };
+                let pages = if refs == 0 {
+                    0
+                } else {
+                    (last_page - first_page + 1).min(self.pages)
+                };
                 self.cursor = ((self.cursor as u128 + bytes as u128) % self.len as u128) as u64;
                 SkipCoverage::Pages { first_page, pages }
             }
@@ -179,7 +208,10 @@ impl Stream {
             Pattern::Uniform => 1.0 / self.pages as f64,
             Pattern::Sequential { .. } => 1.0 / self.pages as f64,
             Pattern::Zipf { .. } => {
-                let z = self.zipf.as_ref().expect("zipf stream has its distribution");
+                let z = self
+                    .zipf
+                    .as_ref()
+                    .expect("zipf stream has its distribution");
                 let rank = (page + self.pages - z.start_page) % self.pages + 1;
                 (rank as f64).powf(-z.exponent) / z.norm
             }
@@ -187,7 +219,9 @@ impl Stream {
                 let h = self.hot.expect("hot-range stream has its range");
                 let lines_per_page = PAGE / LINE;
                 let (first, last) = (page * lines_per_page, (page + 1) * lines_per_page);
-                let overlap = last.min(h.first_line + h.lines).saturating_sub(first.max(h.first_line));
+                let overlap = last
+                    .min(h.first_line + h.lines)
+                    .saturating_sub(first.max(h.first_line));
                 let hot = h.hot_share * overlap as f64 / h.lines as f64;
                 hot + (1.0 - h.hot_share) / self.pages as f64
             }
@@ -215,7 +249,11 @@ fn harmonic(n: u64, s: f64) -> f64 {
     }
     let (a, b) = (EXACT as f64, n as f64);
     let f = |x: f64| x.powf(-s);
-    let integral = if (s - 1.0).abs() < 1e-12 { (b / a).ln() } else { (b.powf(1.0 - s) - a.powf(1.0 - s)) / (1.0 - s) };
+    let integral = if (s - 1.0).abs() < 1e-12 {
+        (b / a).ln()
+    } else {
+        (b.powf(1.0 - s) - a.powf(1.0 - s)) / (1.0 - s)
+    };
     // Sum over k = a+1..=b of f(k) ~ integral + (f(b) - f(a))/2 - (f'(b) - f'(a))/12.
     let fp = |x: f64| -s * x.powf(-s - 1.0);
     head + integral + (f(b) - f(a)) / 2.0 + (fp(b) - fp(a)) / 12.0
@@ -249,14 +287,30 @@ mod tests {
         let mut r = rng();
         let got: Vec<u64> = (0..5).map(|_| s.next_offset(&mut r)).collect();
         assert_eq!(got, vec![0, PAGE, 2 * PAGE, 3 * PAGE, 0]);
-        assert_eq!(s.skip(2), SkipCoverage::Pages { first_page: 1, pages: 2 });
+        assert_eq!(
+            s.skip(2),
+            SkipCoverage::Pages {
+                first_page: 1,
+                pages: 2
+            }
+        );
         assert_eq!(s.next_offset(&mut r), 3 * PAGE);
-        assert_eq!(s.skip(100), SkipCoverage::Pages { first_page: 0, pages: 4 });
+        assert_eq!(
+            s.skip(100),
+            SkipCoverage::Pages {
+                first_page: 0,
+                pages: 4
+            }
+        );
     }
 
     #[test]
     fn hot_range_sends_its_share_of_references_to_the_hot_range() {
-        let p = Pattern::HotRange { hot_fraction: 0.1, hot_share: 0.9, position: 1.0 };
+        let p = Pattern::HotRange {
+            hot_fraction: 0.1,
+            hot_share: 0.9,
+            position: 1.0,
+        };
         let mut s = Stream::new(p, 100 * MB).unwrap();
         let mut r = rng();
         let n = 100_000;
@@ -268,26 +322,44 @@ mod tests {
 
     #[test]
     fn zipf_hottest_page_is_at_the_chosen_position() {
-        let p = Pattern::Zipf { exponent: 1.2, position: 0.5 };
+        let p = Pattern::Zipf {
+            exponent: 1.2,
+            position: 0.5,
+        };
         let mut s = Stream::new(p, 64 * MB).unwrap();
         let mut r = rng();
         let mut counts = vec![0u32; s.pages() as usize];
         for _ in 0..50_000 {
             counts[(s.next_offset(&mut r) / PAGE) as usize] += 1;
         }
-        let hottest = counts.iter().enumerate().max_by_key(|(_, c)| **c).unwrap().0 as u64;
+        let hottest = counts
+            .iter()
+            .enumerate()
+            .max_by_key(|(_, c)| **c)
+            .unwrap()
+            .0 as u64;
         assert_eq!(hottest, s.pages() / 2);
         let share = s.page_share(hottest);
         let observed = counts[hottest as usize] as f64 / 50_000.0;
-        assert!((share - observed).abs() < 0.02, "model {share} observed {observed}");
+        assert!(
+            (share - observed).abs() < 0.02,
+            "model {share} observed {observed}"
+        );
     }
 
     #[test]
     fn page_shares_sum_to_one() {
         let patterns = [
             Pattern::Uniform,
-            Pattern::Zipf { exponent: 0.9, position: 0.2 },
-            Pattern::HotRange { hot_fraction: 0.25, hot_share: 0.8, position: 0.3 },
+            Pattern::Zipf {
+                exponent: 0.9,
+                position: 0.2,
+            },
+            Pattern::HotRange {
+                hot_fraction: 0.25,
+                hot_share: 0.8,
+                position: 0.3,
+            },
         ];
         for p in patterns {
             let s = Stream::new(p, 32 * MB).unwrap();
@@ -316,7 +388,14 @@ mod tests {
     #[test]
     fn bad_parameters_are_refused() {
         assert!(Stream::new(Pattern::Sequential { stride: 0 }, MB).is_none());
-        assert!(Stream::new(Pattern::Zipf { exponent: -1.0, position: 0.0 }, MB).is_none());
+        assert!(Stream::new(
+            Pattern::Zipf {
+                exponent: -1.0,
+                position: 0.0
+            },
+            MB
+        )
+        .is_none());
         assert!(Stream::new(Pattern::Uniform, 100).is_none());
     }
 }

@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 /// A size: bytes as an integer, or a string with a unit ("4GiB", "512 MiB", "1.5GB").
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, PartialEq)]
 #[serde(untagged)]
 pub enum RawSize {
     /// Bytes.
@@ -15,11 +15,40 @@ pub enum RawSize {
     Text(String),
 }
 
+// By hand rather than `#[serde(untagged)]`, whose error ("data did not match any variant
+// of untagged enum RawSize") does not say what a size looks like.
+impl<'de> Deserialize<'de> for RawSize {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = RawSize;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str(
+                    "a size: a whole number of bytes or a string such as \"64MiB\" or \"4GiB\"",
+                )
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<RawSize, E> {
+                Ok(RawSize::Bytes(v))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<RawSize, E> {
+                i64::try_from(v)
+                    .map(RawSize::Bytes)
+                    .map_err(|_| E::invalid_value(serde::de::Unexpected::Unsigned(v), &self))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<RawSize, E> {
+                Ok(RawSize::Text(v.to_string()))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
 /// The whole experiment file.
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawExperiment {
-    /// The machine.
+    /// The machine (a missing table is reported by validation as its missing keys).
+    #[serde(default)]
     pub machine: RawMachine,
     /// The policy.
     #[serde(default)]

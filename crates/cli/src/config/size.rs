@@ -17,7 +17,9 @@ pub fn parse(raw: &RawSize) -> Result<u64, String> {
 
 fn parse_text(text: &str) -> Result<u64, String> {
     let t = text.trim();
-    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
     let (num, unit) = (&t[..split], t[split..].trim());
     let bad = || format!("a size such as 4096, \"64MiB\" or \"4GiB\", found \"{text}\"");
     let value: f64 = num.parse().map_err(|_| bad())?;

@@ -7,7 +7,9 @@ use super::size;
 use hugemm_hw::{Geometry, MachineProfile, Nanos};
 use hugemm_policy::{DefragMode, KhugepagedConfig, LinuxConfig, PolicyConfig, ThpMode};
 use hugemm_sim::{Experiment, Mode, SampledConfig};
-use hugemm_workload::{AccessPhase, Advice, Amount, BufferId, MadviseKind, Pattern, Phase, ProcessSpec};
+use hugemm_workload::{
+    AccessPhase, Advice, Amount, BufferId, MadviseKind, Pattern, Phase, ProcessSpec,
+};
 use std::collections::HashMap;
 use std::path::Path;
 
@@ -21,12 +23,12 @@ pub const MEMORY_GRAIN: u64 = 4 << 20;
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     /// The file could not be read.
-    #[error("{file}: cannot read: {source}")]
+    #[error("{file}: cannot read: {error}")]
     Io {
         /// The file.
         file: String,
-        /// Why.
-        source: std::io::Error,
+        /// Why (in the message, not also `source()`, so `{:#}` does not repeat it).
+        error: std::io::Error,
     },
     /// A key has the wrong type, is unknown, or the TOML is malformed.
     #[error("{file}: key `{key}`: {message}")]
@@ -49,12 +51,13 @@ pub enum ConfigError {
         expected: String,
     },
     /// The machine profile could not be loaded.
-    #[error("{file}: key `machine.profile`: {source}")]
+    #[error("{file}: key `machine.profile`: {error}")]
     Profile {
         /// The experiment file.
         file: String,
-        /// The profile's own error (naming the profile file and its key).
-        source: hugemm_hw::ProfileError,
+        /// The profile's own error (naming the profile file and its key); in the message,
+        /// not also `source()`, so `{:#}` does not repeat it.
+        error: hugemm_hw::ProfileError,
     },
 }
 
@@ -70,7 +73,10 @@ pub struct Loaded {
 /// Read and validate an experiment file.
 pub fn load(path: &Path) -> Result<Loaded, ConfigError> {
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io { file: file.clone(), source })?;
+    let text = std::fs::read_to_string(path).map_err(|error| ConfigError::Io {
+        file: file.clone(),
+        error,
+    })?;
     parse(&text, &file, super::base_dir(path))
 }
 
@@ -80,10 +86,34 @@ pub fn parse(text: &str, file: &str, base: &Path) -> Result<Loaded, ConfigError>
     let de = toml::Deserializer::new(text);
     let raw: RawExperiment = serde_path_to_error::deserialize(de).map_err(|e| {
         let key = e.path().to_string();
-        let message = e.into_inner().message().trim().to_string();
-        ConfigError::Parse { file: file.into(), key: if key == "." { "(file)".into() } else { key }, message }
+        let inner = e.into_inner();
+        let mut message = inner.message().trim().to_string();
+        if key == "." {
+            // No key to name (malformed TOML, a duplicate key): name the line instead.
+            if message.is_empty() {
+                // toml says nothing for, e.g., a control character in a comment.
+                message = "malformed TOML (a control character?)".into();
+            }
+            if let Some(span) = inner.span() {
+                let line = text.as_bytes()[..span.start.min(text.len())]
+                    .iter()
+                    .filter(|&&b| b == b'\n')
+                    .count()
+                    + 1;
+                message = format!("line {line}: {message}");
+            }
+        }
+        ConfigError::Parse {
+            file: file.into(),
+            key: if key == "." { "(file)".into() } else { key },
+            message,
+        }
     })?;
-    Validator { file: file.into(), base }.experiment(raw)
+    Validator {
+        file: file.into(),
+        base,
+    }
+    .experiment(raw)
 }
 
 struct Validator<'a> {
@@ -95,7 +125,11 @@ type R<T> = Result<T, ConfigError>;
 
 impl Validator<'_> {
     fn bad(&self, key: &str, expected: impl Into<String>) -> ConfigError {
-        ConfigError::Invalid { file: self.file.clone(), key: key.into(), expected: expected.into() }
+        ConfigError::Invalid {
+            file: self.file.clone(),
+            key: key.into(),
+            expected: expected.into(),
+        }
     }
 
     fn int(&self, key: &str, v: Option<i64>, default: i64, min: i64, max: i64) -> R<i64> {
@@ -118,20 +152,37 @@ impl Validator<'_> {
         size::parse(v).map_err(|e| self.bad(key, e))
     }
 
-    fn choice<T: Copy>(&self, key: &str, v: Option<&str>, default: &str, options: &[(&str, T)]) -> R<T> {
+    fn choice<T: Copy>(
+        &self,
+        key: &str,
+        v: Option<&str>,
+        default: &str,
+        options: &[(&str, T)],
+    ) -> R<T> {
         let s = v.unwrap_or(default);
-        options.iter().find(|(n, _)| *n == s).map(|(_, t)| *t).ok_or_else(|| {
-            let names: Vec<&str> = options.iter().map(|(n, _)| *n).collect();
-            self.bad(key, format!("one of {}, found \"{s}\"", names.join(", ")))
-        })
+        options
+            .iter()
+            .find(|(n, _)| *n == s)
+            .map(|(_, t)| *t)
+            .ok_or_else(|| {
+                let names: Vec<&str> = options.iter().map(|(n, _)| *n).collect();
+                self.bad(key, format!("one of {}, found \"{s}\"", names.join(", ")))
+            })
     }
 
     fn experiment(&self, mut raw: RawExperiment) -> R<Loaded> {
         let profile = self.profile(&raw.machine)?;
         let memory_bytes = self.memory(&raw.machine)?;
-        let cores = self.int("machine.cores", raw.machine.cores, profile.cores as i64, 1, 1024)? as u32;
+        let cores = self.int(
+            "machine.cores",
+            raw.machine.cores,
+            profile.cores as i64,
+            1,
+            1024,
+        )? as u32;
         let policy = self.policy(&mut raw.policy)?;
-        let (mode, seed, sample_interval, time_limit, daemon_core) = self.sim(&mut raw.sim, cores)?;
+        let (mode, seed, sample_interval, time_limit, daemon_core) =
+            self.sim(&mut raw.sim, cores)?;
         if raw.processes.is_empty() {
             return Err(self.bad("process", "at least one [[process]] table"));
         }
@@ -139,7 +190,12 @@ impl Validator<'_> {
         for (i, p) in raw.processes.iter_mut().enumerate() {
             processes.extend(self.process(i, p, cores, memory_bytes)?);
         }
-        raw.machine.profile = Some(raw.machine.profile.clone().unwrap_or_else(|| profile.name.clone()));
+        raw.machine.profile = Some(
+            raw.machine
+                .profile
+                .clone()
+                .unwrap_or_else(|| profile.name.clone()),
+        );
         raw.machine.memory = Some(RawSize::Bytes(memory_bytes as i64));
         raw.machine.cores = Some(cores as i64);
         let experiment = Experiment {
@@ -155,26 +211,57 @@ impl Validator<'_> {
             time_limit,
             daemon_core,
         };
-        Ok(Loaded { experiment, resolved: raw })
+        Ok(Loaded {
+            experiment,
+            resolved: raw,
+        })
     }
 
     fn profile(&self, m: &RawMachine) -> R<MachineProfile> {
-        let name = m.profile.as_deref().ok_or_else(|| self.bad("machine.profile", format!("a profile: one of {} or a path to a profile file", MachineProfile::builtin_names().join(", "))))?;
+        let name = m.profile.as_deref().ok_or_else(|| {
+            self.bad(
+                "machine.profile",
+                format!(
+                    "a profile: one of {} or a path to a profile file",
+                    MachineProfile::builtin_names().join(", ")
+                ),
+            )
+        })?;
         if let Some(p) = MachineProfile::builtin_checked(name) {
-            return p.map_err(|source| ConfigError::Profile { file: self.file.clone(), source });
+            return p.map_err(|error| ConfigError::Profile {
+                file: self.file.clone(),
+                error,
+            });
         }
         let path = self.base.join(name);
         if name.ends_with(".toml") && path.exists() {
-            return MachineProfile::load(&path).map_err(|source| ConfigError::Profile { file: self.file.clone(), source });
+            return MachineProfile::load(&path).map_err(|error| ConfigError::Profile {
+                file: self.file.clone(),
+                error,
+            });
         }
-        Err(self.bad("machine.profile", format!("one of {} or a path to a profile .toml file, found \"{name}\"", MachineProfile::builtin_names().join(", "))))
+        Err(self.bad(
+            "machine.profile",
+            format!(
+                "one of {} or a path to a profile .toml file, found \"{name}\"",
+                MachineProfile::builtin_names().join(", ")
+            ),
+        ))
     }
 
     fn memory(&self, m: &RawMachine) -> R<u64> {
-        let raw = m.memory.as_ref().ok_or_else(|| self.bad("machine.memory", "the machine's physical memory, e.g. \"16GiB\""))?;
+        let raw = m.memory.as_ref().ok_or_else(|| {
+            self.bad(
+                "machine.memory",
+                "the machine's physical memory, e.g. \"16GiB\"",
+            )
+        })?;
         let bytes = self.size("machine.memory", raw)?;
-        if bytes < 16 * MEMORY_GRAIN || bytes > MAX_MEMORY || bytes % MEMORY_GRAIN != 0 {
-            return Err(self.bad("machine.memory", format!("a multiple of 4 MiB from 64 MiB to 1 TiB, found {bytes} bytes")));
+        if !(16 * MEMORY_GRAIN..=MAX_MEMORY).contains(&bytes) || bytes % MEMORY_GRAIN != 0 {
+            return Err(self.bad(
+                "machine.memory",
+                format!("a multiple of 4 MiB from 64 MiB to 1 TiB, found {bytes} bytes"),
+            ));
         }
         Ok(bytes)
     }
@@ -182,25 +269,70 @@ impl Validator<'_> {
     fn policy(&self, p: &mut RawPolicy) -> R<PolicyConfig> {
         let name = p.name.clone().unwrap_or_else(|| "linux".into());
         if !PolicyConfig::NAMES.contains(&name.as_str()) {
-            return Err(self.bad("policy.name", format!("one of {}, found \"{name}\"", PolicyConfig::NAMES.join(", "))));
+            return Err(self.bad(
+                "policy.name",
+                format!(
+                    "one of {}, found \"{name}\"",
+                    PolicyConfig::NAMES.join(", ")
+                ),
+            ));
         }
         p.name = Some(name);
         let l = p.linux.get_or_insert_with(Default::default);
-        let enabled = self.choice("policy.linux.enabled", l.enabled.as_deref(), "always", &[("always", ThpMode::Always), ("madvise", ThpMode::Madvise), ("never", ThpMode::Never)])?;
+        let enabled = self.choice(
+            "policy.linux.enabled",
+            l.enabled.as_deref(),
+            "always",
+            &[
+                ("always", ThpMode::Always),
+                ("madvise", ThpMode::Madvise),
+                ("never", ThpMode::Never),
+            ],
+        )?;
         let defrag = self.choice(
             "policy.linux.defrag",
             l.defrag.as_deref(),
             "madvise",
-            &[("always", DefragMode::Always), ("defer", DefragMode::Defer), ("defer+madvise", DefragMode::DeferMadvise), ("madvise", DefragMode::Madvise), ("never", DefragMode::Never)],
+            &[
+                ("always", DefragMode::Always),
+                ("defer", DefragMode::Defer),
+                ("defer+madvise", DefragMode::DeferMadvise),
+                ("madvise", DefragMode::Madvise),
+                ("never", DefragMode::Never),
+            ],
         )?;
         let d = KhugepagedConfig::default();
         let k = l.khugepaged.get_or_insert_with(Default::default);
         let khugepaged = KhugepagedConfig {
             enabled: k.enabled.unwrap_or(d.enabled),
-            pages_to_scan: self.int("policy.linux.khugepaged.pages_to_scan", k.pages_to_scan, d.pages_to_scan as i64, 1, 1 << 30)? as u64,
-            scan_sleep: Nanos::from_millis(self.int("policy.linux.khugepaged.scan_sleep_ms", k.scan_sleep_ms, 10_000, 1, 1 << 32)? as u64),
-            alloc_sleep: Nanos::from_millis(self.int("policy.linux.khugepaged.alloc_sleep_ms", k.alloc_sleep_ms, 60_000, 1, 1 << 32)? as u64),
-            max_ptes_none: self.int("policy.linux.khugepaged.max_ptes_none", k.max_ptes_none, 511, 0, 511)? as u32,
+            pages_to_scan: self.int(
+                "policy.linux.khugepaged.pages_to_scan",
+                k.pages_to_scan,
+                d.pages_to_scan as i64,
+                1,
+                1 << 30,
+            )? as u64,
+            scan_sleep: Nanos::from_millis(self.int(
+                "policy.linux.khugepaged.scan_sleep_ms",
+                k.scan_sleep_ms,
+                10_000,
+                1,
+                1 << 32,
+            )? as u64),
+            alloc_sleep: Nanos::from_millis(self.int(
+                "policy.linux.khugepaged.alloc_sleep_ms",
+                k.alloc_sleep_ms,
+                60_000,
+                1,
+                1 << 32,
+            )? as u64),
+            max_ptes_none: self.int(
+                "policy.linux.khugepaged.max_ptes_none",
+                k.max_ptes_none,
+                511,
+                0,
+                511,
+            )? as u32,
         };
         *k = RawKhugepaged {
             enabled: Some(khugepaged.enabled),
@@ -211,29 +343,72 @@ impl Validator<'_> {
         };
         l.enabled = Some(l.enabled.clone().unwrap_or_else(|| "always".into()));
         l.defrag = Some(l.defrag.clone().unwrap_or_else(|| "madvise".into()));
-        Ok(PolicyConfig::Linux(LinuxConfig { enabled, defrag, khugepaged }))
+        Ok(PolicyConfig::Linux(LinuxConfig {
+            enabled,
+            defrag,
+            khugepaged,
+        }))
     }
 
     fn sim(&self, s: &mut RawSim, cores: u32) -> R<(Mode, u64, Nanos, Nanos, u32)> {
-        let exact = self.choice("sim.mode", s.mode.as_deref(), "exact", &[("exact", true), ("sampled", false)])?;
+        let exact = self.choice(
+            "sim.mode",
+            s.mode.as_deref(),
+            "exact",
+            &[("exact", true), ("sampled", false)],
+        )?;
         let seed = self.int("sim.seed", s.seed, 1, 0, i64::MAX)? as u64;
-        let interval = self.int("sim.sample_interval_ms", s.sample_interval_ms, 1000, 1, 1 << 40)? as u64;
+        let interval = self.int(
+            "sim.sample_interval_ms",
+            s.sample_interval_ms,
+            1000,
+            1,
+            1 << 40,
+        )? as u64;
         let limit = self.float("sim.time_limit_s", s.time_limit_s, 86_400.0, 1e-6, 1e9)?;
-        let daemon_core = self.int("sim.daemon_core", s.daemon_core, 0, 0, cores as i64 - 1)? as u32;
+        let daemon_core =
+            self.int("sim.daemon_core", s.daemon_core, 0, 0, cores as i64 - 1)? as u32;
         let d = SampledConfig::default();
         let mode = if exact {
             if s.sampled.is_some() {
-                return Err(self.bad("sim.sampled", "no [sim.sampled] table when sim.mode is \"exact\""));
+                return Err(self.bad(
+                    "sim.sampled",
+                    "no [sim.sampled] table when sim.mode is \"exact\"",
+                ));
             }
             Mode::Exact
         } else {
             let t = s.sampled.get_or_insert_with(Default::default);
             let cfg = SampledConfig {
-                warmup_refs: self.int("sim.sampled.warmup_refs", t.warmup_refs, d.warmup_refs as i64, 0, 1 << 40)? as u64,
-                window_refs: self.int("sim.sampled.window_refs", t.window_refs, d.window_refs as i64, 1, 1 << 40)? as u64,
-                period: Nanos((self.float("sim.sampled.period_ms", t.period_ms, d.period.0 as f64 / 1e6, 1e-3, 1e9)? * 1e6) as u64),
+                warmup_refs: self.int(
+                    "sim.sampled.warmup_refs",
+                    t.warmup_refs,
+                    d.warmup_refs as i64,
+                    0,
+                    1 << 40,
+                )? as u64,
+                window_refs: self.int(
+                    "sim.sampled.window_refs",
+                    t.window_refs,
+                    d.window_refs as i64,
+                    1,
+                    1 << 40,
+                )? as u64,
+                period: Nanos(
+                    (self.float(
+                        "sim.sampled.period_ms",
+                        t.period_ms,
+                        d.period.0 as f64 / 1e6,
+                        1e-3,
+                        1e9,
+                    )? * 1e6) as u64,
+                ),
             };
-            *t = RawSampled { warmup_refs: Some(cfg.warmup_refs as i64), window_refs: Some(cfg.window_refs as i64), period_ms: Some(cfg.period.0 as f64 / 1e6) };
+            *t = RawSampled {
+                warmup_refs: Some(cfg.warmup_refs as i64),
+                window_refs: Some(cfg.window_refs as i64),
+                period_ms: Some(cfg.period.0 as f64 / 1e6),
+            };
             Mode::Sampled(cfg)
         };
         s.mode = Some(if exact { "exact" } else { "sampled" }.into());
@@ -241,12 +416,27 @@ impl Validator<'_> {
         s.sample_interval_ms = Some(interval as i64);
         s.time_limit_s = Some(limit);
         s.daemon_core = Some(daemon_core as i64);
-        Ok((mode, seed, Nanos::from_millis(interval), Nanos((limit * 1e9) as u64), daemon_core))
+        Ok((
+            mode,
+            seed,
+            Nanos::from_millis(interval),
+            Nanos((limit * 1e9) as u64),
+            daemon_core,
+        ))
     }
 
-    fn process(&self, i: usize, p: &mut RawProcess, cores: u32, memory: u64) -> R<Vec<ProcessSpec>> {
+    fn process(
+        &self,
+        i: usize,
+        p: &mut RawProcess,
+        cores: u32,
+        memory: u64,
+    ) -> R<Vec<ProcessSpec>> {
         let key = |k: &str| format!("process[{i}].{k}");
-        let name = p.name.clone().ok_or_else(|| self.bad(&key("name"), "a name"))?;
+        let name = p
+            .name
+            .clone()
+            .ok_or_else(|| self.bad(&key("name"), "a name"))?;
         if name.is_empty() || name == "system" || name.contains([',', '"', '\n']) {
             return Err(self.bad(&key("name"), format!("a name without commas, quotes or newlines, other than \"system\", found \"{name}\"")));
         }
@@ -263,7 +453,11 @@ impl Validator<'_> {
         let phases = Phases::new(self, i, memory).build(&mut p.phases)?;
         Ok((0..count)
             .map(|k| ProcessSpec {
-                name: if count == 1 { name.clone() } else { format!("{name}-{k}") },
+                name: if count == 1 {
+                    name.clone()
+                } else {
+                    format!("{name}-{k}")
+                },
                 start: Nanos((start * 1e6) as u64),
                 core,
                 phases: phases.clone(),
@@ -283,11 +477,20 @@ struct Phases<'a, 'b> {
 
 impl<'a, 'b> Phases<'a, 'b> {
     fn new(v: &'a Validator<'b>, process: usize, memory: u64) -> Self {
-        Phases { v, process, memory, ids: HashMap::new(), sizes: HashMap::new() }
+        Phases {
+            v,
+            process,
+            memory,
+            ids: HashMap::new(),
+            sizes: HashMap::new(),
+        }
     }
 
     fn build(&mut self, raw: &mut [RawPhase]) -> R<Vec<Phase>> {
-        raw.iter_mut().enumerate().map(|(j, ph)| self.phase(j, ph)).collect()
+        raw.iter_mut()
+            .enumerate()
+            .map(|(j, ph)| self.phase(j, ph))
+            .collect()
     }
 
     fn key(&self, j: usize, k: &str) -> String {
@@ -317,22 +520,39 @@ impl<'a, 'b> Phases<'a, 'b> {
         ];
         for (k, set) in present {
             if set && k != "op" && !allowed.contains(&k) {
-                return Err(self.v.bad(&self.key(j, k), format!("no `{k}` for op \"{op}\" (it takes: {})", allowed.join(", "))));
+                return Err(self.v.bad(
+                    &self.key(j, k),
+                    format!(
+                        "no `{k}` for op \"{op}\" (it takes: {})",
+                        allowed.join(", ")
+                    ),
+                ));
             }
         }
         Ok(())
     }
 
     fn buffer(&self, j: usize, ph: &RawPhase) -> R<(BufferId, u64)> {
-        let name = ph.buffer.as_deref().ok_or_else(|| self.v.bad(&self.key(j, "buffer"), "the name of a buffer"))?;
+        let name = ph
+            .buffer
+            .as_deref()
+            .ok_or_else(|| self.v.bad(&self.key(j, "buffer"), "the name of a buffer"))?;
         match (self.ids.get(name), self.sizes.get(name)) {
             (Some(id), Some(size)) => Ok((*id, *size)),
-            _ => Err(self.v.bad(&self.key(j, "buffer"), format!("a buffer mapped by an earlier mmap phase, found \"{name}\""))),
+            _ => Err(self.v.bad(
+                &self.key(j, "buffer"),
+                format!("a buffer mapped by an earlier mmap phase, found \"{name}\""),
+            )),
         }
     }
 
     fn phase(&mut self, j: usize, ph: &mut RawPhase) -> R<Phase> {
-        let op = ph.op.clone().ok_or_else(|| self.v.bad(&self.key(j, "op"), "one of mmap, touch, access, madvise, munmap, sleep"))?;
+        let op = ph.op.clone().ok_or_else(|| {
+            self.v.bad(
+                &self.key(j, "op"),
+                "one of mmap, touch, access, madvise, munmap, sleep",
+            )
+        })?;
         match op.as_str() {
             "mmap" => self.mmap(j, ph),
             "touch" => self.touch(j, ph),
@@ -346,30 +566,57 @@ impl<'a, 'b> Phases<'a, 'b> {
             }
             "sleep" => {
                 self.only(j, ph, "sleep", &["duration_ms"])?;
-                let ms = self.v.float(&self.key(j, "duration_ms"), ph.duration_ms, -1.0, 0.0, 1e12)?;
+                let ms =
+                    self.v
+                        .float(&self.key(j, "duration_ms"), ph.duration_ms, -1.0, 0.0, 1e12)?;
                 Ok(Phase::Sleep(Nanos((ms * 1e6) as u64)))
             }
-            other => Err(self.v.bad(&self.key(j, "op"), format!("one of mmap, touch, access, madvise, munmap, sleep, found \"{other}\""))),
+            other => Err(self.v.bad(
+                &self.key(j, "op"),
+                format!("one of mmap, touch, access, madvise, munmap, sleep, found \"{other}\""),
+            )),
         }
     }
 
     fn mmap(&mut self, j: usize, ph: &mut RawPhase) -> R<Phase> {
         self.only(j, ph, "mmap", &["buffer", "size", "advice"])?;
-        let name = ph.buffer.clone().ok_or_else(|| self.v.bad(&self.key(j, "buffer"), "a name for the new buffer"))?;
+        let name = ph.buffer.clone().ok_or_else(|| {
+            self.v
+                .bad(&self.key(j, "buffer"), "a name for the new buffer")
+        })?;
         if self.sizes.contains_key(&name) {
-            return Err(self.v.bad(&self.key(j, "buffer"), format!("a buffer not already mapped, found \"{name}\"")));
+            return Err(self.v.bad(
+                &self.key(j, "buffer"),
+                format!("a buffer not already mapped, found \"{name}\""),
+            ));
         }
-        let raw = ph.size.as_ref().ok_or_else(|| self.v.bad(&self.key(j, "size"), "the buffer's size, e.g. \"4GiB\""))?;
+        let raw = ph.size.as_ref().ok_or_else(|| {
+            self.v
+                .bad(&self.key(j, "size"), "the buffer's size, e.g. \"4GiB\"")
+        })?;
         let bytes = self.v.size(&self.key(j, "size"), raw)?;
         if bytes == 0 || bytes % 4096 != 0 || bytes > self.memory {
             return Err(self.v.bad(&self.key(j, "size"), format!("a multiple of 4 KiB no larger than the machine's memory ({} bytes), found {bytes}", self.memory)));
         }
-        let advice = self.v.choice(&self.key(j, "advice"), ph.advice.as_deref(), "none", &[("none", Advice::Default), ("hugepage", Advice::Hugepage), ("nohugepage", Advice::NoHugepage)])?;
+        let advice = self.v.choice(
+            &self.key(j, "advice"),
+            ph.advice.as_deref(),
+            "none",
+            &[
+                ("none", Advice::Default),
+                ("hugepage", Advice::Hugepage),
+                ("nohugepage", Advice::NoHugepage),
+            ],
+        )?;
         ph.advice = Some(ph.advice.clone().unwrap_or_else(|| "none".into()));
         let next = BufferId(self.ids.len());
         let buffer = *self.ids.entry(name.clone()).or_insert(next);
         self.sizes.insert(name, bytes);
-        Ok(Phase::Mmap { buffer, bytes, advice })
+        Ok(Phase::Mmap {
+            buffer,
+            bytes,
+            advice,
+        })
     }
 
     fn touch(&mut self, j: usize, ph: &mut RawPhase) -> R<Phase> {
@@ -380,9 +627,18 @@ impl<'a, 'b> Phases<'a, 'b> {
             None => 4096,
         };
         if stride == 0 || stride > bytes {
-            return Err(self.v.bad(&self.key(j, "stride"), format!("a stride from 1 byte to the buffer's size, found {stride}")));
+            return Err(self.v.bad(
+                &self.key(j, "stride"),
+                format!("a stride from 1 byte to the buffer's size, found {stride}"),
+            ));
         }
-        let write_fraction = self.v.float(&self.key(j, "write_fraction"), ph.write_fraction, 1.0, 0.0, 1.0)?;
+        let write_fraction = self.v.float(
+            &self.key(j, "write_fraction"),
+            ph.write_fraction,
+            1.0,
+            0.0,
+            1.0,
+        )?;
         ph.write_fraction = Some(write_fraction);
         ph.stride = Some(RawSize::Bytes(stride as i64));
         Ok(Phase::Access(AccessPhase {
@@ -396,7 +652,15 @@ impl<'a, 'b> Phases<'a, 'b> {
     }
 
     fn access(&mut self, j: usize, ph: &mut RawPhase) -> R<Phase> {
-        let common = ["buffer", "pattern", "refs", "duration_ms", "dependent", "write_fraction", "compute_ns"];
+        let common = [
+            "buffer",
+            "pattern",
+            "refs",
+            "duration_ms",
+            "dependent",
+            "write_fraction",
+            "compute_ns",
+        ];
         let (buffer, bytes) = self.buffer(j, ph)?;
         let pattern_name = ph.pattern.clone().unwrap_or_else(|| "uniform".into());
         let extra: &[&str] = match pattern_name.as_str() {
@@ -408,22 +672,50 @@ impl<'a, 'b> Phases<'a, 'b> {
         self.only(j, ph, "access", &[&common[..], extra].concat())?;
         let pattern = self.pattern(j, ph, &pattern_name, bytes)?;
         let amount = match (ph.refs, ph.duration_ms) {
-            (Some(_), Some(_)) | (None, None) => return Err(self.v.bad(&self.key(j, "refs"), "exactly one of `refs` and `duration_ms`")),
-            (Some(n), None) => Amount::Refs(self.v.int(&self.key(j, "refs"), Some(n), 0, 1, i64::MAX)? as u64),
-            (None, Some(ms)) => Amount::Duration(Nanos((self.v.float(&self.key(j, "duration_ms"), Some(ms), 0.0, 1e-6, 1e12)? * 1e6) as u64)),
+            (Some(_), Some(_)) | (None, None) => {
+                return Err(self.v.bad(
+                    &self.key(j, "refs"),
+                    "exactly one of `refs` and `duration_ms`",
+                ))
+            }
+            (Some(n), None) => {
+                Amount::Refs(self.v.int(&self.key(j, "refs"), Some(n), 0, 1, i64::MAX)? as u64)
+            }
+            (None, Some(ms)) => Amount::Duration(Nanos(
+                (self
+                    .v
+                    .float(&self.key(j, "duration_ms"), Some(ms), 0.0, 1e-6, 1e12)?
+                    * 1e6) as u64,
+            )),
         };
         let dependent = ph.dependent.unwrap_or(true);
-        let write_fraction = self.v.float(&self.key(j, "write_fraction"), ph.write_fraction, 0.0, 0.0, 1.0)?;
-        let compute = self.v.float(&self.key(j, "compute_ns"), ph.compute_ns, 0.0, 0.0, 1e9)?;
+        let write_fraction = self.v.float(
+            &self.key(j, "write_fraction"),
+            ph.write_fraction,
+            0.0,
+            0.0,
+            1.0,
+        )?;
+        let compute = self
+            .v
+            .float(&self.key(j, "compute_ns"), ph.compute_ns, 0.0, 0.0, 1e9)?;
         ph.pattern = Some(pattern_name);
         ph.dependent = Some(dependent);
         ph.write_fraction = Some(write_fraction);
         ph.compute_ns = Some(compute);
-        Ok(Phase::Access(AccessPhase { buffer, pattern, amount, dependent, write_fraction, compute: Nanos(compute.round() as u64) }))
+        Ok(Phase::Access(AccessPhase {
+            buffer,
+            pattern,
+            amount,
+            dependent,
+            write_fraction,
+            compute: Nanos(compute.round() as u64),
+        }))
     }
 
     fn pattern(&self, j: usize, ph: &mut RawPhase, name: &str, bytes: u64) -> R<Pattern> {
-        let fraction = |k: &str, v: Option<f64>, d: f64| self.v.float(&self.key(j, k), v, d, 0.0, 1.0);
+        let fraction =
+            |k: &str, v: Option<f64>, d: f64| self.v.float(&self.key(j, k), v, d, 0.0, 1.0);
         let p = match name {
             "uniform" => Pattern::Uniform,
             "sequential" => {
@@ -432,13 +724,18 @@ impl<'a, 'b> Phases<'a, 'b> {
                     None => 64,
                 };
                 if stride == 0 || stride > bytes {
-                    return Err(self.v.bad(&self.key(j, "stride"), format!("a stride from 1 byte to the buffer's size, found {stride}")));
+                    return Err(self.v.bad(
+                        &self.key(j, "stride"),
+                        format!("a stride from 1 byte to the buffer's size, found {stride}"),
+                    ));
                 }
                 ph.stride = Some(RawSize::Bytes(stride as i64));
                 Pattern::Sequential { stride }
             }
             "zipf" => {
-                let exponent = self.v.float(&self.key(j, "exponent"), ph.exponent, 1.0, 1e-3, 20.0)?;
+                let exponent =
+                    self.v
+                        .float(&self.key(j, "exponent"), ph.exponent, 1.0, 1e-3, 20.0)?;
                 let position = fraction("position", ph.position, 0.0)?;
                 ph.exponent = Some(exponent);
                 ph.position = Some(position);
@@ -448,10 +745,20 @@ impl<'a, 'b> Phases<'a, 'b> {
                 let hot_fraction = fraction("hot_fraction", ph.hot_fraction, 0.1)?;
                 let hot_share = fraction("hot_share", ph.hot_share, 0.9)?;
                 let position = fraction("position", ph.position, 0.0)?;
-                (ph.hot_fraction, ph.hot_share, ph.position) = (Some(hot_fraction), Some(hot_share), Some(position));
-                Pattern::HotRange { hot_fraction, hot_share, position }
+                (ph.hot_fraction, ph.hot_share, ph.position) =
+                    (Some(hot_fraction), Some(hot_share), Some(position));
+                Pattern::HotRange {
+                    hot_fraction,
+                    hot_share,
+                    position,
+                }
             }
-            other => return Err(self.v.bad(&self.key(j, "pattern"), format!("one of uniform, sequential, zipf, hot, found \"{other}\""))),
+            other => {
+                return Err(self.v.bad(
+                    &self.key(j, "pattern"),
+                    format!("one of uniform, sequential, zipf, hot, found \"{other}\""),
+                ))
+            }
         };
         Ok(p)
     }
@@ -459,7 +766,16 @@ impl<'a, 'b> Phases<'a, 'b> {
     fn madvise(&mut self, j: usize, ph: &mut RawPhase) -> R<Phase> {
         self.only(j, ph, "madvise", &["buffer", "advice", "offset", "length"])?;
         let (buffer, bytes) = self.buffer(j, ph)?;
-        let advice = self.v.choice(&self.key(j, "advice"), ph.advice.as_deref(), "", &[("hugepage", MadviseKind::Hugepage), ("nohugepage", MadviseKind::NoHugepage), ("dontneed", MadviseKind::DontNeed)])?;
+        let advice = self.v.choice(
+            &self.key(j, "advice"),
+            ph.advice.as_deref(),
+            "",
+            &[
+                ("hugepage", MadviseKind::Hugepage),
+                ("nohugepage", MadviseKind::NoHugepage),
+                ("dontneed", MadviseKind::DontNeed),
+            ],
+        )?;
         let offset = match &ph.offset {
             Some(o) => self.v.size(&self.key(j, "offset"), o)?,
             None => 0,
@@ -468,10 +784,23 @@ impl<'a, 'b> Phases<'a, 'b> {
             Some(l) => self.v.size(&self.key(j, "length"), l)?,
             None => bytes.saturating_sub(offset),
         };
-        if offset % 4096 != 0 || len == 0 || len % 4096 != 0 || offset + len > bytes {
+        if offset % 4096 != 0
+            || len == 0
+            || len % 4096 != 0
+            || offset > bytes
+            || len > bytes - offset
+        {
             return Err(self.v.bad(&self.key(j, "length"), format!("a page-aligned range inside the buffer ({bytes} bytes), found offset {offset} length {len}")));
         }
-        (ph.offset, ph.length) = (Some(RawSize::Bytes(offset as i64)), Some(RawSize::Bytes(len as i64)));
-        Ok(Phase::Madvise { buffer, offset, len, advice })
+        (ph.offset, ph.length) = (
+            Some(RawSize::Bytes(offset as i64)),
+            Some(RawSize::Bytes(len as i64)),
+        );
+        Ok(Phase::Madvise {
+            buffer,
+            offset,
+            len,
+            advice,
+        })
     }
 }

@@ -4,7 +4,9 @@
 use hugemm_hw::{Geometry, MachineProfile, Nanos};
 use hugemm_policy::{KhugepagedConfig, LinuxConfig, PolicyConfig, ThpMode};
 use hugemm_sim::{Engine, Experiment, Mode, RunResult, SampledConfig};
-use hugemm_workload::{builtin, AccessPhase, Advice, Amount, BufferId, MadviseKind, Pattern, Phase, ProcessSpec};
+use hugemm_workload::{
+    builtin, AccessPhase, Advice, Amount, BufferId, MadviseKind, Pattern, Phase, ProcessSpec,
+};
 
 pub const MIB: u64 = 1 << 20;
 pub const GIB: u64 = 1 << 30;
@@ -25,7 +27,10 @@ impl Scenario {
                 cores: 1,
                 memory_bytes: memory,
                 geometry: Geometry::X86_64,
-                policy: PolicyConfig::Linux(LinuxConfig { enabled: thp, ..LinuxConfig::default() }),
+                policy: PolicyConfig::Linux(LinuxConfig {
+                    enabled: thp,
+                    ..LinuxConfig::default()
+                }),
                 processes: Vec::new(),
                 mode: Mode::Exact,
                 seed: 1,
@@ -68,7 +73,10 @@ impl Scenario {
     }
 
     pub fn run(self) -> RunResult {
-        Engine::new(self.exp).expect("engine set-up").run().expect("run")
+        Engine::new(self.exp)
+            .expect("engine set-up")
+            .run()
+            .expect("run")
     }
 }
 
@@ -78,10 +86,23 @@ pub fn alloc_touch(name: &str, bytes: u64) -> ProcessSpec {
 }
 
 /// Map and touch `bytes`, then `refs` references of `pattern`.
-pub fn access(name: &str, bytes: u64, pattern: Pattern, amount: Amount, dependent: bool) -> ProcessSpec {
+pub fn access(
+    name: &str,
+    bytes: u64,
+    pattern: Pattern,
+    amount: Amount,
+    dependent: bool,
+) -> ProcessSpec {
     let mut p = builtin::random_access(name, bytes, 1, Advice::Default);
     if let Some(Phase::Access(a)) = p.phases.last_mut() {
-        *a = AccessPhase { buffer: BufferId(0), pattern, amount, dependent, write_fraction: 0.0, compute: Nanos::ZERO };
+        *a = AccessPhase {
+            buffer: BufferId(0),
+            pattern,
+            amount,
+            dependent,
+            write_fraction: 0.0,
+            compute: Nanos::ZERO,
+        };
     }
     p
 }
@@ -95,9 +116,18 @@ pub fn base_then_eligible(name: &str, bytes: u64, idle: Nanos, start: Nanos) -> 
         start,
         core: None,
         phases: vec![
-            Phase::Mmap { buffer: b, bytes, advice: Advice::NoHugepage },
+            Phase::Mmap {
+                buffer: b,
+                bytes,
+                advice: Advice::NoHugepage,
+            },
             Phase::Access(builtin::touch(b, bytes)),
-            Phase::Madvise { buffer: b, offset: 0, len: bytes, advice: MadviseKind::Hugepage },
+            Phase::Madvise {
+                buffer: b,
+                offset: 0,
+                len: bytes,
+                advice: MadviseKind::Hugepage,
+            },
             Phase::Sleep(idle),
         ],
     }

@@ -1,0 +1,520 @@
+//! Bad input to the real `hugemm` binary: every mistake exits with code 2 and a message
+//! naming the file, the key and what was expected. Also: the examples validate, and a
+//! tiny run writes a `config.resolved.toml` that reproduces the run byte for byte.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// A small valid experiment; the tests below break one thing at a time.
+const BASE: &str = r#"[machine]
+profile = "epyc-milan-kvm"
+memory = "64MiB"
+cores = 1
+
+[sim]
+seed = 1
+
+[[process]]
+name = "p"
+
+[[process.phase]]
+op = "mmap"
+buffer = "b"
+size = "4MiB"
+
+[[process.phase]]
+op = "touch"
+buffer = "b"
+
+[[process.phase]]
+op = "access"
+buffer = "b"
+refs = 1000
+"#;
+
+fn hugemm(args: &[&std::ffi::OsStr]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_hugemm"))
+        .args(args)
+        .output()
+        .expect("starting hugemm")
+}
+
+/// `BASE` with `from` (which must occur exactly once) replaced by `to`.
+fn edit(from: &str, to: &str) -> String {
+    assert_eq!(
+        BASE.matches(from).count(),
+        1,
+        "`{from}` must occur once in BASE"
+    );
+    BASE.replace(from, to)
+}
+
+/// Writes `text` to a temp file and runs `hugemm run` on it; returns the file's path
+/// (as the binary will print it) and the output. The temp dir lives as long as `dir`.
+fn run_text(dir: &tempfile::TempDir, text: &str) -> (String, Output) {
+    let file = dir.path().join("exp.toml");
+    std::fs::write(&file, text).unwrap();
+    let out = dir.path().join("out");
+    let output = hugemm(&[
+        "run".as_ref(),
+        file.as_os_str(),
+        "--out".as_ref(),
+        out.as_os_str(),
+    ]);
+    (file.display().to_string(), output)
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Runs `text` and asserts exit code 2 and a message naming the file, `key` and every
+/// string of `expected`.
+fn expect_bad(text: &str, key: &str, expected: &[&str]) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, o) = run_text(&dir, text);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "exit code; stderr: {err}");
+    assert!(
+        err.contains(&file),
+        "stderr does not name the file {file}: {err}"
+    );
+    assert!(
+        err.contains(&format!("key `{key}`")),
+        "stderr does not name key `{key}`: {err}"
+    );
+    for e in expected {
+        assert!(err.contains(e), "stderr does not say {e:?}: {err}");
+    }
+    assert!(!err.contains("panicked"), "hugemm panicked: {err}");
+    assert!(
+        !dir.path().join("out").exists(),
+        "bad input must not produce results"
+    );
+    err
+}
+
+#[test]
+fn base_experiment_is_valid() {
+    hugemm_cli::config::parse(BASE, "base.toml", Path::new(".")).expect("BASE must be valid");
+}
+
+#[test]
+fn unknown_top_level_key() {
+    expect_bad(
+        &format!("bogus = 1\n{BASE}"),
+        "bogus",
+        &["unknown field `bogus`", "expected one of `machine`"],
+    );
+}
+
+#[test]
+fn unknown_key_in_machine() {
+    expect_bad(
+        &edit("cores = 1\n", "cores = 1\nfoo = 2\n"),
+        "machine.foo",
+        &[
+            "unknown field `foo`",
+            "expected one of `profile`, `memory`, `cores`",
+        ],
+    );
+}
+
+#[test]
+fn unknown_key_in_phase() {
+    expect_bad(
+        &edit("refs = 1000\n", "refs = 1000\nrefz = 1\n"),
+        "process[0].phase[2].refz",
+        &["unknown field `refz`"],
+    );
+}
+
+#[test]
+fn memory_of_wrong_type() {
+    expect_bad(
+        &edit("memory = \"64MiB\"", "memory = true"),
+        "machine.memory",
+        &["invalid type: boolean `true`", "expected a size"],
+    );
+    expect_bad(
+        &edit("memory = \"64MiB\"", "memory = 1.5"),
+        "machine.memory",
+        &["floating point", "expected a size"],
+    );
+}
+
+#[test]
+fn seed_of_wrong_type() {
+    expect_bad(
+        &edit("seed = 1", "seed = \"x\""),
+        "sim.seed",
+        &["invalid type: string \"x\"", "expected i64"],
+    );
+}
+
+#[test]
+fn memory_larger_than_1_tib() {
+    expect_bad(
+        &edit("memory = \"64MiB\"", "memory = \"2TiB\""),
+        "machine.memory",
+        &[
+            "a multiple of 4 MiB from 64 MiB to 1 TiB",
+            "found 2199023255552 bytes",
+        ],
+    );
+}
+
+#[test]
+fn memory_not_a_multiple_of_4_mib() {
+    expect_bad(
+        &edit("memory = \"64MiB\"", "memory = \"66MiB\""),
+        "machine.memory",
+        &[
+            "a multiple of 4 MiB from 64 MiB to 1 TiB",
+            "found 69206016 bytes",
+        ],
+    );
+}
+
+#[test]
+fn memory_smaller_than_64_mib() {
+    expect_bad(
+        &edit("memory = \"64MiB\"", "memory = \"60MiB\""),
+        "machine.memory",
+        &["from 64 MiB to 1 TiB"],
+    );
+}
+
+#[test]
+fn zero_cores() {
+    expect_bad(
+        &edit("cores = 1", "cores = 0"),
+        "machine.cores",
+        &["an integer from 1 to 1024, found 0"],
+    );
+}
+
+#[test]
+fn negative_sampled_period() {
+    expect_bad(
+        &edit(
+            "seed = 1\n",
+            "seed = 1\nmode = \"sampled\"\n\n[sim.sampled]\nperiod_ms = -5\n",
+        ),
+        "sim.sampled.period_ms",
+        &["a number from", "found -5"],
+    );
+}
+
+#[test]
+fn negative_scan_sleep() {
+    expect_bad(
+        &format!("{BASE}\n[policy.linux.khugepaged]\nscan_sleep_ms = -1\n"),
+        "policy.linux.khugepaged.scan_sleep_ms",
+        &["an integer from 1 to", "found -1"],
+    );
+}
+
+#[test]
+fn unknown_policy_name() {
+    expect_bad(
+        &format!("{BASE}\n[policy]\nname = \"hawkeye2\"\n"),
+        "policy.name",
+        &["one of linux", "found \"hawkeye2\""],
+    );
+}
+
+#[test]
+fn unknown_thp_mode() {
+    expect_bad(
+        &format!("{BASE}\n[policy.linux]\nenabled = \"sometimes\"\n"),
+        "policy.linux.enabled",
+        &["one of always, madvise, never", "found \"sometimes\""],
+    );
+}
+
+#[test]
+fn unknown_profile_name() {
+    expect_bad(
+        &edit("\"epyc-milan-kvm\"", "\"nope\""),
+        "machine.profile",
+        &["epyc-milan-kvm", "or a path to a profile", "found \"nope\""],
+    );
+}
+
+#[test]
+fn broken_profile_file_is_named_once() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("prof.toml"), "foo = 1\n").unwrap();
+    let (file, o) = run_text(&dir, &edit("\"epyc-milan-kvm\"", "\"prof.toml\""));
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&file) && err.contains("key `machine.profile`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("prof.toml:1: key `foo`: unknown field `foo`"),
+        "{err}"
+    );
+    assert_eq!(
+        err.matches("unknown field `foo`").count(),
+        1,
+        "the profile's error is repeated: {err}"
+    );
+}
+
+#[test]
+fn sampled_table_with_exact_mode() {
+    expect_bad(
+        &edit(
+            "seed = 1\n",
+            "seed = 1\nmode = \"exact\"\n\n[sim.sampled]\nperiod_ms = 5\n",
+        ),
+        "sim.sampled",
+        &["no [sim.sampled] table when sim.mode is \"exact\""],
+    );
+}
+
+#[test]
+fn buffer_bigger_than_memory() {
+    expect_bad(
+        &edit("size = \"4MiB\"", "size = \"128MiB\""),
+        "process[0].phase[0].size",
+        &[
+            "no larger than the machine's memory (67108864 bytes)",
+            "found 134217728",
+        ],
+    );
+}
+
+#[test]
+fn access_to_a_buffer_never_mapped() {
+    expect_bad(
+        &format!("{BASE}\n[[process.phase]]\nop = \"access\"\nbuffer = \"nope\"\nrefs = 5\n"),
+        "process[0].phase[3].buffer",
+        &["a buffer mapped by an earlier mmap phase", "found \"nope\""],
+    );
+}
+
+#[test]
+fn access_after_munmap() {
+    expect_bad(
+        &format!("{BASE}\n[[process.phase]]\nop = \"munmap\"\nbuffer = \"b\"\n\n[[process.phase]]\nop = \"touch\"\nbuffer = \"b\"\n"),
+        "process[0].phase[4].buffer",
+        &["a buffer mapped by an earlier mmap phase", "found \"b\""],
+    );
+}
+
+#[test]
+fn phase_key_not_valid_for_its_op() {
+    expect_bad(
+        &edit("size = \"4MiB\"\n", "size = \"4MiB\"\nstride = 64\n"),
+        "process[0].phase[0].stride",
+        &["no `stride` for op \"mmap\" (it takes: buffer, size, advice)"],
+    );
+    expect_bad(
+        &edit("refs = 1000\n", "refs = 1000\nexponent = 1.2\n"),
+        "process[0].phase[2].exponent",
+        &["no `exponent` for op \"access\""],
+    );
+}
+
+#[test]
+fn both_refs_and_duration() {
+    expect_bad(
+        &edit("refs = 1000\n", "refs = 1000\nduration_ms = 5\n"),
+        "process[0].phase[2].refs",
+        &["exactly one of `refs` and `duration_ms`"],
+    );
+}
+
+#[test]
+fn bad_size_string() {
+    expect_bad(
+        &edit("size = \"4MiB\"", "size = \"4 XB\""),
+        "process[0].phase[0].size",
+        &["a size such as 4096", "found \"4 XB\""],
+    );
+    expect_bad(
+        &edit("size = \"4MiB\"", "size = -4096"),
+        "process[0].phase[0].size",
+        &["a non-negative size, found -4096"],
+    );
+}
+
+#[test]
+fn madvise_range_past_the_end_even_when_it_overflows() {
+    let madvise = "\n[[process.phase]]\nop = \"madvise\"\nbuffer = \"b\"\nadvice = \"hugepage\"\n";
+    expect_bad(
+        &format!("{BASE}{madvise}offset = \"2MiB\"\nlength = \"4MiB\"\n"),
+        "process[0].phase[3].length",
+        &["a page-aligned range inside the buffer (4194304 bytes)"],
+    );
+    // 2^63 + 2^63 wraps to 0 in u64: must still be refused, not accepted (or panic).
+    expect_bad(
+        &format!("{BASE}{madvise}offset = \"8388608TiB\"\nlength = \"8388608TiB\"\n"),
+        "process[0].phase[3].length",
+        &[
+            "a page-aligned range inside the buffer",
+            "offset 9223372036854775808",
+        ],
+    );
+}
+
+#[test]
+fn no_process() {
+    let text = BASE.split("[[process]]").next().unwrap();
+    expect_bad(text, "process", &["at least one [[process]] table"]);
+}
+
+#[test]
+fn no_machine_table_names_its_first_missing_key() {
+    let text = BASE.replace(
+        "[machine]\nprofile = \"epyc-milan-kvm\"\nmemory = \"64MiB\"\ncores = 1\n",
+        "",
+    );
+    assert!(!text.contains("[machine]"));
+    expect_bad(
+        &text,
+        "machine.profile",
+        &["expected a profile: one of", "epyc-milan-kvm"],
+    );
+}
+
+#[test]
+fn malformed_toml_names_the_line() {
+    expect_bad(&edit("cores = 1", "cores = = 1"), "(file)", &["line 4:"]);
+    expect_bad(
+        &edit("cores = 1", "memory = 5"),
+        "(file)",
+        &["line 4:", "duplicate key `memory`"],
+    );
+    expect_bad(&edit("[sim]", "[sim"), "(file)", &["line 6:"]);
+    // toml's own message is empty for a control character in a comment.
+    expect_bad(
+        &edit("[sim]", "#\u{1}\n[sim]"),
+        "(file)",
+        &["line 6: malformed TOML"],
+    );
+}
+
+#[test]
+fn missing_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("missing.toml");
+    let o = hugemm(&[
+        "run".as_ref(),
+        file.as_os_str(),
+        "--out".as_ref(),
+        dir.path().join("out").as_os_str(),
+    ]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!("{}: cannot read", file.display())),
+        "{err}"
+    );
+    let os = std::fs::read_to_string(&file).unwrap_err().to_string();
+    assert_eq!(
+        err.matches(&os).count(),
+        1,
+        "the I/O error should be said once: {err}"
+    );
+}
+
+#[test]
+fn bad_command_lines_exit_2() {
+    let cases: [(&[&str], &str); 4] = [
+        (&["frobnicate"], "unrecognized subcommand 'frobnicate'"),
+        (
+            &["run", "x.toml", "--seed", "abc"],
+            "invalid value 'abc' for '--seed <SEED>'",
+        ),
+        (&["run"], "required arguments were not provided"),
+        (
+            &["run", "x.toml", "--bogus"],
+            "unexpected argument '--bogus'",
+        ),
+    ];
+    for (args, expected) in cases {
+        let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_ref()).collect();
+        let o = hugemm(&args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(expected), "{args:?}: {err}");
+    }
+}
+
+fn example(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples")
+        .join(name)
+}
+
+#[test]
+fn examples_load_and_their_resolved_form_reparses() {
+    for (name, processes, cores) in [
+        ("alloc-and-touch.toml", 1, 1),
+        ("random-4g.toml", 1, 1),
+        ("three-processes-sampled.toml", 3, 3),
+    ] {
+        let path = example(name);
+        let loaded = hugemm_cli::config::load(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(loaded.experiment.processes.len(), processes, "{name}");
+        assert_eq!(loaded.experiment.cores, cores, "{name}");
+        // The resolved form (written beside results) must mean the same experiment.
+        let text = toml::to_string(&loaded.resolved).unwrap();
+        let again =
+            hugemm_cli::config::parse(&text, "resolved.toml", hugemm_cli::config::base_dir(&path))
+                .unwrap_or_else(|e| panic!("{name} resolved: {e}\n{text}"));
+        assert_eq!(
+            format!("{:?}", again.experiment),
+            format!("{:?}", loaded.experiment),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn tiny_run_writes_outputs_and_its_resolved_config_reproduces_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, o) = run_text(&dir, BASE);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = dir.path().join("out");
+    for f in ["config.resolved.toml", "summary.json", "timeseries.csv"] {
+        assert!(out.join(f).is_file(), "{f} missing");
+    }
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    let p = &summary["processes"][0];
+    assert_eq!(p["name"], "p");
+    for k in ["faults_4k", "faults_2m", "references", "runtime_ns"] {
+        assert!(p[k].is_u64(), "processes[0].{k} is not a count: {p}");
+    }
+    assert!(p["references"].as_u64().unwrap() >= 1000, "{p}");
+    assert_eq!(summary["system"]["seed"], 1);
+
+    // Run the resolved file, same seed, into a second directory: same bytes.
+    let out2 = dir.path().join("out2");
+    let resolved = out.join("config.resolved.toml");
+    let o = hugemm(&[
+        "run".as_ref(),
+        resolved.as_os_str(),
+        "--out".as_ref(),
+        out2.as_os_str(),
+        "--seed".as_ref(),
+        "1".as_ref(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    for f in ["summary.json", "timeseries.csv", "config.resolved.toml"] {
+        let (a, b) = (
+            std::fs::read(out.join(f)).unwrap(),
+            std::fs::read(out2.join(f)).unwrap(),
+        );
+        assert!(
+            a == b,
+            "{f} differs between the run and the run of its resolved config"
+        );
+    }
+}

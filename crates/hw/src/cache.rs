@@ -1,0 +1,125 @@
+//! The cache hierarchy of one core, holding both data lines and page-table lines.
+//!
+//! Each level is a set-associative LRU array of 64-byte line tags, indexed by the low bits
+//! of the line address (real L3s hash the address over slices; over the random-ish
+//! physical frames the kernel model hands out the difference is small). An access probes
+//! the levels nearest first; the latency is that of the first level holding the line, or
+//! DRAM's, and the line is filled into every level that missed. Levels are therefore
+//! neither inclusive nor exclusive by construction, and there is no write-back, prefetching,
+//! coherence or bandwidth contention: the model exists to say *where a page-table line is
+//! found* (the dominant term of a walk, Intel's optimization manual notes that page-walk
+//! loads go through the data caches) and how far a data line is, not to be a cache
+//! simulator.
+//!
+//! A shared level is sized by the profile as the share one core sees.
+
+use crate::profile::CacheLevelProfile;
+use crate::setassoc::SetAssoc;
+use crate::validate::LINE_BYTES;
+
+/// log2 of the line size.
+pub const LINE_SHIFT: u32 = LINE_BYTES.trailing_zeros();
+
+/// The caches of one core (see the module doc).
+#[derive(Clone, Debug)]
+pub struct CacheHierarchy {
+    levels: Vec<SetAssoc>,
+    latency_cycles: Vec<f64>,
+    dram_cycles: f64,
+}
+
+impl CacheHierarchy {
+    /// The hierarchy described by `levels` (nearest first) in front of a DRAM whose
+    /// latency is `dram_cycles`.
+    pub fn new(levels: &[CacheLevelProfile], dram_cycles: f64) -> CacheHierarchy {
+        let arrays = levels
+            .iter()
+            .map(|c| SetAssoc::new((c.bytes / LINE_BYTES) as usize, c.ways as usize))
+            .collect();
+        CacheHierarchy {
+            levels: arrays,
+            latency_cycles: levels.iter().map(|c| c.latency_cycles).collect(),
+            dram_cycles,
+        }
+    }
+
+    /// Accesses line `line` (a byte address shifted right by [`LINE_SHIFT`], or a
+    /// page-table line tag) and returns its latency in cycles, filling the levels that
+    /// missed.
+    #[inline]
+    pub fn access(&mut self, line: u64) -> f64 {
+        let level = self.access_level(line);
+        self.latency_cycles
+            .get(level)
+            .copied()
+            .unwrap_or(self.dram_cycles)
+    }
+
+    /// Like [`CacheHierarchy::access`] but returns the index of the level that held the
+    /// line (the number of levels for DRAM).
+    #[inline]
+    pub fn access_level(&mut self, line: u64) -> usize {
+        for (i, level) in self.levels.iter_mut().enumerate() {
+            if level.access(line) {
+                return i;
+            }
+        }
+        self.levels.len()
+    }
+
+    /// Number of cache levels.
+    pub fn depth(&self) -> usize {
+        self.levels.len()
+    }
+
+    /// Empties every level.
+    pub fn flush(&mut self) {
+        self.levels.iter_mut().for_each(SetAssoc::clear);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn level(name: &str, bytes: u64, ways: u32, latency: f64) -> CacheLevelProfile {
+        CacheLevelProfile {
+            name: name.into(),
+            bytes,
+            ways,
+            latency_cycles: latency,
+        }
+    }
+
+    fn tiny() -> CacheHierarchy {
+        CacheHierarchy::new(
+            &[level("L1D", 256, 2, 4.0), level("L2", 1024, 4, 12.0)],
+            200.0,
+        )
+    }
+
+    #[test]
+    fn a_miss_costs_dram_then_hits_the_nearest_level() {
+        let mut c = tiny();
+        assert_eq!(c.access(10), 200.0);
+        assert_eq!(c.access(10), 4.0);
+    }
+
+    #[test]
+    fn a_line_evicted_from_l1_is_found_in_l2() {
+        let mut c = tiny(); // L1: 2 sets x 2 ways
+        for line in [0, 2, 4] {
+            c.access(line); // three lines in L1 set 0: line 0 is evicted from L1
+        }
+        assert_eq!(c.access_level(0), 1);
+        assert_eq!(c.access(0), 4.0);
+    }
+
+    #[test]
+    fn flush_empties_every_level() {
+        let mut c = tiny();
+        c.access(3);
+        c.flush();
+        assert_eq!(c.access_level(3), c.depth());
+    }
+}

@@ -1,0 +1,331 @@
+//! The memory-management unit of one simulated core and the cost of one memory reference:
+//! the calibrated heart of the simulator.
+//!
+//! # Structure
+//!
+//! The structure follows Intel's *64 and IA-32 Architectures Optimization Reference
+//! Manual* (the TLB and page-miss-handler descriptions of each microarchitecture), the
+//! paging-structure caches of the *Intel SDM* vol. 3A §4.10.3, and AMD's *Software
+//! Optimization Guide* for Zen (family 17h/19h):
+//!
+//! * **L1 DTLBs**: one or more arrays, each serving some page sizes (Intel: one per size;
+//!   Zen: one for all sizes). A hit costs nothing beyond the load itself.
+//! * **STLB**: a second-level TLB shared by the sizes the profile allows, each size limited
+//!   to `max_ways` ways of a set (Sapphire Rapids lets 2 MB entries use half of them). A hit
+//!   costs `tlb.stlb.hit_cycles`; the lookup is also paid before any walk.
+//! * **Page walk**: loads one entry per remaining level, from the root (level 4, PML4) down
+//!   to the leaf (1 for 4 KB, 2 for 2 MB, 3 for 1 GB). The **page-walk caches** let it start
+//!   lower: the deepest hit among the PDE cache (key: ASID, VA >> 21), the PDPTE cache
+//!   (VA >> 30) and the PML4E cache (VA >> 39) decides where. A cache at or below the leaf
+//!   level is not consulted (a 2 MB walk ends at its PDE, so the PDE cache cannot help it).
+//!   Each load is a 64-byte **page-table line** looked up in the core's cache hierarchy
+//!   (`cache.rs`) next to the data lines, so page tables compete with data for cache space
+//!   and a walk's cost depends on where its lines are found: walk cycles =
+//!   `walk_base_cycles` + the sum of the latencies of the levels that held each line
+//!   (L1D/L2/L3 `latency_cycles`, or DRAM). The walk fills the PWCs for the non-leaf
+//!   entries it loaded, the STLB (under the size's way limit) and the L1 TLB (each is
+//!   filled when it misses, which is equivalent since the walk reads none of them).
+//! * **Data**: the reference's line (`pa >> 6`) is looked up in the same hierarchy.
+//!
+//! Every TLB and PWC tag includes the ASID (see `tags.rs`), so a context switch needs no
+//! flush; [`Mmu::invalidate`] drops the TLB entries overlapping a range and, like
+//! `INVLPG` (SDM §4.10.4.1), all page-walk-cache entries of the address space.
+//!
+//! # Time
+//!
+//! With `x` the translation cycles (0 on an L1 hit, `hit_cycles` on an STLB hit,
+//! `hit_cycles + walk` on a walk) and `d` the data latency:
+//!
+//! * a **dependent** reference (its address comes from the previous one, pointer chasing)
+//!   costs `max(issue_cycles, x + d)`: translation and data are serialised;
+//! * an **independent** reference costs `max(issue_cycles, d / mlp, x / page_walkers)`:
+//!   out-of-order execution overlaps up to `mlp` data misses (the line fill buffers) and
+//!   `page_walkers` walks; the slowest resource bounds throughput.
+//!
+//! The walk time reported to the PMU ([`AccessCost::walk`]) is the cycles a walker is busy
+//! as `DTLB_LOAD_MISSES.WALK_DURATION` counts them: the whole walk for a dependent
+//! reference, `walk / page_walkers` for an independent one. Cycles become integer
+//! picoseconds at `freq_ghz`, rounded to nearest.
+//!
+//! # Approximations (known gaps)
+//!
+//! * No speculative or merged walks, no TLB prefetching, no walk bypass of the L1D
+//!   (Haswell's undocumented walk behaviours are ignored); STLB hits of independent
+//!   references are bounded by `page_walkers` like walks, a conservative choice.
+//! * Stores cost like loads (write-allocate, no store buffer); `write` only matters to
+//!   the PMU.
+//! * No nested (two-dimensional) walk for virtual machines: a profile of a guest absorbs
+//!   the host dimension into `walk_base_cycles` until calibration says otherwise.
+//! * Caches have no prefetchers, so sequential streams pay DRAM latency per line divided
+//!   by `mlp`; TLB sets are indexed by low page-number bits (no hashing, no skew).
+//! * ASIDs are reduced modulo 2^16 in tags.
+//!
+//! This module must not know about processes, page tables' contents or policies: the
+//! kernel model resolves a reference to a page size and physical address first.
+
+use crate::cache::{CacheHierarchy, LINE_SHIFT};
+use crate::profile::{AssocProfile, MachineProfile};
+use crate::setassoc::{SetAssoc, WayLimit};
+use crate::tags::{TagScheme, SIZE_MASK};
+use crate::units::{Geometry, PageSize, Picos, VirtAddr};
+
+/// The highest page-table level with a page-walk cache (PML4).
+const PWC_TOP: u32 = 4;
+
+/// One memory reference, already resolved by the kernel model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reference {
+    /// Address-space identifier (the process).
+    pub asid: u32,
+    /// Virtual address referenced.
+    pub va: VirtAddr,
+    /// Size of the page mapping `va`.
+    pub size: PageSize,
+    /// Physical byte address referenced.
+    pub pa: u64,
+    /// Whether the address depends on the previous reference (no overlap).
+    pub dependent: bool,
+    /// Whether the reference is a store.
+    pub write: bool,
+}
+
+/// Where the translation was found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TlbOutcome {
+    /// In an L1 TLB.
+    L1Hit,
+    /// In the STLB.
+    StlbHit,
+    /// By a page walk.
+    Walk,
+}
+
+/// The cost of one reference.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AccessCost {
+    /// Time the reference adds to the core's execution.
+    pub time: Picos,
+    /// Time attributed to page walking (what `WALK_DURATION` counts).
+    pub walk: Picos,
+    /// Where the translation was found.
+    pub outcome: TlbOutcome,
+}
+
+/// Timing parameters, in cycles, precomputed from a profile.
+#[derive(Clone, Copy, Debug)]
+struct Timing {
+    stlb_cycles: f64,
+    walk_base_cycles: f64,
+    issue_cycles: f64,
+    inv_mlp: f64,
+    inv_walkers: f64,
+    picos_per_cycle: f64,
+}
+
+impl Timing {
+    fn new(p: &MachineProfile) -> Timing {
+        Timing {
+            stlb_cycles: p.tlb.stlb.hit_cycles,
+            walk_base_cycles: p.walk_base_cycles,
+            issue_cycles: p.issue_cycles,
+            inv_mlp: 1.0 / p.mlp.max(1.0),
+            inv_walkers: 1.0 / p.page_walkers.max(1) as f64,
+            picos_per_cycle: p.picos_per_cycle(),
+        }
+    }
+
+    /// The cost of a reference (see the module doc for the model).
+    #[inline]
+    fn cost(&self, outcome: TlbOutcome, walk: f64, data: f64, dependent: bool) -> AccessCost {
+        let xlat = match outcome {
+            TlbOutcome::L1Hit => 0.0,
+            TlbOutcome::StlbHit => self.stlb_cycles,
+            TlbOutcome::Walk => self.stlb_cycles + walk,
+        };
+        let (time, walk) = if dependent {
+            (self.issue_cycles.max(xlat + data), walk)
+        } else {
+            let t = self
+                .issue_cycles
+                .max(data * self.inv_mlp)
+                .max(xlat * self.inv_walkers);
+            (t, walk * self.inv_walkers)
+        };
+        AccessCost {
+            time: self.picos(time),
+            walk: self.picos(walk),
+            outcome,
+        }
+    }
+
+    #[inline]
+    fn picos(&self, cycles: f64) -> Picos {
+        Picos((cycles * self.picos_per_cycle + 0.5) as u64)
+    }
+}
+
+/// The MMU and caches of one core (see the module doc).
+#[derive(Clone, Debug)]
+pub struct Mmu {
+    tags: TagScheme,
+    levels: u32,
+    /// Index into `l1` of the array serving each page size.
+    l1_of_size: [Option<u8>; 3],
+    l1: Vec<SetAssoc>,
+    stlb: SetAssoc,
+    stlb_limit: [WayLimit; 3],
+    /// Page-walk caches for levels 2 (PDE), 3 (PDPTE), 4 (PML4E).
+    pwc: [SetAssoc; 3],
+    caches: CacheHierarchy,
+    timing: Timing,
+}
+
+fn array(a: AssocProfile) -> SetAssoc {
+    SetAssoc::new(a.entries as usize, a.ways as usize)
+}
+
+impl Mmu {
+    /// A cold MMU for `profile` (expected validated; invalid geometry is clamped, never a
+    /// panic) and the paging `geometry`.
+    pub fn new(profile: &MachineProfile, geometry: Geometry) -> Mmu {
+        let t = &profile.tlb;
+        let mut l1_of_size = [None; 3];
+        for (i, l1) in t.l1.iter().enumerate().take(u8::MAX as usize) {
+            for size in &l1.sizes {
+                l1_of_size[size.index()] = Some(i as u8);
+            }
+        }
+        let l1 =
+            t.l1.iter()
+                .map(|l| {
+                    array(AssocProfile {
+                        entries: l.entries,
+                        ways: l.ways,
+                    })
+                })
+                .collect();
+        let stlb = array(AssocProfile {
+            entries: t.stlb.entries,
+            ways: t.stlb.ways,
+        });
+        let stlb_limit = PageSize::ALL.map(|s| WayLimit {
+            class_mask: SIZE_MASK,
+            max_ways: t.stlb.max_ways.get(s) as usize,
+        });
+        let pwc = [
+            array(profile.pwc.pde),
+            array(profile.pwc.pdpte),
+            array(profile.pwc.pml4e),
+        ];
+        let dram_cycles = profile.dram_latency_ns * profile.freq_ghz;
+        Mmu {
+            tags: TagScheme::new(geometry),
+            levels: geometry.levels,
+            l1_of_size,
+            l1,
+            stlb,
+            stlb_limit,
+            pwc,
+            caches: CacheHierarchy::new(&profile.caches, dram_cycles),
+            timing: Timing::new(profile),
+        }
+    }
+
+    /// Translates and serves one reference, updating every structure; returns its cost.
+    #[inline]
+    pub fn access(&mut self, r: &Reference) -> AccessCost {
+        let (outcome, walk) = self.translate(r);
+        let data = self.caches.access(r.pa >> LINE_SHIFT);
+        self.timing.cost(outcome, walk, data, r.dependent)
+    }
+
+    /// Finds the translation of `r`; returns where, and the walk cycles if it walked.
+    ///
+    /// Each TLB and PWC is probed with lookup-and-fill: a structure that misses is filled
+    /// at once rather than after the walk. Nothing in between reads it, so the outcome is
+    /// the same and each structure is probed once.
+    #[inline]
+    fn translate(&mut self, r: &Reference) -> (TlbOutcome, f64) {
+        let s = r.size.index();
+        let tag = self.tags.tlb(r.asid, r.va, r.size);
+        if let Some(i) = self.l1_of_size[s] {
+            if self.l1[usize::from(i)].access(tag) {
+                return (TlbOutcome::L1Hit, 0.0);
+            }
+        }
+        let limit = self.stlb_limit[s];
+        if limit.max_ways > 0 && self.stlb.access_limited(tag, limit) {
+            return (TlbOutcome::StlbHit, 0.0);
+        }
+        (TlbOutcome::Walk, self.walk(r.asid, r.va, r.size))
+    }
+
+    /// Walks the page table for the `size` page holding `va`; returns the walk cycles.
+    #[inline]
+    fn walk(&mut self, asid: u32, va: VirtAddr, size: PageSize) -> f64 {
+        let leaf = size.index() as u32 + 1;
+        // The highest level whose entry must be loaded: one below the deepest PWC hit.
+        // Deepest first; every PWC that misses caches the entry this walk loads.
+        let mut start = self.levels;
+        for level in (leaf + 1)..=self.levels.min(PWC_TOP) {
+            if self.pwc[(level - 2) as usize].access(self.tags.pwc(asid, va, level)) {
+                start = level - 1;
+                break;
+            }
+        }
+        let mut cycles = self.timing.walk_base_cycles;
+        for level in (leaf..=start).rev() {
+            cycles += self.caches.access(self.tags.pt_line(asid, va, level));
+        }
+        cycles
+    }
+
+    /// Shootdown of `[start, end)` in address space `asid`: drops every TLB entry whose
+    /// page overlaps the range, and all page-walk-cache entries of `asid`.
+    pub fn invalidate(&mut self, asid: u32, start: VirtAddr, end: VirtAddr) {
+        if end.0 <= start.0 {
+            return;
+        }
+        let (tags, asid) = (self.tags, self.tags.asid(asid));
+        let overlaps = |tag: u64| {
+            let shift = tags.size_shift(tags.size_of(tag));
+            let (a, first, last) = tags.region_of(tag, shift);
+            a == asid && first < end.0 && last >= start.0
+        };
+        for a in &mut self.l1 {
+            a.retain(|t| !overlaps(t));
+        }
+        self.stlb.retain(|t| !overlaps(t));
+        self.flush_pwc(asid);
+    }
+
+    /// Drops every TLB and page-walk-cache entry of `asid`.
+    pub fn flush_asid(&mut self, asid: u32) {
+        let (tags, asid) = (self.tags, self.tags.asid(asid));
+        let other = |t: u64| tags.region_of(t, 0).0 != asid;
+        for a in &mut self.l1 {
+            a.retain(other);
+        }
+        self.stlb.retain(other);
+        self.flush_pwc(asid);
+    }
+
+    fn flush_pwc(&mut self, asid: u32) {
+        let tags = self.tags;
+        for a in &mut self.pwc {
+            a.retain(|t| tags.region_of(t, 0).0 != asid);
+        }
+    }
+
+    /// Drops every TLB and page-walk-cache entry (the caches keep their lines).
+    pub fn flush_all(&mut self) {
+        self.l1.iter_mut().for_each(SetAssoc::clear);
+        self.stlb.clear();
+        self.pwc.iter_mut().for_each(SetAssoc::clear);
+    }
+
+    /// Empties the data caches too: a cold core.
+    pub fn flush_caches(&mut self) {
+        self.caches.flush();
+    }
+}

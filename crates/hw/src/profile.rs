@@ -1,0 +1,321 @@
+//! Machine profiles: the TOML description of one machine's translation hardware, caches,
+//! clock and kernel software costs, and its loading.
+//!
+//! Loading is two-stage (STYLE.md 6): serde parses the text into these types with
+//! `deny_unknown_fields` (syntax, shape and types; `serde_path_to_error` supplies the key
+//! path of a failure), then [`MachineProfile::validate`] checks the values the model
+//! needs (positive sizes, ways dividing entries into a power-of-two number of sets, finite
+//! positive clock and latencies...). Profiles shipped with hugemm live in `/profiles` and
+//! are compiled in with `include_str!` ([`MachineProfile::builtin`]); every number in them
+//! carries its source in a comment.
+//!
+//! This module only describes a machine; the structures it parameterises are built in
+//! `mmu.rs` and `cache.rs`, and the kernel model reads [`KernelCosts`].
+
+use crate::error::{ProfileError, Result};
+use crate::units::{Nanos, PageSize};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// One machine: clock, TLBs, page-walk caches, caches, memory and kernel costs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MachineProfile {
+    /// Short identifier (the file stem of a builtin profile).
+    pub name: String,
+    /// One-line description, for reports.
+    pub description: String,
+    /// Cores the simulated machine has.
+    pub cores: u32,
+    /// Core clock in GHz (cycles per nanosecond).
+    pub freq_ghz: f64,
+    /// L1 TLBs per page size and the second-level TLB.
+    pub tlb: TlbProfile,
+    /// Page-walk caches (paging-structure caches).
+    pub pwc: PwcProfile,
+    /// Cache levels, nearest first; they hold both data and page-table lines.
+    pub caches: Vec<CacheLevelProfile>,
+    /// Load-to-use latency of DRAM, in ns.
+    pub dram_latency_ns: f64,
+    /// Memory-level parallelism: independent data misses that overlap (line fill buffers).
+    pub mlp: f64,
+    /// Page walks that can be in flight at once.
+    pub page_walkers: u32,
+    /// Fixed cycles of a page walk besides its page-table loads.
+    pub walk_base_cycles: f64,
+    /// Minimum cycles per reference (throughput bound of independent references).
+    pub issue_cycles: f64,
+    /// Kernel software costs.
+    pub costs: KernelCosts,
+}
+
+/// The TLB hierarchy: first-level TLBs and the second-level TLB (STLB).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlbProfile {
+    /// First-level data TLBs. Each serves the page sizes it lists; a size no L1 TLB lists
+    /// always goes to the STLB. An array listing several sizes is shared by them (AMD Zen's
+    /// 64-entry fully associative L1 DTLB holds all three sizes).
+    pub l1: Vec<L1TlbProfile>,
+    /// The second-level TLB.
+    pub stlb: StlbProfile,
+}
+
+/// One first-level TLB array.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct L1TlbProfile {
+    /// Page sizes this array holds, as `"4k"`, `"2m"`, `"1g"`.
+    #[serde(with = "size_labels")]
+    pub sizes: Vec<PageSize>,
+    /// Entries.
+    pub entries: u32,
+    /// Ways per set (`ways == entries`: fully associative).
+    pub ways: u32,
+}
+
+/// The second-level TLB, possibly shared by several page sizes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StlbProfile {
+    /// Entries.
+    pub entries: u32,
+    /// Ways per set.
+    pub ways: u32,
+    /// Cycles of an L1 TLB miss that hits the STLB (also paid before a walk starts).
+    pub hit_cycles: f64,
+    /// Per page size, how many ways of a set that size may occupy (0: not cached here).
+    pub max_ways: PerSize<u32>,
+}
+
+/// A value per page size, written in TOML as `{ 4k = .., 2m = .., 1g = .. }`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PerSize<T> {
+    /// For 4 KB pages.
+    #[serde(rename = "4k")]
+    pub base: T,
+    /// For 2 MB pages.
+    #[serde(rename = "2m")]
+    pub huge: T,
+    /// For 1 GB pages.
+    #[serde(rename = "1g")]
+    pub giant: T,
+}
+
+impl<T: Copy> PerSize<T> {
+    /// The value for `size`.
+    pub fn get(&self, size: PageSize) -> T {
+        match size {
+            PageSize::Base => self.base,
+            PageSize::Huge => self.huge,
+            PageSize::Giant => self.giant,
+        }
+    }
+}
+
+/// Page-walk caches: each caches upper-level entries so a walk can skip levels.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PwcProfile {
+    /// Cache of PML4 entries (keyed by VA bits 47..39).
+    pub pml4e: AssocProfile,
+    /// Cache of PDPT entries (keyed by VA bits 47..30).
+    pub pdpte: AssocProfile,
+    /// Cache of non-leaf PD entries (keyed by VA bits 47..21).
+    pub pde: AssocProfile,
+}
+
+/// The geometry of a small associative structure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AssocProfile {
+    /// Entries.
+    pub entries: u32,
+    /// Ways per set (`ways == entries`: fully associative).
+    pub ways: u32,
+}
+
+/// One cache level as one core sees it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CacheLevelProfile {
+    /// Name for reports (`L1D`, `L2`, `L3`).
+    pub name: String,
+    /// Capacity one core sees, in bytes (its share of a shared level).
+    pub bytes: u64,
+    /// Ways per set.
+    pub ways: u32,
+    /// Load-to-use latency of a hit at this level, in core cycles.
+    pub latency_cycles: f64,
+}
+
+/// Kernel software costs, in ns or GB/s (= bytes per ns).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KernelCosts {
+    /// Exception entry/exit plus the software path of a page fault, without allocation,
+    /// zeroing or the PTE write.
+    pub fault_trap_ns: f64,
+    /// One buddy allocation.
+    pub alloc_ns: f64,
+    /// Clearing pages (fault-time zeroing), GB/s.
+    pub zero_gbps: f64,
+    /// Copying pages with one thread (collapse, migration), GB/s.
+    pub copy_gbps: f64,
+    /// Writing one page-table entry.
+    pub pte_update_ns: f64,
+    /// A local flush of a range, or one TLB shootdown.
+    pub tlb_flush_ns: f64,
+}
+
+impl KernelCosts {
+    /// Time to clear `bytes`.
+    pub fn zero_time(&self, bytes: u64) -> Nanos {
+        bytes_at(bytes, self.zero_gbps)
+    }
+
+    /// Time for one thread to copy `bytes`.
+    pub fn copy_time(&self, bytes: u64) -> Nanos {
+        bytes_at(bytes, self.copy_gbps)
+    }
+}
+
+/// `bytes` at `gbps` GB/s (= bytes/ns), rounded to the nearest ns. A non-positive rate
+/// (rejected by validation) saturates instead of panicking.
+fn bytes_at(bytes: u64, gbps: f64) -> Nanos {
+    Nanos((bytes as f64 / gbps).round() as u64)
+}
+
+/// The profiles shipped in `/profiles`, compiled in.
+const BUILTINS: [(&str, &str); 3] = [
+    (
+        "haswell-e5-2690v3",
+        include_str!("../../../profiles/haswell-e5-2690v3.toml"),
+    ),
+    (
+        "sapphire-rapids",
+        include_str!("../../../profiles/sapphire-rapids.toml"),
+    ),
+    (
+        "epyc-milan-kvm",
+        include_str!("../../../profiles/epyc-milan-kvm.toml"),
+    ),
+];
+
+const BUILTIN_NAMES: [&str; 3] = [BUILTINS[0].0, BUILTINS[1].0, BUILTINS[2].0];
+
+impl MachineProfile {
+    /// The builtin profile `name`, or `None` if there is no such profile. Builtins are
+    /// validated by this crate's tests; use [`MachineProfile::builtin_checked`] to see the
+    /// error if one were broken.
+    pub fn builtin(name: &str) -> Option<MachineProfile> {
+        MachineProfile::builtin_checked(name)?.ok()
+    }
+
+    /// The builtin profile `name` with its load result, or `None` if there is no such
+    /// profile.
+    pub fn builtin_checked(name: &str) -> Option<Result<MachineProfile>> {
+        let (_, text) = BUILTINS.iter().find(|(n, _)| *n == name)?;
+        Some(MachineProfile::from_toml_str(
+            text,
+            &format!("builtin:{name}"),
+        ))
+    }
+
+    /// Names of the builtin profiles.
+    pub fn builtin_names() -> &'static [&'static str] {
+        &BUILTIN_NAMES
+    }
+
+    /// Parses and validates a profile; `origin` names the source in errors.
+    pub fn from_toml_str(text: &str, origin: &str) -> Result<MachineProfile> {
+        let de = toml::Deserializer::new(text);
+        let profile: MachineProfile =
+            serde_path_to_error::deserialize(de).map_err(|e| parse_error(e, text, origin))?;
+        profile.validate(origin)?;
+        Ok(profile)
+    }
+
+    /// Reads, parses and validates the profile at `path`.
+    pub fn load(path: &Path) -> Result<MachineProfile> {
+        let origin = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| ProfileError::Read {
+            origin: origin.clone(),
+            source,
+        })?;
+        MachineProfile::from_toml_str(&text, &origin)
+    }
+
+    /// Checks every value the model depends on (the second stage of loading).
+    pub fn validate(&self, origin: &str) -> Result<()> {
+        crate::validate::validate(self, origin)
+    }
+
+    /// Picoseconds per core cycle.
+    pub fn picos_per_cycle(&self) -> f64 {
+        1000.0 / self.freq_ghz
+    }
+
+    /// Core cycles per picosecond (the factor [`crate::Pmu::record`] takes).
+    pub fn cycles_per_pico(&self) -> f64 {
+        self.freq_ghz / 1000.0
+    }
+}
+
+/// Turns a path-tracked TOML error into a [`ProfileError::Parse`] naming the key.
+fn parse_error(
+    e: serde_path_to_error::Error<toml::de::Error>,
+    text: &str,
+    origin: &str,
+) -> ProfileError {
+    // The path names the offending key itself, unknown keys included.
+    let key = e.path().to_string();
+    let inner = e.into_inner();
+    let message = inner.message().trim().to_string();
+    let line = inner.span().map(|s| line_of(text, s.start));
+    ProfileError::Parse {
+        origin: origin.to_string(),
+        line,
+        key,
+        message,
+    }
+}
+
+/// The 1-based line holding byte `offset` of `text`.
+fn line_of(text: &str, offset: usize) -> usize {
+    let end = offset.min(text.len());
+    text.as_bytes()[..end]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
+}
+
+/// Serde for a list of page sizes written as their labels (`"4k"`, `"2m"`, `"1g"`).
+mod size_labels {
+    use crate::units::PageSize;
+    use serde::de::Error;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(sizes: &[PageSize], s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(sizes.iter().map(|p| p.label()))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<PageSize>, D::Error> {
+        let labels = Vec::<String>::deserialize(d)?;
+        labels
+            .iter()
+            .map(|l| {
+                PageSize::ALL
+                    .into_iter()
+                    .find(|p| p.label() == l)
+                    .ok_or_else(|| {
+                        D::Error::custom(format!(
+                            "unknown page size `{l}`, expected one of \"4k\", \"2m\", \"1g\""
+                        ))
+                    })
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,171 @@
+//! Profile loading: every builtin loads and validates, and every kind of bad input gets an
+//! error naming its origin and key.
+
+use hugemm_hw::{MachineProfile, PageSize, ProfileError};
+
+const HASWELL: &str = include_str!("../../../profiles/haswell-e5-2690v3.toml");
+
+fn err(text: &str) -> ProfileError {
+    MachineProfile::from_toml_str(text, "test.toml").expect_err("profile should be rejected")
+}
+
+fn assert_names(e: &ProfileError, key: &str) {
+    assert_eq!(e.key(), Some(key), "{e}");
+    let shown = e.to_string();
+    assert!(shown.starts_with("test.toml"), "origin missing: {shown}");
+    assert!(shown.contains(key), "key missing: {shown}");
+}
+
+#[test]
+fn every_builtin_profile_loads_and_validates() {
+    assert_eq!(MachineProfile::builtin_names().len(), 3);
+    for name in MachineProfile::builtin_names() {
+        let p = match MachineProfile::builtin_checked(name) {
+            Some(Ok(p)) => p,
+            other => panic!("{name}: {other:?}"),
+        };
+        assert_eq!(&p.name, name);
+        assert!(p.picos_per_cycle() > 0.0);
+    }
+    assert!(MachineProfile::builtin("no-such-machine").is_none());
+}
+
+#[test]
+fn haswell_follows_the_hawkeye_testbed() {
+    let p = MachineProfile::builtin("haswell-e5-2690v3").unwrap();
+    assert_eq!(p.freq_ghz, 2.3);
+    assert_eq!(p.tlb.stlb.entries, 1024);
+    let l1_2m = p
+        .tlb
+        .l1
+        .iter()
+        .find(|l| l.sizes == [PageSize::Huge])
+        .unwrap();
+    assert_eq!(l1_2m.entries, 8);
+    // 2 MB zeroing at the rate derived from Table 1 takes ~452 us.
+    let t = p.costs.zero_time(2 << 20).0;
+    assert!((440_000..465_000).contains(&t), "{t}");
+}
+
+#[test]
+fn unknown_key_is_named() {
+    let text = HASWELL.replace("hit_cycles = 8.0", "hit_cycles = 8.0\nhit_cycle = 3");
+    let e = err(&text);
+    assert_names(&e, "tlb.stlb.hit_cycle");
+    assert!(e.to_string().contains("unknown field"), "{e}");
+}
+
+#[test]
+fn unknown_top_level_key_is_named() {
+    let e = err(&format!("colour = \"red\"\n{HASWELL}"));
+    assert_names(&e, "colour");
+    assert!(e.to_string().starts_with("test.toml:1:"), "{e}");
+}
+
+#[test]
+fn wrong_type_is_named_with_its_line() {
+    let text = HASWELL.replace(
+        "ways = 8                    # [intel] 8-way",
+        "ways = \"8\"",
+    );
+    let e = err(&text);
+    assert_names(&e, "tlb.stlb.ways");
+    assert!(e.to_string().contains("expected u32"), "{e}");
+    if let ProfileError::Parse { line, .. } = &e {
+        let expected = text
+            .lines()
+            .position(|l| l.starts_with("ways = \"8\""))
+            .unwrap()
+            + 1;
+        assert_eq!(*line, Some(expected));
+    }
+}
+
+#[test]
+fn zero_ways_is_rejected_naming_the_key() {
+    let text = HASWELL.replace("ways = 8                    # [intel] 8-way", "ways = 0");
+    let e = err(&text);
+    assert_names(&e, "tlb.stlb.ways");
+    assert!(e.to_string().contains("expected at least 1"), "{e}");
+}
+
+#[test]
+fn ways_must_split_entries_into_power_of_two_sets() {
+    let e = err(&HASWELL.replace(
+        "pde = { entries = 32, ways = 32 }",
+        "pde = { entries = 48, ways = 16 }",
+    ));
+    assert_names(&e, "pwc.pde.ways");
+    let e = err(&HASWELL.replace(
+        "pde = { entries = 32, ways = 32 }",
+        "pde = { entries = 32, ways = 5 }",
+    ));
+    assert_names(&e, "pwc.pde.ways");
+}
+
+#[test]
+fn too_many_ways_are_rejected() {
+    let e = err(&HASWELL.replace(
+        "pde = { entries = 32, ways = 32 }",
+        "pde = { entries = 128, ways = 128 }",
+    ));
+    assert_names(&e, "pwc.pde.ways");
+}
+
+#[test]
+fn bad_cache_level_is_named_by_index() {
+    let e = err(&HASWELL.replace("bytes = 262144", "bytes = 1000"));
+    assert_names(&e, "caches[1].bytes");
+    let e = err(&HASWELL.replace("latency_cycles = 42.0", "latency_cycles = 10.0"));
+    assert_names(&e, "caches[2].latency_cycles");
+}
+
+#[test]
+fn stlb_way_limit_cannot_exceed_the_ways() {
+    let e = err(&HASWELL.replace("2m = 8, 1g = 0", "2m = 9, 1g = 0"));
+    assert_names(&e, "tlb.stlb.max_ways.2m");
+}
+
+#[test]
+fn unknown_page_size_and_duplicate_l1_are_rejected() {
+    let e = err(&HASWELL.replace("sizes = [\"1g\"]", "sizes = [\"3m\"]"));
+    assert_names(&e, "tlb.l1[2].sizes");
+    let e = err(&HASWELL.replace("sizes = [\"1g\"]", "sizes = [\"2m\"]"));
+    assert_names(&e, "tlb.l1[2].sizes");
+}
+
+#[test]
+fn missing_key_and_bad_numbers_are_named() {
+    let e = err(&HASWELL.replace("mlp = 10.0", ""));
+    assert!(e.to_string().contains("missing field `mlp`"), "{e}");
+    let e = err(&HASWELL.replace("freq_ghz = 2.3", "freq_ghz = -1.0"));
+    assert_names(&e, "freq_ghz");
+    let e = err(&HASWELL.replace("zero_gbps = 4.6", "zero_gbps = 0.0"));
+    assert_names(&e, "costs.zero_gbps");
+}
+
+#[test]
+fn syntax_error_names_the_origin_and_line() {
+    let e = err("name = \"x\"\ncores = \n");
+    assert!(e.to_string().starts_with("test.toml:2"), "{e}");
+}
+
+#[test]
+fn load_reads_files_and_names_them() {
+    let dir = std::env::temp_dir().join(format!("hugemm-hw-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let good = dir.join("good.toml");
+    std::fs::write(&good, HASWELL).unwrap();
+    assert_eq!(
+        MachineProfile::load(&good).unwrap().name,
+        "haswell-e5-2690v3"
+    );
+    let bad = dir.join("bad.toml");
+    std::fs::write(&bad, HASWELL.replace("cores = 24", "cores = 0")).unwrap();
+    let e = MachineProfile::load(&bad).unwrap_err();
+    assert!(e.to_string().starts_with(&bad.display().to_string()), "{e}");
+    assert_eq!(e.key(), Some("cores"));
+    let missing = MachineProfile::load(&dir.join("absent.toml")).unwrap_err();
+    assert!(matches!(missing, ProfileError::Read { .. }));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -1,0 +1,314 @@
+//! Scenario tests of the translation-cost model, named for the behaviour they check.
+
+use hugemm_hw::{Geometry, MachineProfile, Mmu, PageSize, Picos, Reference, TlbOutcome, VirtAddr};
+
+const GB: u64 = 1 << 30;
+const BASE_VA: u64 = 0x7f00_0000_0000;
+
+fn profile(name: &str) -> MachineProfile {
+    MachineProfile::builtin(name).expect("builtin profile")
+}
+
+fn mmu(p: &MachineProfile) -> Mmu {
+    Mmu::new(p, Geometry::X86_64)
+}
+
+/// A reference to `va` mapped by a `size` page; the physical address is a fixed scramble
+/// of the page number so pages land at arbitrary frames.
+fn reference(va: u64, size: PageSize, dependent: bool) -> Reference {
+    let page = Geometry::X86_64.bytes(size);
+    let frame = (va / page).wrapping_mul(0x9E37_79B9) & ((64 * GB / page) - 1);
+    Reference {
+        asid: 1,
+        va: VirtAddr(va),
+        size,
+        pa: frame * page + va % page,
+        dependent,
+        write: false,
+    }
+}
+
+/// Seeded random addresses in `[BASE_VA, BASE_VA + span)`.
+fn random_vas(n: usize, span: u64, seed: u64) -> Vec<u64> {
+    let mut s = seed;
+    (0..n)
+        .map(|_| {
+            s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = s;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            BASE_VA + (z ^ (z >> 31)) % span
+        })
+        .collect()
+}
+
+/// Fractions of L1 hits, STLB hits and walks, and the mean walk time, over `refs` after
+/// a warm-up pass over the same references.
+fn run(m: &mut Mmu, refs: &[Reference]) -> (f64, f64, f64, f64, Picos) {
+    for r in refs {
+        m.access(r);
+    }
+    let (mut l1, mut stlb, mut walks, mut walk_ps, mut time) = (0, 0, 0, 0u64, Picos(0));
+    for r in refs {
+        let c = m.access(r);
+        time += c.time;
+        match c.outcome {
+            TlbOutcome::L1Hit => l1 += 1,
+            TlbOutcome::StlbHit => stlb += 1,
+            TlbOutcome::Walk => {
+                walks += 1;
+                walk_ps += c.walk.0;
+            }
+        }
+    }
+    let n = refs.len() as f64;
+    let mean_walk = walk_ps as f64 / walks.max(1) as f64;
+    (
+        l1 as f64 / n,
+        stlb as f64 / n,
+        walks as f64 / n,
+        mean_walk,
+        time,
+    )
+}
+
+#[test]
+fn a_repeated_reference_hits_in_the_l1_tlb() {
+    for name in MachineProfile::builtin_names() {
+        let p = profile(name);
+        let mut m = mmu(&p);
+        let r = reference(BASE_VA + 0x1234, PageSize::Base, true);
+        assert_eq!(m.access(&r).outcome, TlbOutcome::Walk);
+        let again = m.access(&r);
+        assert_eq!(again.outcome, TlbOutcome::L1Hit, "{name}");
+        assert_eq!(again.walk, Picos(0));
+        // Translation is free; the data line is now in L1D.
+        let l1d = p.caches[0].latency_cycles.max(p.issue_cycles);
+        assert_eq!(
+            again.time.0,
+            (l1d * p.picos_per_cycle()).round() as u64,
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn a_cold_walk_loads_every_level_from_dram_and_the_next_one_only_the_pte() {
+    let p = profile("haswell-e5-2690v3");
+    let mut m = mmu(&p);
+    let dram = p.dram_latency_ns * p.freq_ghz;
+    let stlb = p.tlb.stlb.hit_cycles;
+    let cold = m.access(&reference(BASE_VA, PageSize::Base, true));
+    let walk = p.walk_base_cycles + 4.0 * dram;
+    let ps = |cycles: f64| (cycles * p.picos_per_cycle()).round() as u64;
+    assert_eq!(cold.walk.0, ps(walk));
+    assert_eq!(cold.time.0, ps(stlb + walk + dram));
+    // Another page of the same 2 MB region: the PDE cache hits and the PTE shares the
+    // line just loaded, found in L1D.
+    let next = m.access(&reference(BASE_VA + 0x1000, PageSize::Base, true));
+    assert_eq!(next.outcome, TlbOutcome::Walk);
+    assert_eq!(
+        next.walk.0,
+        ps(p.walk_base_cycles + p.caches[0].latency_cycles)
+    );
+}
+
+#[test]
+fn random_4k_references_over_4gb_mostly_walk() {
+    let p = profile("haswell-e5-2690v3");
+    let refs: Vec<_> = random_vas(100_000, 4 * GB, 1)
+        .into_iter()
+        .map(|va| reference(va, PageSize::Base, false))
+        .collect();
+    let (_, _, walks, _, _) = run(&mut mmu(&p), &refs);
+    assert!(walks > 0.95, "walk fraction {walks}");
+}
+
+#[test]
+fn random_2m_references_over_4gb_mostly_hit_the_stlb() {
+    // Zen 3's 2048-entry STLB holds 2 MB pages in every way: 4 GB of 2 MB pages fit.
+    let p = profile("epyc-milan-kvm");
+    let refs: Vec<_> = random_vas(100_000, 4 * GB, 2)
+        .into_iter()
+        .map(|va| reference(va, PageSize::Huge, false))
+        .collect();
+    let (l1, stlb, walks, _, _) = run(&mut mmu(&p), &refs);
+    assert!(stlb > 0.9, "stlb {stlb} l1 {l1} walks {walks}");
+    // Haswell's 1024-entry STLB covers half of it: about half the references walk, and
+    // their walks are short (PDPTE-cache hit, PD line in cache).
+    let p = profile("haswell-e5-2690v3");
+    let (_, stlb_hsw, walks_hsw, walk_2m, _) = run(&mut mmu(&p), &refs);
+    assert!(
+        stlb_hsw > 0.4 && walks_hsw < 0.6,
+        "stlb {stlb_hsw} walks {walks_hsw}"
+    );
+    let refs_4k: Vec<_> = refs
+        .iter()
+        .map(|r| reference(r.va.0, PageSize::Base, false))
+        .collect();
+    let (_, _, _, walk_4k, _) = run(&mut mmu(&p), &refs_4k);
+    assert!(
+        walk_2m * 3.0 < walk_4k,
+        "2M walk {walk_2m} ps vs 4K walk {walk_4k} ps"
+    );
+}
+
+#[test]
+fn walk_cost_falls_when_the_pde_cache_covers_the_range() {
+    // 16 MB of random 4 KB references: 8 PDEs. With a 32-entry PDE cache every walk
+    // loads only its PTE line; with a 1-entry one most walks also load a PDE line.
+    let covered = profile("haswell-e5-2690v3");
+    let mut uncovered = covered.clone();
+    uncovered.pwc.pde.entries = 1;
+    uncovered.pwc.pde.ways = 1;
+    uncovered.validate("test").unwrap();
+    let refs: Vec<_> = random_vas(50_000, 16 << 20, 3)
+        .into_iter()
+        .map(|va| reference(va, PageSize::Base, true))
+        .collect();
+    let (_, _, walks_c, walk_c, _) = run(&mut mmu(&covered), &refs);
+    let (_, _, walks_u, walk_u, _) = run(&mut mmu(&uncovered), &refs);
+    assert!((walks_c - walks_u).abs() < 1e-9, "same TLBs, same walks");
+    let ppc = covered.picos_per_cycle();
+    assert!(
+        walk_u - walk_c > 2.0 * ppc,
+        "covered {walk_c} ps vs uncovered {walk_u} ps"
+    );
+}
+
+#[test]
+fn independent_references_cost_less_than_dependent_ones() {
+    for name in MachineProfile::builtin_names() {
+        let p = profile(name);
+        let vas = random_vas(50_000, 4 * GB, 4);
+        let indep: Vec<_> = vas
+            .iter()
+            .map(|&va| reference(va, PageSize::Base, false))
+            .collect();
+        let dep: Vec<_> = vas
+            .iter()
+            .map(|&va| reference(va, PageSize::Base, true))
+            .collect();
+        let (_, _, _, _, t_indep) = run(&mut mmu(&p), &indep);
+        let (_, _, _, _, t_dep) = run(&mut mmu(&p), &dep);
+        assert!(
+            t_indep.0 * 2 < t_dep.0,
+            "{name}: independent {t_indep:?} vs dependent {t_dep:?}"
+        );
+    }
+}
+
+#[test]
+fn huge_pages_are_limited_to_half_the_stlb_on_sapphire_rapids() {
+    // 2048 2 MB pages: the STLB's 4 ways of 256 sets hold at most 1024 of them.
+    let p = profile("sapphire-rapids");
+    let refs: Vec<_> = (0..2048u64)
+        .map(|i| reference(BASE_VA + i * (2 << 20), PageSize::Huge, false))
+        .collect();
+    let mut m = mmu(&p);
+    for r in &refs {
+        m.access(r);
+    }
+    // Of the most recent 1024 pages, those not in L1 must hit the STLB.
+    let hits = refs[1024..]
+        .iter()
+        .filter(|r| m.access(r).outcome != TlbOutcome::Walk)
+        .count();
+    assert_eq!(hits, 1024);
+    let first = m.access(&refs[0]);
+    assert_eq!(first.outcome, TlbOutcome::Walk);
+}
+
+#[test]
+fn address_spaces_do_not_share_translations() {
+    let p = profile("haswell-e5-2690v3");
+    let mut m = mmu(&p);
+    let a = reference(BASE_VA, PageSize::Base, true);
+    let b = Reference { asid: 2, ..a };
+    m.access(&a);
+    assert_eq!(m.access(&b).outcome, TlbOutcome::Walk);
+    assert_eq!(m.access(&a).outcome, TlbOutcome::L1Hit);
+}
+
+#[test]
+fn invalidate_drops_only_the_range_and_asid() {
+    let p = profile("haswell-e5-2690v3");
+    let mut m = mmu(&p);
+    let inside = reference(BASE_VA + 0x5000, PageSize::Base, true);
+    let outside = reference(BASE_VA + 0x9000, PageSize::Base, true);
+    let other = Reference { asid: 2, ..inside };
+    let huge = reference(BASE_VA + 4 * (2 << 20), PageSize::Huge, true);
+    for r in [&inside, &outside, &other, &huge] {
+        m.access(r);
+    }
+    m.invalidate(1, VirtAddr(BASE_VA + 0x5000), VirtAddr(BASE_VA + 0x6000));
+    m.invalidate(
+        1,
+        VirtAddr(BASE_VA + 4 * (2 << 20) + 0x1000),
+        VirtAddr(BASE_VA + 4 * (2 << 20) + 0x2000),
+    );
+    assert_eq!(m.access(&inside).outcome, TlbOutcome::Walk);
+    assert_eq!(
+        m.access(&huge).outcome,
+        TlbOutcome::Walk,
+        "a range inside a 2 MB page drops it"
+    );
+    assert_eq!(m.access(&outside).outcome, TlbOutcome::L1Hit);
+    assert_eq!(m.access(&other).outcome, TlbOutcome::L1Hit);
+}
+
+#[test]
+fn flushes_drop_translations() {
+    let p = profile("sapphire-rapids");
+    let mut m = mmu(&p);
+    let a = reference(BASE_VA, PageSize::Huge, true);
+    let b = Reference { asid: 9, ..a };
+    m.access(&a);
+    m.access(&b);
+    m.flush_asid(9);
+    assert_eq!(m.access(&a).outcome, TlbOutcome::L1Hit);
+    assert_eq!(m.access(&b).outcome, TlbOutcome::Walk);
+    m.flush_all();
+    assert_eq!(m.access(&a).outcome, TlbOutcome::Walk);
+}
+
+#[test]
+fn giant_pages_walk_two_levels_at_most() {
+    let p = profile("haswell-e5-2690v3");
+    let mut m = mmu(&p);
+    let dram = p.dram_latency_ns * p.freq_ghz;
+    let c = m.access(&reference(BASE_VA, PageSize::Giant, true));
+    let ps = |cycles: f64| (cycles * p.picos_per_cycle()).round() as u64;
+    assert_eq!(c.walk.0, ps(p.walk_base_cycles + 2.0 * dram));
+    assert_eq!(
+        m.access(&reference(BASE_VA + 12345, PageSize::Giant, true))
+            .outcome,
+        TlbOutcome::L1Hit
+    );
+}
+
+#[test]
+fn a_tiny_machine_never_panics() {
+    let p = profile("epyc-milan-kvm");
+    let g = Geometry {
+        base_shift: 12,
+        level_bits: 2,
+        levels: 2,
+        max_order: 3,
+    };
+    let mut m = Mmu::new(&p, g);
+    for size in PageSize::ALL {
+        for va in [0u64, 1 << 13, u64::MAX] {
+            let r = Reference {
+                asid: u32::MAX,
+                va: VirtAddr(va),
+                size,
+                pa: va,
+                dependent: false,
+                write: true,
+            };
+            m.access(&r);
+        }
+    }
+    m.invalidate(u32::MAX, VirtAddr(0), VirtAddr(u64::MAX));
+}

@@ -1,0 +1,99 @@
+//! Sampled mode agrees with exact mode within its stated tolerance (5% on runtime and on
+//! MMU overhead, see `hugemm_sim::matrix`) on a small matrix of patterns x sizes x page
+//! sizes. The full matrix is in docs/sampling.md. A short period makes even these short
+//! runs alternate many windows and skips.
+
+use hugemm_hw::{MachineProfile, Nanos};
+use hugemm_sim::matrix::{compare, pattern_label, Case};
+use hugemm_sim::SampledConfig;
+use hugemm_workload::Pattern;
+
+#[test]
+fn sampled_mode_agrees_with_exact_mode_on_the_test_matrix() {
+    let profile = MachineProfile::builtin("epyc-milan-kvm").unwrap();
+    let sampled = SampledConfig {
+        warmup_refs: 5_000,
+        window_refs: 10_000,
+        period: Nanos::from_millis(20),
+    };
+    let patterns = [
+        (Pattern::Uniform, true),
+        (Pattern::Uniform, false),
+        (Pattern::Sequential { stride: 64 }, false),
+        (
+            Pattern::HotRange {
+                hot_fraction: 0.1,
+                hot_share: 0.9,
+                position: 0.9,
+            },
+            true,
+        ),
+        (
+            Pattern::Zipf {
+                exponent: 0.99,
+                position: 0.0,
+            },
+            true,
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (pattern, dependent) in patterns {
+        for bytes in [64u64 << 20, 512 << 20] {
+            for huge in [false, true] {
+                let r = compare(
+                    Case {
+                        pattern,
+                        dependent,
+                        bytes,
+                        huge,
+                        refs: 2_000_000,
+                    },
+                    sampled,
+                    &profile,
+                )
+                .unwrap();
+                assert!(r.sampled_runtime > 0 && r.exact_runtime > 0);
+                if !r.agrees() {
+                    failures.push(format!(
+                        "{} {} MiB huge={huge}: {r:?}",
+                        pattern_label(pattern, dependent),
+                        bytes >> 20
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "disagreements:\n{}",
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn sampled_mode_skips_most_references() {
+    // The point of sampling: with a long period, few references are simulated one by one,
+    // so a long run costs little more wall time than a short one. Checked through the
+    // simulated time covered per exact reference, not through wall time.
+    let profile = MachineProfile::builtin("epyc-milan-kvm").unwrap();
+    let sampled = SampledConfig {
+        warmup_refs: 1_000,
+        window_refs: 2_000,
+        period: Nanos::from_millis(100),
+    };
+    let case = Case {
+        pattern: Pattern::Uniform,
+        dependent: true,
+        bytes: 64 << 20,
+        huge: false,
+        refs: 20_000_000,
+    };
+    let r = compare(case, sampled, &profile).unwrap();
+    // ~20M refs at ~100+ ns is seconds of simulated time: ~20+ periods of <= 16 windows.
+    let windows_upper_bound = (r.sampled_runtime / 100_000_000 + 1) * 16;
+    assert!(
+        windows_upper_bound * 3_000 < case.refs / 4,
+        "sampling must skip most references"
+    );
+    assert!(r.agrees(), "{r:?}");
+}
