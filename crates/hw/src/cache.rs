@@ -1,6 +1,7 @@
 //! The cache hierarchy of one core, holding both data lines and page-table lines.
 //!
-//! Each level is a set-associative LRU array of 64-byte line tags, indexed by the low bits
+//! Each level is a set-associative array of 64-byte line tags with bit-PLRU replacement
+//! ([`crate::plru`]), indexed by the low bits
 //! of the line address (real L3s hash the address over slices; over the random-ish
 //! physical frames the kernel model hands out the difference is small). An access probes
 //! the levels nearest first; the latency is that of the first level holding the line, or
@@ -13,8 +14,8 @@
 //!
 //! A shared level is sized by the profile as the share one core sees.
 
+use crate::plru::PlruArray;
 use crate::profile::CacheLevelProfile;
-use crate::setassoc::SetAssoc;
 use crate::validate::LINE_BYTES;
 
 /// log2 of the line size.
@@ -23,7 +24,7 @@ pub const LINE_SHIFT: u32 = LINE_BYTES.trailing_zeros();
 /// The caches of one core (see the module doc).
 #[derive(Clone, Debug)]
 pub struct CacheHierarchy {
-    levels: Vec<SetAssoc>,
+    levels: Vec<PlruArray>,
     latency_cycles: Vec<f64>,
     dram_cycles: f64,
 }
@@ -34,7 +35,7 @@ impl CacheHierarchy {
     pub fn new(levels: &[CacheLevelProfile], dram_cycles: f64) -> CacheHierarchy {
         let arrays = levels
             .iter()
-            .map(|c| SetAssoc::new((c.bytes / LINE_BYTES) as usize, c.ways as usize))
+            .map(|c| PlruArray::new((c.bytes / LINE_BYTES) as usize, c.ways as usize))
             .collect();
         CacheHierarchy {
             levels: arrays,
@@ -67,6 +68,16 @@ impl CacheHierarchy {
         self.levels.len()
     }
 
+    /// Prefetch (into the host's caches) the set `line` maps to in the last level — the
+    /// only level whose tag array is too big to stay in the host's caches — so a later
+    /// [`CacheHierarchy::access`] does not stall the simulator.
+    #[inline]
+    pub fn prefetch(&self, line: u64) {
+        if let Some(level) = self.levels.last() {
+            crate::prefetch::prefetch(level.set_slot(line));
+        }
+    }
+
     /// Number of cache levels.
     pub fn depth(&self) -> usize {
         self.levels.len()
@@ -74,7 +85,7 @@ impl CacheHierarchy {
 
     /// Empties every level.
     pub fn flush(&mut self) {
-        self.levels.iter_mut().for_each(SetAssoc::clear);
+        self.levels.iter_mut().for_each(PlruArray::clear);
     }
 }
 
@@ -109,7 +120,7 @@ mod tests {
     fn a_line_evicted_from_l1_is_found_in_l2() {
         let mut c = tiny(); // L1: 2 sets x 2 ways
         for line in [0, 2, 4] {
-            c.access(line); // three lines in L1 set 0: line 0 is evicted from L1
+            c.access(line); // three lines in L1 set 0: bit-PLRU evicts line 0 from L1
         }
         assert_eq!(c.access_level(0), 1);
         assert_eq!(c.access(0), 4.0);

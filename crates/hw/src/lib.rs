@@ -12,13 +12,15 @@
 //! (counters).
 
 #![warn(missing_docs)]
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 
 pub mod cache;
 pub mod error;
 mod lruset;
 pub mod mmu;
+pub mod plru;
 pub mod pmu;
+pub mod prefetch;
 pub mod profile;
 pub mod setassoc;
 mod tags;

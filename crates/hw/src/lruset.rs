@@ -12,7 +12,7 @@ use crate::setassoc::{WayLimit, INVALID};
 
 /// Ways per block (bytes per SWAR word).
 pub(crate) const LANES: usize = 8;
-const ONES: u64 = 0x0101_0101_0101_0101;
+pub(crate) const ONES: u64 = 0x0101_0101_0101_0101;
 const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
 const HIGH: u64 = 0x8080_8080_8080_8080;
 /// Age of a padding lane: never younger than a real age, never the victim's.
@@ -33,7 +33,7 @@ fn zero_bytes(x: u64) -> u64 {
 
 /// High bit of every byte of `w` equal to the byte broadcast in `pattern`.
 #[inline(always)]
-fn eq_bytes(w: u64, pattern: u64) -> u64 {
+pub(crate) fn eq_bytes(w: u64, pattern: u64) -> u64 {
     zero_bytes(w ^ pattern)
 }
 

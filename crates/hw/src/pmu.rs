@@ -125,7 +125,7 @@ pub struct Skipped {
 }
 
 fn to_cycles(t: Picos, cycles_per_pico: f64) -> u64 {
-    (t.0 as f64 * cycles_per_pico).round() as u64
+    (t.0 as f64 * cycles_per_pico + 0.5) as u64
 }
 
 #[cfg(test)]

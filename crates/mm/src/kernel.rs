@@ -125,6 +125,25 @@ impl Kernel {
         }
     }
 
+    /// Prefetch into the host's caches the page-table entry translating `va`, ahead of a
+    /// [`Kernel::touch`] (simulator speed only; changes nothing).
+    #[inline]
+    pub fn prefetch(&self, pid: Pid, va: VirtAddr) {
+        if let Some(Some(space)) = self.procs.get(pid.0 as usize) {
+            space.pt.prefetch(va.0);
+        }
+    }
+
+    /// The physical address and page size `va` maps to, if mapped, without setting
+    /// accessed bits.
+    #[inline]
+    pub fn peek(&self, pid: Pid, va: VirtAddr) -> Option<(u64, PageSize)> {
+        match self.procs.get(pid.0 as usize) {
+            Some(Some(space)) => space.pt.peek(va.0, self.zero),
+            _ => None,
+        }
+    }
+
     /// What the fault path needs to decide a page size; `None` outside every VMA.
     pub fn fault_info(&self, pid: Pid, va: VirtAddr) -> Option<FaultInfo> {
         let space = self.space(pid)?;

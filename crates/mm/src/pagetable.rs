@@ -221,6 +221,61 @@ impl PageTable {
         }
     }
 
+    /// The slot of `va`'s region, read-only, through the last-chunk cache when it matches.
+    #[inline]
+    fn slot_peek(&self, va: u64) -> Option<&Slot> {
+        let key = va >> self.layout.chunk_shift;
+        let idx = if key == self.last_key {
+            self.last_idx
+        } else {
+            *self.index.get(&key)?
+        };
+        self.chunks
+            .get(idx as usize)?
+            .get(self.layout.slot_index(va))
+    }
+
+    /// Prefetch into the host's caches the entry that translates `va` (simulator speed
+    /// only; no state changes).
+    #[inline]
+    pub fn prefetch(&self, va: u64) {
+        match self.slot_peek(va) {
+            Some(Slot::Table(t)) => {
+                if let Some(pte) = t.ptes.get(self.layout.page_index(va)) {
+                    hugemm_hw::prefetch::prefetch(pte);
+                }
+            }
+            Some(slot) => hugemm_hw::prefetch::prefetch(slot),
+            None => {}
+        }
+    }
+
+    /// The physical address and page size `va` maps to, without touching accessed bits:
+    /// `None` when it is not mapped to a frame or the zero page.
+    #[inline]
+    pub fn peek(&self, va: u64, zero: ZeroPages) -> Option<(u64, PageSize)> {
+        let l = self.layout;
+        match self.slot_peek(va)? {
+            Slot::Table(t) => {
+                let pte = t.ptes.get(l.page_index(va))?;
+                let off = va & (l.base_bytes() - 1);
+                match (pte.is_present(), pte.is_zero_page()) {
+                    (false, _) => None,
+                    (true, true) => Some((zero.base + off, PageSize::Base)),
+                    (true, false) => Some(((pte.pfn().0 << l.base_shift) + off, PageSize::Base)),
+                }
+            }
+            Slot::Huge { pfn, .. } => Some((
+                (pfn.0 << l.base_shift) | (va & (l.region_bytes() - 1)),
+                PageSize::Huge,
+            )),
+            Slot::HugeZero { .. } => {
+                Some((zero.huge + (va & (l.region_bytes() - 1)), PageSize::Huge))
+            }
+            Slot::Empty => None,
+        }
+    }
+
     /// The slot of `va`'s region, through the last-chunk cache.
     #[inline]
     fn slot_mut(&mut self, va: u64) -> Option<&mut Slot> {

@@ -35,6 +35,10 @@ pub(crate) struct AccessRun {
     /// Fractional references and picoseconds carried between skips.
     pub carry_refs: f64,
     pub carry_ps: f64,
+    /// References generated ahead of time (offset, write) so the simulator can prefetch
+    /// its own data structures for them; kept across turns so the stream's sequence does
+    /// not depend on where turns end.
+    pub ahead: std::collections::VecDeque<(u64, bool)>,
 }
 
 impl AccessRun {

@@ -263,6 +263,7 @@ impl Engine {
                     sampler,
                     carry_refs: 0.0,
                     carry_ps: 0.0,
+                    ahead: Default::default(),
                 }));
             }
             Phase::Madvise {
@@ -339,6 +340,14 @@ impl Engine {
     }
 }
 
+/// References generated ahead of the one being simulated, whose page-table entries are
+/// prefetched (host memory latency would otherwise dominate the simulator's time on large
+/// buffers).
+const AHEAD: usize = 8;
+/// How far ahead a reference's page-table-line and data-line cache sets are prefetched
+/// (its page-table entry, prefetched at [`AHEAD`], has arrived by then).
+const DATA_AHEAD: usize = 4;
+
 /// Up to `max` exact references, stopping at `bound` or the end of the phase; measured into
 /// `acc` if given. Returns the references made.
 fn exact_refs(
@@ -355,9 +364,23 @@ fn exact_refs(
         .ok_or_else(|| Stop::Error("access to an unmapped buffer".into()))?;
     let compute = Picos::from(run.phase.compute);
     let mut done = 0;
+    let pid = p.pid.expect("running process has a pid");
     while done < max && ctx.core.now < bound && !run.done(ctx.core.now) {
-        let off = run.stream.next_offset(&mut p.rng);
-        let write = run.write_threshold != 0 && p.rng.next_u64() <= run.write_threshold;
+        while run.ahead.len() < AHEAD {
+            let off = run.stream.next_offset(&mut p.rng);
+            let write = run.write_threshold != 0 && p.rng.next_u64() <= run.write_threshold;
+            let va = VirtAddr(base.0 + off);
+            ctx.kernel.prefetch(pid, va);
+            run.ahead.push_back((off, write));
+        }
+        if let Some(&(off, _)) = run.ahead.get(DATA_AHEAD) {
+            let va = VirtAddr(base.0 + off);
+            if let Some((pa, size)) = ctx.kernel.peek(pid, va) {
+                ctx.core.mmu.prefetch_translation(pid.0, va, size);
+                ctx.core.mmu.prefetch_data(pa);
+            }
+        }
+        let (off, write) = run.ahead.pop_front().expect("filled above");
         let before = ctx.core.now;
         let (cost, faulted) =
             ctx.reference(p, VirtAddr(base.0 + off), write, run.phase.dependent)?;
