@@ -56,6 +56,12 @@ impl CacheHierarchy {
             .unwrap_or(self.dram_cycles)
     }
 
+    /// The latency in cycles of level `level` (the number of levels for DRAM).
+    #[inline]
+    pub fn latency_of(&self, level: usize) -> f64 {
+        self.latency_cycles.get(level).copied().unwrap_or(self.dram_cycles)
+    }
+
     /// Like [`CacheHierarchy::access`] but returns the index of the level that held the
     /// line (the number of levels for DRAM).
     #[inline]

@@ -54,8 +54,11 @@
 //!   references are bounded by `page_walkers` like walks, a conservative choice.
 //! * Stores cost like loads (write-allocate, no store buffer); `write` only matters to
 //!   the PMU.
-//! * No nested (two-dimensional) walk for virtual machines: a profile of a guest absorbs
-//!   the host dimension into `walk_base_cycles` until calibration says otherwise.
+//! * Nested (two-dimensional) walks of virtual machines are modelled only in their
+//!   simplest form: a guest profile puts the host dimension's fixed part into
+//!   `walk_base_cycles` and adds `nested_dram_walk_cycles` for each page-table line
+//!   fetched from DRAM. The host's own page size (which can splinter guest huge pages in
+//!   the TLB) is not modelled.
 //! * Caches have no prefetchers, so sequential streams pay DRAM latency per line divided
 //!   by `mlp`; TLB sets are indexed by low page-number bits (no hashing, no skew).
 //! * ASIDs are reduced modulo 2^16 in tags.
@@ -116,6 +119,7 @@ pub struct AccessCost {
 struct Timing {
     stlb_cycles: f64,
     walk_base_cycles: f64,
+    nested_dram_walk_cycles: f64,
     issue_cycles: f64,
     inv_mlp: f64,
     inv_walkers: f64,
@@ -127,6 +131,7 @@ impl Timing {
         Timing {
             stlb_cycles: p.tlb.stlb.hit_cycles,
             walk_base_cycles: p.walk_base_cycles,
+            nested_dram_walk_cycles: p.nested_dram_walk_cycles,
             issue_cycles: p.issue_cycles,
             inv_mlp: 1.0 / p.mlp.max(1.0),
             inv_walkers: 1.0 / p.page_walkers.max(1) as f64,
@@ -292,7 +297,11 @@ impl Mmu {
         }
         let mut cycles = self.timing.walk_base_cycles;
         for level in (leaf..=start).rev() {
-            cycles += self.caches.access(self.tags.pt_line(asid, va, level));
+            let found = self.caches.access_level(self.tags.pt_line(asid, va, level));
+            cycles += self.caches.latency_of(found);
+            if found == self.caches.depth() {
+                cycles += self.timing.nested_dram_walk_cycles;
+            }
         }
         cycles
     }

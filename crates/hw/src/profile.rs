@@ -43,6 +43,12 @@ pub struct MachineProfile {
     pub page_walkers: u32,
     /// Fixed cycles of a page walk besides its page-table loads.
     pub walk_base_cycles: f64,
+    /// Nested paging (a virtual machine's two-dimensional walk), in its simplest form:
+    /// cycles added for each page-table line a walk fetches from DRAM, for the host
+    /// translation of that line's guest-physical address (cold along with the line). 0,
+    /// the default, is bare metal.
+    #[serde(default)]
+    pub nested_dram_walk_cycles: f64,
     /// Minimum cycles per reference (throughput bound of independent references).
     pub issue_cycles: f64,
     /// Kernel software costs.

@@ -37,6 +37,7 @@ pub(crate) fn validate(p: &MachineProfile, origin: &str) -> Result<()> {
     let w = p.page_walkers;
     v.check(w >= 1, "page_walkers", "at least 1", &w.to_string())?;
     v.non_negative("walk_base_cycles", p.walk_base_cycles)?;
+    v.non_negative("nested_dram_walk_cycles", p.nested_dram_walk_cycles)?;
     v.positive("issue_cycles", p.issue_cycles)?;
     validate_costs(&v, &p.costs)
 }
