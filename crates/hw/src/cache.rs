@@ -59,7 +59,10 @@ impl CacheHierarchy {
     /// The latency in cycles of level `level` (the number of levels for DRAM).
     #[inline]
     pub fn latency_of(&self, level: usize) -> f64 {
-        self.latency_cycles.get(level).copied().unwrap_or(self.dram_cycles)
+        self.latency_cycles
+            .get(level)
+            .copied()
+            .unwrap_or(self.dram_cycles)
     }
 
     /// Like [`CacheHierarchy::access`] but returns the index of the level that held the

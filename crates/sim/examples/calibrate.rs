@@ -17,20 +17,33 @@ use std::collections::BTreeMap;
 
 const REFS: u64 = 1_000_000;
 
-fn run(profile: &MachineProfile, bytes: u64, huge: bool, refs: u64, dependent: bool) -> Result<u64, Box<dyn std::error::Error>> {
+fn run(
+    profile: &MachineProfile,
+    bytes: u64,
+    huge: bool,
+    refs: u64,
+    dependent: bool,
+) -> Result<u64, Box<dyn std::error::Error>> {
     let mut p = builtin::random_access("m", bytes, refs, Advice::Default);
     if let Some(Phase::Access(a)) = p.phases.last_mut() {
         a.pattern = Pattern::Uniform;
         a.amount = Amount::Refs(refs);
         a.dependent = dependent;
     }
-    let thp = if huge { ThpMode::Always } else { ThpMode::Never };
+    let thp = if huge {
+        ThpMode::Always
+    } else {
+        ThpMode::Never
+    };
     let exp = Experiment {
         profile: profile.clone(),
         cores: 1,
         memory_bytes: (bytes + bytes / 4).next_multiple_of(4 << 20).max(64 << 20),
         geometry: Geometry::X86_64,
-        policy: PolicyConfig::Linux(LinuxConfig { enabled: thp, ..LinuxConfig::default() }),
+        policy: PolicyConfig::Linux(LinuxConfig {
+            enabled: thp,
+            ..LinuxConfig::default()
+        }),
         processes: vec![p],
         mode: Mode::Exact,
         seed: 11,
@@ -43,7 +56,9 @@ fn run(profile: &MachineProfile, bytes: u64, huge: bool, refs: u64, dependent: b
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
-    let csv = args.next().ok_or("usage: calibrate MEMBENCH.csv [PROFILE]")?;
+    let csv = args
+        .next()
+        .ok_or("usage: calibrate MEMBENCH.csv [PROFILE]")?;
     let name = args.next().unwrap_or_else(|| "epyc-milan-kvm".into());
     let profile = MachineProfile::builtin(&name).ok_or("unknown profile")?;
     let text = std::fs::read_to_string(&csv)?;
@@ -82,11 +97,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         };
         let err = (model - m) / m;
         errors.push(err.abs());
-        println!("| {test} | {page} | {} MiB | {m:.1} | {model:.1} | {:+.1}% |", bytes >> 20, err * 100.0);
+        println!(
+            "| {test} | {page} | {} MiB | {m:.1} | {model:.1} | {:+.1}% |",
+            bytes >> 20,
+            err * 100.0
+        );
     }
     errors.sort_by(|a, b| a.total_cmp(b));
     let median = errors[errors.len() / 2];
     let mean = errors.iter().sum::<f64>() / errors.len() as f64;
-    println!("\n{} cases on profile {name}: median |error| {:.1}%, mean |error| {:.1}%, max {:.1}%", errors.len(), median * 100.0, mean * 100.0, errors.last().unwrap() * 100.0);
+    println!(
+        "\n{} cases on profile {name}: median |error| {:.1}%, mean |error| {:.1}%, max {:.1}%",
+        errors.len(),
+        median * 100.0,
+        mean * 100.0,
+        errors.last().unwrap() * 100.0
+    );
     Ok(())
 }

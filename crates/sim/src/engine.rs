@@ -359,6 +359,7 @@ fn summarise(p: &Proc, end_ns: u64) -> ProcessSummary {
         runtime_ns: end.saturating_sub(p.start.0),
         finished,
         references: p.pmu.references,
+        references_exact: p.references_exact,
         faults_4k: p.pmu.faults_4k,
         faults_2m: p.pmu.faults_2m,
         faults_zero_page: p.pmu.faults_zero_page,

@@ -17,7 +17,10 @@ pub enum Mode {
     Sampled(SampledConfig),
 }
 
-/// Sampled-mode settings.
+/// Sampled-mode settings. The defaults simulate about 7,000 of each process's references
+/// per simulated second (more while windows have not settled), which keeps a long run of
+/// several large processes near a hundred simulated seconds per wall second; the matrix in
+/// docs/sampling.md shows what they cost in accuracy.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct SampledConfig {
     /// References simulated exactly to re-warm TLBs and caches before each window; they
@@ -32,8 +35,8 @@ pub struct SampledConfig {
 impl Default for SampledConfig {
     fn default() -> Self {
         SampledConfig {
-            warmup_refs: 20_000,
-            window_refs: 50_000,
+            warmup_refs: 2_000,
+            window_refs: 5_000,
             period: Nanos::from_millis(1000),
         }
     }

@@ -40,6 +40,10 @@ pub struct Row {
     pub exact_mmu: f64,
     /// Sampled MMU overhead.
     pub sampled_mmu: f64,
+    /// References the sampled run simulated one by one.
+    pub sampled_exact_refs: u64,
+    /// References the sampled run made in all.
+    pub sampled_refs: u64,
 }
 
 impl Row {
@@ -121,6 +125,8 @@ pub fn compare(case: Case, sampled: SampledConfig, profile: &MachineProfile) -> 
         sampled_runtime: s.runtime_ns,
         exact_mmu: e.mmu_overhead,
         sampled_mmu: s.mmu_overhead,
+        sampled_exact_refs: s.references_exact,
+        sampled_refs: s.references,
     })
 }
 

@@ -76,6 +76,8 @@ pub(crate) struct Proc {
     pub pmu: Pmu,
     pub fault_time: Nanos,
     pub faults_huge_fallback: u64,
+    /// References simulated one by one.
+    pub references_exact: u64,
     pub start: Nanos,
     pub end: Option<Nanos>,
     pub oom: bool,
@@ -103,6 +105,7 @@ impl Proc {
             pmu: Pmu::default(),
             fault_time: Nanos::ZERO,
             faults_huge_fallback: 0,
+            references_exact: 0,
             end: None,
             oom: false,
             error: None,

@@ -21,6 +21,9 @@ pub struct ProcessSummary {
     pub finished: bool,
     /// Memory references made.
     pub references: u64,
+    /// Of which simulated one by one through the translation model (all of them in exact
+    /// mode; the windows' in sampled mode).
+    pub references_exact: u64,
     /// Faults that mapped a 4 KB page (including zero-page CoW and huge fallback).
     pub faults_4k: u64,
     /// Faults that mapped a 2 MB page.

@@ -389,6 +389,7 @@ fn exact_refs(
             p.pmu.record_compute(compute, ctx.cycles_per_ps);
         }
         run.refs_left = run.refs_left.saturating_sub(1);
+        p.references_exact += 1;
         done += 1;
         if let Some(acc) = acc.as_deref_mut() {
             acc.refs += 1;
@@ -424,6 +425,7 @@ fn sampled_turn(
                 sampler.next_window = ctx.core.now + Picos::from(cfg.period);
             }
             let n = exact_refs(ctx, p, run, left, bound, None)?;
+            sampler.phase_refs += n;
             sampler.stage = if n >= left {
                 Stage::Measure {
                     left: cfg.window_refs,
@@ -437,6 +439,7 @@ fn sampled_turn(
         Stage::Measure { left } => {
             let mut acc = sampler.acc;
             let n = exact_refs(ctx, p, run, left, bound, Some(&mut acc))?;
+            sampler.phase_refs += n;
             sampler.acc = acc;
             if n >= left {
                 let settled = match acc.means() {
@@ -483,12 +486,20 @@ fn skip(
     };
     let until = bound.min(s.next_window).min(run.deadline);
     let budget = until.0.saturating_sub(ctx.core.now.0) as f64;
-    let n = whole(budget / m.time_ps.max(1e-3), &mut run.carry_refs).min(run.refs_left);
+    let by_time = whole(budget / m.time_ps.max(1e-3), &mut run.carry_refs).min(run.refs_left);
+    let n = by_time.min(s.skip_limit());
     if n == 0 {
         // Less than one reference fits before `until`: let the clock reach it.
         ctx.core.now = until;
         return Ok(());
     }
+    if n < by_time {
+        // Capped by the phase's length so far: measure again right after this skip.
+        s.stage = Stage::Warmup {
+            left: cfg.warmup_refs,
+        };
+    }
+    s.phase_refs += n;
     ctx.core.now += Picos(whole(n as f64 * m.time_ps, &mut run.carry_ps));
     run.refs_left = run.refs_left.saturating_sub(n);
     // The clock advanced by the carried total above; the PMU takes the rounded means, so

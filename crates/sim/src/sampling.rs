@@ -15,7 +15,8 @@
 //! reference are within [`CONVERGED`] of the window before it: otherwise (a cold start after a touch phase, a
 //! cache still filling with a skewed pattern's hot set) another window is measured at
 //! once, up to [`MAX_STREAK`] in a row, so a transient is never extrapolated over a whole
-//! period. Skips are cut at the next engine event (a daemon, a sample, another
+//! period. Early in a phase a skip is also limited to the references made so far
+//! ([`Sampler::skip_limit`]), so the schedule starts dense and thins out geometrically. Skips are cut at the next engine event (a daemon, a sample, another
 //! core's progress), so daemons observe state at the right simulated time.
 
 use hugemm_hw::{Picos, Skipped};
@@ -89,6 +90,9 @@ pub struct Sampler {
     pub acc: WindowAcc,
     /// Windows measured back to back so far.
     pub streak: u32,
+    /// References of this phase so far, exact and skipped: a skip may not be longer
+    /// (see [`Sampler::skip_limit`]).
+    pub phase_refs: u64,
 }
 
 /// Sums accumulated over a measured window.
@@ -129,6 +133,15 @@ impl WindowAcc {
 }
 
 impl Sampler {
+    /// The longest skip allowed now: as many references as the phase has made so far.
+    /// Skips therefore at most double the phase's length, so a window taken during a
+    /// slow transient (caches still warming after a touch phase) is never extrapolated
+    /// over more of the phase than it was drawn from; once the phase is long, the period
+    /// is the binding limit.
+    pub fn skip_limit(&self) -> u64 {
+        self.phase_refs.max(1)
+    }
+
     /// A window just finished with `new`: keep it, and say whether the estimate has
     /// settled (skip now) or another window should follow at once.
     pub fn finish_window(&mut self, new: WindowMeans) -> bool {
@@ -165,6 +178,7 @@ impl Sampler {
             means: None,
             acc: WindowAcc::default(),
             streak: 0,
+            phase_refs: 0,
         }
     }
 }
@@ -210,6 +224,14 @@ mod tests {
             assert!(!s.finish_window(m(if s.streak % 2 == 0 { 100.0 } else { 200.0 })));
         }
         assert!(s.finish_window(m(100.0)), "the streak is capped");
+    }
+
+    #[test]
+    fn a_skip_is_never_longer_than_the_phase_so_far() {
+        let mut s = Sampler::new(Picos(0), 0);
+        assert_eq!(s.skip_limit(), 1);
+        s.phase_refs = 7_000;
+        assert_eq!(s.skip_limit(), 7_000);
     }
 
     #[test]
