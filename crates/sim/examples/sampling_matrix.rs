@@ -13,7 +13,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .unwrap_or(40);
     let profile = MachineProfile::builtin("epyc-milan-kvm").ok_or("profile")?;
     let sampled = SampledConfig::default();
-    println!("sampled mode: warmup {} refs, window {} refs, period {} ms; {} M references per case after the touch\n", sampled.warmup_refs, sampled.window_refs, sampled.period.0 / 1_000_000, millions);
+    println!(
+        "sampled mode: {:?}; {} M references per case after the touch\n",
+        sampled, millions
+    );
     println!("| pattern | buffer | pages | exact runtime s | sampled runtime s | error | exact MMU % | sampled MMU % | error | agrees |");
     println!("|---|---|---|---|---|---|---|---|---|---|");
     let (mut n, mut ok) = (0, 0);

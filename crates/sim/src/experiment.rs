@@ -30,6 +30,13 @@ pub struct SampledConfig {
     pub window_refs: u64,
     /// Simulated time from the start of one window to the start of the next.
     pub period: Nanos,
+    /// A window goes on past `window_refs` until it has seen this many page walks (or 20
+    /// times `window_refs`), so patterns that walk rarely are measured over enough walks.
+    pub window_walks: u64,
+    /// Warm-up references at the start of each access phase, before its first window:
+    /// caches left cold by a previous phase converge over many references, and skips do
+    /// not warm them.
+    pub phase_warmup_refs: u64,
 }
 
 impl Default for SampledConfig {
@@ -38,6 +45,8 @@ impl Default for SampledConfig {
             warmup_refs: 2_000,
             window_refs: 5_000,
             period: Nanos::from_millis(1000),
+            window_walks: 1_000,
+            phase_warmup_refs: 100_000,
         }
     }
 }

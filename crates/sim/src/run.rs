@@ -199,7 +199,7 @@ impl Engine {
     fn begin_phase(&mut self, i: usize, c: usize) -> std::result::Result<(), Stop> {
         let sampled = matches!(self.exp.mode, Mode::Sampled(_));
         let warmup = match self.exp.mode {
-            Mode::Sampled(s) => s.warmup_refs,
+            Mode::Sampled(s) => s.phase_warmup_refs,
             Mode::Exact => 0,
         };
         let syscall = Picos((self.exp.profile.costs.fault_trap_ns * 1000.0) as u64);
@@ -421,7 +421,9 @@ fn sampled_turn(
     let mut sampler = run.sampler.take().expect("sampled phase has a sampler");
     let r = match stage {
         Stage::Warmup { left } => {
-            if left == cfg.warmup_refs {
+            if sampler.next_window <= ctx.core.now {
+                // A window due now (not one brought forward by a capped skip) sets the
+                // schedule: the next is due a period after it starts.
                 sampler.next_window = ctx.core.now + Picos::from(cfg.period);
             }
             let n = exact_refs(ctx, p, run, left, bound, None)?;
@@ -441,7 +443,12 @@ fn sampled_turn(
             let n = exact_refs(ctx, p, run, left, bound, Some(&mut acc))?;
             sampler.phase_refs += n;
             sampler.acc = acc;
-            if n >= left {
+            let short_of_walks = acc.walks < cfg.window_walks && acc.refs < 20 * cfg.window_refs;
+            if n >= left && short_of_walks {
+                sampler.stage = Stage::Measure {
+                    left: cfg.window_refs,
+                };
+            } else if n >= left {
                 let settled = match acc.means() {
                     Some(m) => sampler.finish_window(m),
                     None => sampler.means.is_some(),

@@ -2,13 +2,20 @@
 //! skipped ones are priced.
 //!
 //! Each access phase alternates between a *window* — `warmup_refs` references that
-//! re-warm the TLBs, page-walk caches and caches after a skip, then `window_refs`
-//! measured ones — and a *skip* lasting until the next window is due, `period` after the
+//! re-warm the TLBs, page-walk caches and caches after a skip, then at least
+//! `window_refs` measured ones, continuing until `window_walks` page walks have been seen
+//! (at most 20 x `window_refs`), so that patterns which walk rarely (sequential sweeps)
+//! are measured over enough walks to average their periodic structure — and a *skip* lasting until the next window is due, `period` after the
 //! previous one began. A skip of `n` references advances the clock by `n` times the mean
 //! cost of a measured reference (fault time excluded: faults caused by skipped first
 //! touches are carried out for real and charged as they happen), adds `n` references and
 //! the measured mean walk and compute cycles to the process's counters, and applies the
 //! references' footprint (first touches now, accessed bits lazily, see [`crate::coverage`]).
+//!
+//! Skips leave the modelled TLBs and caches as the last window left them, which is right
+//! for a stationary pattern but never warms them: a phase's first window is therefore
+//! preceded by `phase_warmup_refs` references, enough for caches left cold by a previous
+//! phase (a touch pass) to converge.
 //!
 //! The first window of a phase starts with the phase; a phase shorter than one window is
 //! simulated exactly. A window is trusted only when its mean time and mean walk time per

@@ -12,9 +12,8 @@ use hugemm_workload::Pattern;
 fn sampled_mode_agrees_with_exact_mode_on_the_test_matrix() {
     let profile = MachineProfile::builtin("epyc-milan-kvm").unwrap();
     let sampled = SampledConfig {
-        warmup_refs: 5_000,
-        window_refs: 10_000,
         period: Nanos::from_millis(20),
+        ..SampledConfig::default()
     };
     let patterns = [
         (Pattern::Uniform, true),

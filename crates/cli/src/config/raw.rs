@@ -142,6 +142,10 @@ pub struct RawSampled {
     pub window_refs: Option<i64>,
     /// Window period (ms).
     pub period_ms: Option<f64>,
+    /// Walks a window must see before it ends (up to 20 x window_refs).
+    pub window_walks: Option<i64>,
+    /// Warm-up references at the start of each access phase.
+    pub phase_warmup_refs: Option<i64>,
 }
 
 /// `[[process]]`.

@@ -403,11 +403,27 @@ impl Validator<'_> {
                         1e9,
                     )? * 1e6) as u64,
                 ),
+                window_walks: self.int(
+                    "sim.sampled.window_walks",
+                    t.window_walks,
+                    d.window_walks as i64,
+                    0,
+                    1 << 40,
+                )? as u64,
+                phase_warmup_refs: self.int(
+                    "sim.sampled.phase_warmup_refs",
+                    t.phase_warmup_refs,
+                    d.phase_warmup_refs as i64,
+                    0,
+                    1 << 40,
+                )? as u64,
             };
             *t = RawSampled {
                 warmup_refs: Some(cfg.warmup_refs as i64),
                 window_refs: Some(cfg.window_refs as i64),
                 period_ms: Some(cfg.period.0 as f64 / 1e6),
+                window_walks: Some(cfg.window_walks as i64),
+                phase_warmup_refs: Some(cfg.phase_warmup_refs as i64),
             };
             Mode::Sampled(cfg)
         };
