@@ -4,7 +4,19 @@
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use hugemm_cli::{bench, config, demo, report};
+use std::io::Write;
 use std::path::PathBuf;
+
+/// `println!` that returns an error when stdout is gone (its reader closed the pipe, as
+/// `hugemm demo | head` does) instead of panicking.
+macro_rules! outln {
+    ($($t:tt)*) => { writeln!(std::io::stdout(), $($t)*)? };
+}
+
+/// `print!`, likewise.
+macro_rules! out {
+    ($($t:tt)*) => { write!(std::io::stdout(), $($t)*)? };
+}
 use std::process::ExitCode;
 
 /// hugemm: a model kernel for huge-page and tiered-memory management policies.
@@ -54,6 +66,7 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        Err(e) if broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
             if e.downcast_ref::<config::ConfigError>().is_some() {
@@ -63,6 +76,12 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+/// The reader of our stdout went away: nothing left to tell anyone.
+fn broken_pipe(e: &anyhow::Error) -> bool {
+    e.downcast_ref::<std::io::Error>()
+        .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
 }
 
 fn run(file: PathBuf, out: Option<PathBuf>, seed: Option<u64>) -> anyhow::Result<()> {
@@ -77,24 +96,24 @@ fn run(file: PathBuf, out: Option<PathBuf>, seed: Option<u64>) -> anyhow::Result
         .run()
         .context("running the experiment")?;
     report::write_dir(&out, &loaded.resolved, &result)?;
-    print!("{}", report::table(&result.summary));
-    println!("results written to {}", out.display());
+    out!("{}", report::table(&result.summary));
+    outln!("results written to {}", out.display());
     Ok(())
 }
 
 fn run_demo(seed: u64) -> anyhow::Result<()> {
-    println!(
+    outln!(
         "hugemm demo: a program randomly reading 4 GiB ({} dependent references) on {}",
         demo::REFS,
         demo::PROFILE
     );
     let (never, always) = demo::run(seed)?;
-    println!("\n== THP never ==");
-    print!("{}", report::table(&never.summary));
-    println!("\n== THP always ==");
-    print!("{}", report::table(&always.summary));
+    outln!("\n== THP never ==");
+    out!("{}", report::table(&never.summary));
+    outln!("\n== THP always ==");
+    out!("{}", report::table(&always.summary));
     let (n, a) = (&never.summary.processes[0], &always.summary.processes[0]);
-    println!(
+    outln!(
         "\nTHP always vs never: runtime {:.3} s vs {:.3} s (speedup {:.2}x); MMU overhead {:.1}% vs {:.1}%; faults {} vs {}",
         a.runtime_ns as f64 / 1e9,
         n.runtime_ns as f64 / 1e9,
@@ -113,37 +132,37 @@ fn run_bench(json: bool, reps: u32) -> anyhow::Result<()> {
     }
     let r = bench::run(reps, |what| eprintln!("bench: {what} ..."))?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&r)?);
+        outln!("{}", serde_json::to_string_pretty(&r)?);
     } else {
-        println!(
+        outln!(
             "exact, random over 4 GiB, 4 KB pages : {:>8.2} M refs/s",
             r.random_4k_refs_per_s / 1e6
         );
-        println!(
+        outln!(
             "exact, random over 4 GiB, 2 MB pages : {:>8.2} M refs/s",
             r.random_2m_refs_per_s / 1e6
         );
-        println!(
+        outln!(
             "exact, sequential over 4 GiB, 4 KB   : {:>8.2} M refs/s",
             r.sequential_refs_per_s / 1e6
         );
-        println!(
+        outln!(
             "sampled, 3 x 8 GiB random phase       : {:>8.1} simulated s / wall s",
             r.sampled_sim_seconds_per_wall_second
         );
-        println!(
+        outln!(
             "sampled, same, whole run (with touch) : {:>8.1} simulated s / wall s",
             r.sampled_whole_run_sim_seconds_per_wall_second
         );
-        println!(
+        outln!(
             "kernel-model metadata                 : {:>8} bytes / frame",
             r.bytes_per_frame
         );
-        println!(
+        outln!(
             "64 GiB machine set-up                 : {:>8.1} ms",
             r.setup_64gib_ms
         );
-        println!("(medians of {} repetitions)", r.repetitions);
+        outln!("(medians of {} repetitions)", r.repetitions);
     }
     Ok(())
 }

@@ -518,3 +518,25 @@ fn tiny_run_writes_outputs_and_its_resolved_config_reproduces_it() {
         );
     }
 }
+
+#[test]
+fn a_closed_stdout_ends_the_run_quietly_instead_of_panicking() {
+    // `hugemm run FILE | head -1` closes the pipe early; that must not panic (exit 101).
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("exp.toml");
+    std::fs::write(&file, BASE).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hugemm"))
+        .arg("run")
+        .arg(&file)
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take()); // the reader goes away before anything is printed
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(out.status.code(), Some(0), "{err}");
+}

@@ -77,7 +77,8 @@ pub fn pattern_label(p: Pattern, dependent: bool) -> String {
     }
 }
 
-fn experiment(c: &Case, mode: Mode, profile: &MachineProfile) -> Experiment {
+/// The experiment of `c` in `mode` on `profile`.
+pub fn experiment_for(c: &Case, mode: Mode, profile: &MachineProfile) -> Experiment {
     let mut p = builtin::random_access("p", c.bytes, 1, Advice::Default);
     if let Some(Phase::Access(a)) = p.phases.last_mut() {
         *a = AccessPhase {
@@ -116,8 +117,8 @@ fn experiment(c: &Case, mode: Mode, profile: &MachineProfile) -> Experiment {
 
 /// Run `case` exactly and with `sampled`, on `profile`.
 pub fn compare(case: Case, sampled: SampledConfig, profile: &MachineProfile) -> crate::Result<Row> {
-    let e = Engine::new(experiment(&case, Mode::Exact, profile))?.run()?;
-    let s = Engine::new(experiment(&case, Mode::Sampled(sampled), profile))?.run()?;
+    let e = Engine::new(experiment_for(&case, Mode::Exact, profile))?.run()?;
+    let s = Engine::new(experiment_for(&case, Mode::Sampled(sampled), profile))?.run()?;
     let (e, s) = (&e.summary.processes[0], &s.summary.processes[0]);
     Ok(Row {
         case,

@@ -512,7 +512,18 @@ fn skip(
     // The clock advanced by the carried total above; the PMU takes the rounded means, so
     // the two may differ by under a nanosecond per skip.
     p.pmu.record_skipped(&m.scaled(n), ctx.cycles_per_ps);
-    let coverage = run.stream.skip(n);
+    // References already generated into the lookahead ring come first: their footprint
+    // is applied one by one, and the stream skips the rest.
+    let from_ring = (run.ahead.len() as u64).min(n);
+    let base = p.buffers[run.phase.buffer.0]
+        .as_ref()
+        .map(|b| b.start)
+        .ok_or_else(|| Stop::Error("skip over an unmapped buffer".into()))?;
+    for _ in 0..from_ring {
+        let (off, write) = run.ahead.pop_front().expect("counted above");
+        ctx.resolve(p, VirtAddr(base.0 + off), write)?;
+    }
+    let coverage = run.stream.skip(n - from_ring);
     apply_footprint(ctx, p, run, coverage)
 }
 
@@ -543,27 +554,38 @@ fn apply_footprint(
             }
         }
         SkipCoverage::Random { refs } => {
-            let buf = p.buffers[b].as_ref().expect("checked above");
-            if buf.maybe_unpopulated {
+            let pid = p.pid.expect("running process has a pid");
+            if p.buffers[b]
+                .as_ref()
+                .is_some_and(|buf| buf.maybe_unpopulated)
+            {
+                // First touches, eagerly, of the pages not yet present; their accessed
+                // bits, like everyone's, come from the lazy coverage below (setting a bit
+                // twice changes nothing).
+                let mut missing = false;
                 for page in 0..pages {
+                    let va = VirtAddr(base.0 + page * 4096);
+                    if ctx.kernel.peek(pid, va).is_some() {
+                        continue;
+                    }
                     let prob = run.stream.page_probability(page, refs);
                     let k = key(&[p.seed, page, epoch]);
                     if coin(k) < prob {
                         let qw = run.stream.page_share(page) * w;
                         let pw = -((refs as f64) * (-qw.min(1.0)).ln_1p()).exp_m1();
                         touch_page(ctx, p, base, page, coin(k ^ 0x5555) * prob < pw)?;
+                    } else {
+                        missing = true;
                     }
                 }
-                let full = fully_populated(ctx.kernel, p, base, pages);
-                p.buffers[b].as_mut().expect("checked").maybe_unpopulated = !full;
-            } else {
-                let regions = pages.div_ceil(512) as usize;
-                let seed = p.seed;
-                let buf = p.buffers[b].as_mut().expect("checked");
-                buf.coverage
-                    .get_or_insert_with(|| LazyCoverage::new(run.stream.clone(), w, regions, seed))
-                    .add(refs);
+                p.buffers[b].as_mut().expect("checked").maybe_unpopulated = missing;
             }
+            let regions = pages.div_ceil(512) as usize;
+            let seed = p.seed;
+            let buf = p.buffers[b].as_mut().expect("checked");
+            buf.coverage
+                .get_or_insert_with(|| LazyCoverage::new(run.stream.clone(), w, regions, seed))
+                .add(refs);
         }
     }
     Ok(())
@@ -578,18 +600,4 @@ fn touch_page(
 ) -> std::result::Result<(), Stop> {
     ctx.resolve(p, VirtAddr(base.0 + page * 4096), write)
         .map(|_| ())
-}
-
-/// Whether every page of the buffer at `base` is mapped (a frame or the zero page).
-fn fully_populated(kernel: &Kernel, p: &Proc, base: VirtAddr, pages: u64) -> bool {
-    let pid = p.pid.expect("running");
-    let huge = kernel.geometry().huge_bytes();
-    (0..pages.div_ceil(512)).all(|r| {
-        let info = kernel.region_info(pid, VirtAddr(base.0 + r * huge));
-        let want = (pages - r * 512).min(512) as u32;
-        matches!(
-            info.state,
-            hugemm_mm::RegionState::Huge | hugemm_mm::RegionState::HugeZero
-        ) || info.present >= want
-    })
 }

@@ -94,3 +94,31 @@ fn sampled_mode_simulates_few_references_one_by_one() {
     );
     assert!(r.agrees(), "{r:?}");
 }
+
+#[test]
+fn regression_issue2_a_sampled_touch_pass_faults_every_page() {
+    // References generated ahead for prefetching must not be lost when a skip ends the
+    // phase: a sampled touch of 64 MiB takes exactly one fault per page.
+    let profile = MachineProfile::builtin("epyc-milan-kvm").unwrap();
+    let case = Case {
+        pattern: Pattern::Zipf {
+            exponent: 0.99,
+            position: 0.0,
+        },
+        dependent: true,
+        bytes: 64 << 20,
+        huge: false,
+        refs: 1_000_000,
+    };
+    let mut exp = hugemm_sim::matrix::experiment_for(
+        &case,
+        hugemm_sim::Mode::Sampled(SampledConfig {
+            phase_warmup_refs: 1_000,
+            ..SampledConfig::default()
+        }),
+        &profile,
+    );
+    exp.seed = 5;
+    let r = hugemm_sim::Engine::new(exp).unwrap().run().unwrap();
+    assert_eq!(r.summary.processes[0].faults_4k, (64 << 20) / 4096);
+}
