@@ -15,26 +15,7 @@ fn sampled_mode_agrees_with_exact_mode_on_the_test_matrix() {
         period: Nanos::from_millis(20),
         ..SampledConfig::default()
     };
-    let patterns = [
-        (Pattern::Uniform, true),
-        (Pattern::Uniform, false),
-        (Pattern::Sequential { stride: 64 }, false),
-        (
-            Pattern::HotRange {
-                hot_fraction: 0.1,
-                hot_share: 0.9,
-                position: 0.9,
-            },
-            true,
-        ),
-        (
-            Pattern::Zipf {
-                exponent: 0.99,
-                position: 0.0,
-            },
-            true,
-        ),
-    ];
+    let patterns = hugemm_sim::matrix::patterns();
     let mut failures = Vec::new();
     for (pattern, dependent) in patterns {
         for bytes in [64u64 << 20, 512 << 20] {

@@ -99,38 +99,28 @@ fn khugepaged_serves_processes_first_come_first_serve_low_to_high() {
         Nanos::from_secs(40),
         Nanos::from_millis(1),
     );
-    let r = Scenario::new(GIB, ThpMode::Always)
-        .cores(2)
-        .process(b.clone())
-        .process(a.clone())
-        .time_limit(Nanos::from_secs(15))
-        .run();
-    let by = |n: &str| {
-        r.summary
-            .processes
-            .iter()
-            .find(|p| p.name == n)
-            .unwrap()
-            .huge_pages_end
+    // Huge pages of ("first", "second") when the run is stopped at `limit`.
+    let huge_at = |limit| {
+        let r = Scenario::new(GIB, ThpMode::Always)
+            .cores(2)
+            .process(b.clone())
+            .process(a.clone())
+            .time_limit(limit)
+            .run();
+        let by = |n: &str| {
+            r.summary
+                .processes
+                .iter()
+                .find(|p| p.name == n)
+                .unwrap()
+                .huge_pages_end
+        };
+        (by("first"), by("second"))
     };
     // One pass by 15 s: 8 regions, all from the process that started first.
-    assert_eq!((by("first"), by("second")), (8, 0));
-    let r = Scenario::new(GIB, ThpMode::Always)
-        .cores(2)
-        .process(b)
-        .process(a)
-        .time_limit(Nanos::from_secs(25))
-        .run();
-    let by = |n: &str| {
-        r.summary
-            .processes
-            .iter()
-            .find(|p| p.name == n)
-            .unwrap()
-            .huge_pages_end
-    };
+    assert_eq!(huge_at(Nanos::from_secs(15)), (8, 0));
     // The second pass finishes "first" (16 regions) before starting on "second".
-    assert_eq!((by("first"), by("second")), (16, 0));
+    assert_eq!(huge_at(Nanos::from_secs(25)), (16, 0));
 }
 
 #[test]
