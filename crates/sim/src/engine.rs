@@ -156,7 +156,7 @@ impl Engine {
                 }
             }
         }
-        Ok(self.finish(end.min(limit.max(end))))
+        Ok(self.finish(end))
     }
 
     fn live(&self) -> bool {
@@ -192,11 +192,10 @@ impl Engine {
     fn turn_bound(&self, c: usize) -> Picos {
         let now = self.cores[c].now;
         let mut bound = now + SYNC;
-        for (i, p) in self.procs.iter().enumerate() {
+        for p in &self.procs {
             if p.pid.is_none() && p.end.is_none() {
                 bound = bound.min(Picos::from(p.start).max(now));
             }
-            let _ = i;
         }
         for d in &self.daemons {
             bound = bound.min(d.next.max(now));
