@@ -33,6 +33,24 @@ pub fn key(words: &[u64]) -> u64 {
     })
 }
 
+/// Whether page `page` was touched by `refs` skipped references of `stream`, decided by
+/// the coins of `key`: `None` if not, `Some(written)` if it was. Being written is drawn
+/// conditioned on being touched, from the same independent references.
+pub fn skipped_touch(
+    stream: &Stream,
+    page: u64,
+    refs: u64,
+    write_fraction: f64,
+    key: u64,
+) -> Option<bool> {
+    let touched = stream.page_probability(page, refs);
+    if coin(key) >= touched {
+        return None;
+    }
+    let written = stream.page_write_probability(page, refs, write_fraction);
+    Some(coin(key ^ 0x5555) * touched < written)
+}
+
 /// Pending accessed/dirty bits of one buffer.
 #[derive(Clone, Debug)]
 pub struct LazyCoverage {
@@ -79,13 +97,8 @@ impl LazyCoverage {
         let first = index as u64 * pages_per_region;
         let last = (first + pages_per_region).min(self.stream.pages());
         for page in first..last {
-            let p = self.stream.page_probability(page, refs);
             let k = key(&[self.seed, pid.0 as u64, page, self.total]);
-            if coin(k) < p {
-                // P(written) for the same independent draws, conditioned on touched.
-                let qw = self.stream.page_share(page) * self.write_fraction;
-                let pw = -((refs as f64) * (-qw.min(1.0)).ln_1p()).exp_m1();
-                let write = coin(k ^ 0x5555) * p < pw;
+            if let Some(write) = skipped_touch(&self.stream, page, refs, self.write_fraction, k) {
                 // Only bits: a page that is not present stays so (its first touch was
                 // applied eagerly when it was skipped, or it was since freed).
                 let _ = kernel.touch(pid, VirtAddr(base.0 + page * 4096), write);

@@ -1,7 +1,7 @@
 //! Running a process on its core: beginning phases, making references (with the faults
 //! they cause), and in sampled mode alternating measured windows with skips.
 
-use crate::coverage::{coin, key, LazyCoverage};
+use crate::coverage::{coin, key, skipped_touch, LazyCoverage};
 use crate::engine::{Core, Engine, SLICE};
 use crate::experiment::Mode;
 use crate::process::{AccessRun, Activity, Buffer, Proc};
@@ -568,14 +568,10 @@ fn apply_footprint(
                     if ctx.kernel.peek(pid, va).is_some() {
                         continue;
                     }
-                    let prob = run.stream.page_probability(page, refs);
                     let k = key(&[p.seed, page, epoch]);
-                    if coin(k) < prob {
-                        let qw = run.stream.page_share(page) * w;
-                        let pw = -((refs as f64) * (-qw.min(1.0)).ln_1p()).exp_m1();
-                        touch_page(ctx, p, base, page, coin(k ^ 0x5555) * prob < pw)?;
-                    } else {
-                        missing = true;
+                    match skipped_touch(&run.stream, page, refs, w, k) {
+                        Some(write) => touch_page(ctx, p, base, page, write)?,
+                        None => missing = true,
                     }
                 }
                 p.buffers[b].as_mut().expect("checked").maybe_unpopulated = missing;

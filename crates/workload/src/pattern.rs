@@ -231,12 +231,24 @@ impl Stream {
     /// The probability that page `page` was touched by at least one of `refs` skipped
     /// references (references drawn independently).
     pub fn page_probability(&self, page: u64, refs: u64) -> f64 {
-        let q = self.page_share(page).min(1.0);
-        if q >= 1.0 {
-            return 1.0;
-        }
-        -((refs as f64) * (-q).ln_1p()).exp_m1()
+        at_least_once(self.page_share(page), refs)
     }
+
+    /// The probability that page `page` was written by at least one of `refs` skipped
+    /// references, a `write_fraction` of which are writes.
+    pub fn page_write_probability(&self, page: u64, refs: u64, write_fraction: f64) -> f64 {
+        at_least_once(self.page_share(page) * write_fraction, refs)
+    }
+}
+
+/// The probability that an event of probability `q` per draw happens at least once in
+/// `refs` independent draws: 1 - (1 - q)^refs, computed without cancellation.
+fn at_least_once(q: f64, refs: u64) -> f64 {
+    let q = q.min(1.0);
+    if q >= 1.0 {
+        return 1.0;
+    }
+    -((refs as f64) * (-q).ln_1p()).exp_m1()
 }
 
 /// The generalised harmonic number H(n, s) = sum over k = 1..=n of k^-s: exact for the
