@@ -12,14 +12,21 @@
 //! memory) and a freed frame becomes dirty; the allocator reports whether all frames of a
 //! block were known zero so the caller can skip clearing them.
 //!
+//! Bookkeeping hooks: every free-list push and remove goes through [`PhysMem::list_push`]
+//! and [`PhysMem::list_remove`], which keep the per-pageblock counters
+//! ([`PageblockCounters`]) and, while a placement policy is installed, the address index;
+//! allocation and free update the pinned-frame counters.
+//!
 //! This module owns frame metadata and free lists. It must not know about processes or
 //! page tables: callers record reverse maps through the crate-private setters.
 
 use crate::error::{MmError, Result};
-use crate::fallback::{FallbackPolicy, FreeAreaView, LinuxDefault};
+use crate::fallback::addr_index::AddrIndex;
+use crate::fallback::{FallbackPolicy, FreeAreaView, LinuxDefault, Placement};
 use crate::frame::{Frame, FrameState, FrameTable, OwnerKind, NIL};
 use crate::freelist::FreeArea;
-use crate::pageblock::{MigrateType, Pageblocks};
+use crate::pageblock::{MigrateType, PageblockCounters, Pageblocks};
+use crate::stats::FallbackStats;
 use hugemm_hw::{Geometry, Order, Pfn, Pid, Vpn};
 
 /// Highest order the frame metadata can record.
@@ -96,6 +103,15 @@ pub struct PhysMem {
     pub(crate) free: FreeArea,
     pub(crate) blocks: Pageblocks,
     pub(crate) policy: Box<dyn FallbackPolicy>,
+    /// Per-pageblock free / pinned / listed counters, kept by the hooks below.
+    pub(crate) counters: PageblockCounters,
+    /// Free heads by address, kept only while `placement` is not all `ListHead`.
+    pub(crate) index: Option<AddrIndex>,
+    /// The policy's placement per migrate type, read when it was installed.
+    placement: [Placement; MigrateType::COUNT],
+    /// Pageblocks (start frames) AAF claimed and wants emptied of movable frames.
+    pub(crate) evacuations: Vec<Pfn>,
+    pub(crate) fallback_stats: FallbackStats,
     max_order: u8,
 }
 
@@ -121,18 +137,77 @@ impl PhysMem {
             free: FreeArea::new(max_order),
             blocks: Pageblocks::new(frames, pb_order),
             policy: Box::new(LinuxDefault),
+            counters: PageblockCounters::new(frames, pb_order, max_order),
+            index: None,
+            placement: [Placement::ListHead; MigrateType::COUNT],
+            evacuations: Vec::new(),
+            fallback_stats: FallbackStats::default(),
             max_order,
         };
         for (pfn, order) in boot_blocks(frames as u32, max_order).into_iter().rev() {
-            mem.free
-                .push(&mut mem.frames, pfn, order, MigrateType::Movable);
+            mem.list_push(pfn, order, MigrateType::Movable);
         }
         Ok(mem)
     }
 
-    /// Replace the pageblock fallback policy.
+    /// Replace the pageblock fallback policy; builds or drops the address index its
+    /// placement needs (O(frames / 64 + free blocks) when built).
     pub fn set_fallback_policy(&mut self, policy: Box<dyn FallbackPolicy>) {
+        self.placement = MigrateType::ALL.map(|mt| policy.placement(mt));
         self.policy = policy;
+        let placed = self.placement.iter().any(|&p| p != Placement::ListHead);
+        self.index = match (placed, self.index.take()) {
+            (false, _) => None,
+            (true, Some(index)) => Some(index),
+            (true, None) => Some(AddrIndex::build(self)),
+        };
+    }
+
+    /// Fallback events so far.
+    pub fn fallback_stats(&self) -> FallbackStats {
+        self.fallback_stats
+    }
+
+    /// Take the pageblocks (start frames, in the order claimed) whose movable frames the
+    /// fallback policy asked to migrate out (AAF). The kernel drains this after an
+    /// allocation and evacuates each; the allocator itself cannot migrate.
+    pub fn take_evacuations(&mut self) -> Vec<Pfn> {
+        std::mem::take(&mut self.evacuations)
+    }
+
+    /// Put a free block on `mt`'s list, keeping the counters and the index.
+    pub(crate) fn list_push(&mut self, pfn: u32, order: u8, mt: MigrateType) {
+        self.free.push(&mut self.frames, pfn, order, mt);
+        self.counters.on_push(pfn, order, mt);
+        if let Some(index) = &mut self.index {
+            index.insert(pfn, order, mt);
+        }
+    }
+
+    /// Take the free head at `pfn` off its list, keeping the counters and the index.
+    pub(crate) fn list_remove(&mut self, pfn: u32) -> (u8, MigrateType) {
+        let (order, mt) = self.free.remove(&mut self.frames, pfn);
+        self.note_removed(pfn, order, mt);
+        (order, mt)
+    }
+
+    /// The bookkeeping of a block taken off `mt`'s list at `order`.
+    fn note_removed(&mut self, pfn: u32, order: u8, mt: MigrateType) {
+        self.counters.on_remove(pfn, order, mt);
+        if let Some(index) = &mut self.index {
+            index.remove(pfn, order, mt);
+        }
+    }
+
+    /// Compare the per-pageblock counters and the address index with a recount (tests and
+    /// debug runs; linear in memory).
+    #[cfg_attr(not(test), allow(dead_code))] // for tests and debug checks
+    pub(crate) fn check_counters(&self) -> Result<()> {
+        self.counters.check(&self.frames)?;
+        match &self.index {
+            Some(index) => index.check(&self.frames, |o, mt| self.free.count(o, mt)),
+            None => Ok(()),
+        }
     }
 
     /// The fallback policy's name.
@@ -171,10 +246,16 @@ impl PhysMem {
             })
     }
 
-    /// `__rmqueue_smallest`: the first block on `mt`'s lists of order >= `order`, split.
+    /// `__rmqueue_smallest`: the first block on `mt`'s lists of order >= `order`, split
+    /// (or the block at the policy's end of memory, see [`Placement`]).
     pub(crate) fn rmqueue_smallest(&mut self, order: u8, mt: MigrateType) -> Option<u32> {
+        let at = self.placement[mt.index()];
+        if at != Placement::ListHead {
+            return self.rmqueue_placed(order, mt, at);
+        }
         for cur in order..=self.max_order {
             if let Some(pfn) = self.free.pop(&mut self.frames, cur, mt) {
+                self.note_removed(pfn, cur, mt);
                 self.expand(pfn, order, cur, mt);
                 return Some(pfn);
             }
@@ -186,8 +267,7 @@ impl PhysMem {
     fn expand(&mut self, pfn: u32, low: u8, mut high: u8, mt: MigrateType) {
         while high > low {
             high -= 1;
-            self.free
-                .push(&mut self.frames, pfn + (1 << high), high, mt);
+            self.list_push(pfn + (1 << high), high, mt);
         }
     }
 
@@ -198,6 +278,7 @@ impl PhysMem {
             0 => f.set_allocated(order, owner),
             _ => f.set_allocated_tail(owner),
         });
+        self.counters.on_alloc(pfn, order, owner);
         zeroed
     }
 
@@ -206,6 +287,9 @@ impl PhysMem {
     pub fn free(&mut self, pfn: Pfn, order: Order) -> Result<()> {
         let head = self.check_free(pfn, order)?;
         let (mut pfn, mut order) = (head, order.0);
+        if let Some(owner) = self.frames.at(head).owner() {
+            self.counters.on_free(head, order, owner);
+        }
         self.frames.update_range(pfn, 1 << order, |_, f| {
             f.set_free_tail();
             f.set_zeroed(false);
@@ -220,11 +304,11 @@ impl PhysMem {
             {
                 break;
             }
-            self.free.remove(&mut self.frames, buddy);
+            self.list_remove(buddy);
             pfn = pfn.min(buddy);
             order += 1;
         }
-        self.free.push(&mut self.frames, pfn, order, mt);
+        self.list_push(pfn, order, mt);
         Ok(())
     }
 
@@ -356,7 +440,14 @@ impl PhysMem {
 
     /// A read-only view of the free lists, as fallback policies see them.
     pub fn view(&self) -> FreeAreaView<'_> {
-        FreeAreaView::new(&self.frames, &self.free, &self.blocks, self.max_order)
+        FreeAreaView::new(
+            &self.frames,
+            &self.free,
+            &self.blocks,
+            &self.counters,
+            self.index.as_ref(),
+            self.max_order,
+        )
     }
 }
 

@@ -2,19 +2,44 @@
 //! which other migrate type's block is taken, and whether the whole pageblock is claimed.
 //!
 //! APSys'16 ("Protecting Huge Pages from the Kernel") shows this choice decides whether
-//! unmovable kernel pages scatter over movable pageblocks; its OPBS/APBS/AAF/RPBS policies
-//! implement [`FallbackPolicy`] next to [`LinuxDefault`]. A policy only decides; the
-//! mechanism that moves free pages and retypes pageblocks is in `steal.rs`. This
-//! module must not mutate the allocator.
+//! unmovable kernel pages scatter over movable pageblocks; its policies implement
+//! [`FallbackPolicy`] next to [`LinuxDefault`], one small module each: [`Opbs`] (4.2),
+//! [`Aaf`] (4.1), [`Rpbs`] and [`Apbs`] (4.3, Algorithm 2), and the kernel layouts
+//! [`KernelLayout`] KML/KMU (3.2). [`build`] makes one by name.
+//!
+//! A policy only decides; the mechanisms that move free pages and retype pageblocks
+//! (`steal.rs`), keep the per-pageblock counters (`pageblock.rs`, hooks in `buddy.rs`) and
+//! place blocks by address (`addr_index`) are elsewhere. Policies read the allocator
+//! through [`FreeAreaView`] only: this module must not mutate the allocator.
 
-use crate::frame::{FrameState, FrameTable};
-use crate::freelist::FreeArea;
-use crate::pageblock::{MigrateType, Pageblocks};
+use crate::pageblock::MigrateType;
 use hugemm_hw::{Order, Pfn};
 use std::fmt::Debug;
 
+mod aaf;
+pub(crate) mod addr_index;
+mod apbs;
+mod build;
 #[cfg(any(test, feature = "conformance"))]
 pub mod conformance;
+mod layout;
+mod opbs;
+mod rpbs;
+mod select;
+mod view;
+
+#[cfg(test)]
+mod policy_tests;
+#[cfg(test)]
+mod proptests;
+
+pub use aaf::Aaf;
+pub use apbs::{Apbs, Level};
+pub use build::{build, UnknownPolicy, NAMES};
+pub use layout::KernelLayout;
+pub use opbs::Opbs;
+pub use rpbs::Rpbs;
+pub use view::FreeAreaView;
 
 /// Linux's `fallbacks[][]` table (`mm/page_alloc.c`): the types each request type falls
 /// back to, in order.
@@ -24,13 +49,63 @@ pub const FALLBACKS: [[MigrateType; 2]; MigrateType::COUNT] = [
     [MigrateType::Unmovable, MigrateType::Movable],   // Reclaimable
 ];
 
-/// The block a fallback policy chose to steal from.
+/// The block a fallback policy chose to steal from, and what to do with its pageblock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FallbackChoice {
     /// Head of a free block of order >= the request's, on another type's list.
     pub block: Pfn,
     /// Whether to try to take the whole pageblock (Linux's `can_steal`).
     pub whole_block: bool,
+    /// Active anti-fragmentation (APSys'16 4.1): claim the pageblock whatever its census
+    /// says and, if it holds frames of movable owners, queue its start for the kernel to
+    /// evacuate ([`PhysMem::take_evacuations`](crate::PhysMem::take_evacuations)).
+    /// Ignored unless `whole_block` is set and the pageblock lies wholly in memory.
+    pub evacuate: bool,
+    /// Pageblocks whose counters the policy examined to choose (for
+    /// [`FallbackStats::pageblocks_scanned`](crate::stats::FallbackStats)).
+    pub scanned: u32,
+}
+
+impl FallbackChoice {
+    /// Steal `block`, and its pageblock's free pages when `whole_block`; no evacuation.
+    pub fn new(block: Pfn, whole_block: bool) -> FallbackChoice {
+        FallbackChoice {
+            block,
+            whole_block,
+            evacuate: false,
+            scanned: 0,
+        }
+    }
+
+    /// The same choice with AAF's claim-and-evacuate (which needs the whole pageblock).
+    pub fn with_evacuation(self) -> FallbackChoice {
+        FallbackChoice {
+            whole_block: true,
+            evacuate: true,
+            ..self
+        }
+    }
+
+    /// The same choice, recording `n` pageblocks examined.
+    pub fn with_scanned(self, n: u32) -> FallbackChoice {
+        FallbackChoice { scanned: n, ..self }
+    }
+}
+
+/// Where the allocator takes a block on a request's own free lists
+/// ([`FallbackPolicy::placement`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Placement {
+    /// Linux: the head of the smallest non-empty list of order >= the request's
+    /// (`__rmqueue_smallest`), split keeping the low half.
+    #[default]
+    ListHead,
+    /// The lowest-addressed free block of order >= the request's, split keeping its
+    /// lowest part (KML's kernel pages, KMU's user pages).
+    Lowest,
+    /// The highest-addressed free block of order >= the request's, split keeping its
+    /// highest part (KMU's kernel pages, KML's user pages).
+    Highest,
 }
 
 /// What a pageblock holds, counted by `move_freepages_block` while stealing from it.
@@ -69,6 +144,14 @@ pub trait FallbackPolicy: Debug + Send {
     fn claims_pageblock(&self, census: &PageblockCensus, _migrate: MigrateType) -> bool {
         census.free + census.alike >= census.frames / 2
     }
+
+    /// Where requests of `migrate` take blocks from their own lists. Read once when the
+    /// policy is installed ([`PhysMem::set_fallback_policy`](crate::PhysMem)); anything but
+    /// [`Placement::ListHead`] makes the allocator keep an address-ordered index of free
+    /// blocks (O(log64 frames) per list operation). Default: Linux's list head.
+    fn placement(&self, _migrate: MigrateType) -> Placement {
+        Placement::ListHead
+    }
 }
 
 /// Linux 6.x's default fallback (`__rmqueue_fallback`, `find_suitable_fallback`,
@@ -81,7 +164,7 @@ pub struct LinuxDefault;
 
 impl LinuxDefault {
     /// `can_steal_fallback`.
-    fn can_steal(order: u8, pageblock_order: u8, migrate: MigrateType) -> bool {
+    pub(crate) fn can_steal(order: u8, pageblock_order: u8, migrate: MigrateType) -> bool {
         order >= pageblock_order / 2 || migrate != MigrateType::Movable
     }
 
@@ -109,10 +192,7 @@ impl LinuxDefault {
         mt: MigrateType,
         whole_block: bool,
     ) -> Option<FallbackChoice> {
-        Some(FallbackChoice {
-            block: free.first(Order(order), mt)?,
-            whole_block,
-        })
+        Some(FallbackChoice::new(free.first(Order(order), mt)?, whole_block))
     }
 }
 
@@ -145,73 +225,6 @@ impl FallbackPolicy for LinuxDefault {
     }
 }
 
-/// A read-only view of the free area and pageblocks for fallback policies.
-#[derive(Clone, Copy, Debug)]
-pub struct FreeAreaView<'a> {
-    frames: &'a FrameTable,
-    free: &'a FreeArea,
-    blocks: &'a Pageblocks,
-    max_order: u8,
-}
-
-impl<'a> FreeAreaView<'a> {
-    pub(crate) fn new(
-        frames: &'a FrameTable,
-        free: &'a FreeArea,
-        blocks: &'a Pageblocks,
-        max_order: u8,
-    ) -> Self {
-        FreeAreaView {
-            frames,
-            free,
-            blocks,
-            max_order,
-        }
-    }
-
-    /// The highest buddy order.
-    pub fn max_order(&self) -> Order {
-        Order(self.max_order)
-    }
-
-    /// The pageblock order.
-    pub fn pageblock_order(&self) -> Order {
-        Order(self.blocks.order())
-    }
-
-    /// Free blocks of `order` on `mt`'s list.
-    pub fn nr_free(&self, order: Order, mt: MigrateType) -> u64 {
-        self.free.count(order.0, mt)
-    }
-
-    /// Free blocks of `order`, all types (`free_area.nr_free`).
-    pub fn nr_free_order(&self, order: Order) -> u64 {
-        self.free.count_order(order.0)
-    }
-
-    /// The first block of `mt`'s list at `order` (`get_page_from_free_area`).
-    pub fn first(&self, order: Order, mt: MigrateType) -> Option<Pfn> {
-        self.free.first(order.0, mt).map(|p| Pfn(p as u64))
-    }
-
-    /// All blocks of `mt`'s list at `order`, in list order.
-    pub fn blocks(&self, order: Order, mt: MigrateType) -> impl Iterator<Item = Pfn> + 'a {
-        self.free
-            .iter(self.frames, order.0, mt)
-            .map(|p| Pfn(p as u64))
-    }
-
-    /// The type of the pageblock holding `pfn`.
-    pub fn pageblock_type(&self, pfn: Pfn) -> Option<MigrateType> {
-        u32::try_from(pfn.0).ok().and_then(|p| self.blocks.get(p))
-    }
-
-    /// The state of frame `pfn`.
-    pub fn frame_state(&self, pfn: Pfn) -> Option<FrameState> {
-        self.frames.get(pfn.0).map(|f| f.state())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -234,13 +247,7 @@ mod tests {
         let choice = LinuxDefault
             .choose(&m.view(), Order(0), MigrateType::Unmovable)
             .unwrap();
-        assert_eq!(
-            choice,
-            FallbackChoice {
-                block: Pfn(0),
-                whole_block: true
-            }
-        );
+        assert_eq!(choice, FallbackChoice::new(Pfn(0), true));
     }
 
     #[test]
@@ -255,13 +262,7 @@ mod tests {
         let c = LinuxDefault
             .choose(&m.view(), Order(0), MigrateType::Movable)
             .unwrap();
-        assert_eq!(
-            c,
-            FallbackChoice {
-                block: Pfn(1),
-                whole_block: false
-            }
-        );
+        assert_eq!(c, FallbackChoice::new(Pfn(1), false));
     }
 
     #[test]

@@ -42,10 +42,13 @@ pub use api::{
 pub use buddy::{AllocRequest, Block, PhysMem};
 pub use costs::MmCosts;
 pub use error::{CollapseError, MmError, Result};
-pub use fallback::{FallbackChoice, FallbackPolicy, FreeAreaView, LinuxDefault, PageblockCensus};
+pub use fallback::{
+    Aaf, Apbs, FallbackChoice, FallbackPolicy, FreeAreaView, KernelLayout, LinuxDefault, Opbs,
+    PageblockCensus, Placement, Rpbs, UnknownPolicy,
+};
 pub use frame::{Frame, FrameState, OwnerKind, BYTES_PER_FRAME};
 pub use kernel::{Kernel, MemConfig};
 pub use pageblock::MigrateType;
 pub use pte::Pte;
-pub use stats::{FaultCounts, KernelStats};
+pub use stats::{FallbackStats, FaultCounts, KernelStats};
 pub use vma::Vma;

@@ -86,6 +86,24 @@ pub struct KernelStats {
     pub internal_errors: u64,
 }
 
+/// Pageblock fallback events (`__rmqueue_fallback`), counted by the stealing mechanism
+/// (`steal.rs`) whatever the policy; read with
+/// [`PhysMem::fallback_stats`](crate::PhysMem::fallback_stats).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct FallbackStats {
+    /// Allocations that fell back to another migrate type's free lists.
+    pub fallbacks: u64,
+    /// Pageblocks claimed (retyped to the requester's type) by a fallback; a block above
+    /// pageblock order counts each pageblock it covers.
+    pub pageblocks_claimed: u64,
+    /// Fallbacks that stole free pages from a pageblock without claiming it.
+    pub stolen_without_claim: u64,
+    /// Pageblocks queued for evacuation (AAF) in [`PhysMem::take_evacuations`](crate::PhysMem::take_evacuations).
+    pub evacuations_requested: u64,
+    /// Pageblocks whose counters a policy examined while choosing (see each policy).
+    pub pageblocks_scanned: u64,
+}
+
 /// How a fault that changed nothing is counted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum NoOp {

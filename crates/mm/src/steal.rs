@@ -2,28 +2,40 @@
 //! `__rmqueue_fallback`'s `do_steal`, `steal_suitable_fallback`, `move_freepages_block`,
 //! `change_pageblock_range`).
 //!
-//! Owns moving free blocks between migrate types' lists and retyping pageblocks. It must
-//! not decide which block to steal or whether to claim a pageblock: it asks the
-//! [`FallbackPolicy`](crate::fallback::FallbackPolicy).
+//! Owns moving free blocks between migrate types' lists, retyping pageblocks, queueing
+//! AAF's evacuations and counting fallback events
+//! ([`FallbackStats`](crate::stats::FallbackStats)). It must not decide
+//! which block to steal or whether to claim a pageblock: it asks the
+//! [`FallbackPolicy`](crate::fallback::FallbackPolicy). It must not migrate pages either:
+//! evacuations are queued for the kernel ([`PhysMem::take_evacuations`]).
 
 use crate::buddy::PhysMem;
 use crate::error::{MmError, Result};
 use crate::fallback::{FallbackChoice, FreeAreaView, PageblockCensus};
 use crate::frame::FrameState;
 use crate::pageblock::MigrateType;
-use hugemm_hw::Order;
+use hugemm_hw::{Order, Pfn};
 
 impl PhysMem {
     /// Ask the policy for a block and steal it for `migrate`, leaving a block of order >=
     /// `order` on `migrate`'s lists.
     pub(crate) fn rmqueue_fallback(&mut self, order: u8, migrate: MigrateType) -> Result<()> {
-        let view = FreeAreaView::new(&self.frames, &self.free, &self.blocks, self.max_order().0);
+        let view = FreeAreaView::new(
+            &self.frames,
+            &self.free,
+            &self.blocks,
+            &self.counters,
+            self.index.as_ref(),
+            self.max_order().0,
+        );
         let choice = self
             .policy
             .choose(&view, Order(order), migrate)
             .ok_or(MmError::OutOfMemory)?;
         let head = self.check_choice(&choice, order)?;
-        self.steal_suitable_fallback(head, choice.whole_block, migrate);
+        self.fallback_stats.fallbacks += 1;
+        self.fallback_stats.pageblocks_scanned += u64::from(choice.scanned);
+        self.steal_suitable_fallback(head, &choice, migrate);
         Ok(())
     }
 
@@ -40,17 +52,20 @@ impl PhysMem {
     }
 
     /// `steal_suitable_fallback`: move the block (and, when allowed, every free page of
-    /// its pageblock) to `start`'s lists; claim the pageblock when the policy agrees.
-    fn steal_suitable_fallback(&mut self, head: u32, whole_block: bool, start: MigrateType) {
+    /// its pageblock) to `start`'s lists; claim the pageblock when the policy agrees (or
+    /// always, queueing an evacuation, for AAF's `evacuate`).
+    fn steal_suitable_fallback(&mut self, head: u32, choice: &FallbackChoice, start: MigrateType) {
         let order = self.frames.at(head).order_bits();
         let pb_order = self.blocks.order();
         if order >= pb_order {
             self.blocks.set_range(head, order, start);
+            self.fallback_stats.pageblocks_claimed += 1 << (order - pb_order);
             return self.move_block(head, start);
         }
         let pb_frames = self.blocks.frames_per_block();
         let pb_start = head & !(pb_frames - 1);
-        if !whole_block || pb_start as u64 + pb_frames as u64 > self.frames_total() {
+        if !choice.whole_block || pb_start as u64 + pb_frames as u64 > self.frames_total() {
+            self.fallback_stats.stolen_without_claim += 1;
             return self.move_block(head, start);
         }
         let old = self.blocks.type_of(head);
@@ -67,15 +82,22 @@ impl PhysMem {
             movable,
             alike,
         };
-        if self.policy.claims_pageblock(&census, start) {
+        if choice.evacuate || self.policy.claims_pageblock(&census, start) {
             self.blocks.set(pb_start, start);
+            self.fallback_stats.pageblocks_claimed += 1;
+            if choice.evacuate && movable > 0 {
+                self.evacuations.push(Pfn(pb_start as u64));
+                self.fallback_stats.evacuations_requested += 1;
+            }
+        } else {
+            self.fallback_stats.stolen_without_claim += 1;
         }
     }
 
     /// Move one free block to `mt`'s list at the same order (`move_to_free_list`).
     fn move_block(&mut self, head: u32, mt: MigrateType) {
-        let (order, _) = self.free.remove(&mut self.frames, head);
-        self.free.push(&mut self.frames, head, order, mt);
+        let (order, _) = self.list_remove(head);
+        self.list_push(head, order, mt);
     }
 
     /// `move_freepages_block`: move every free block of the pageblock at `pb_start` to
