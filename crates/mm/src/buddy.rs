@@ -12,9 +12,9 @@
 //! memory) and a freed frame becomes dirty; the allocator reports whether all frames of a
 //! block were known zero so the caller can skip clearing them.
 //!
-//! Bookkeeping hooks: every free-list push and remove goes through [`PhysMem::list_push`]
-//! and [`PhysMem::list_remove`], which keep the per-pageblock counters
-//! ([`PageblockCounters`]) and, while a placement policy is installed, the address index;
+//! Bookkeeping hooks: every free-list push and remove goes through `PhysMem::list_push`
+//! and `PhysMem::list_remove`, which keep the per-pageblock counters
+//! (`PageblockCounters`) and, while a placement policy is installed, the address index;
 //! allocation and free update the pinned-frame counters.
 //!
 //! This module owns frame metadata and free lists. It must not know about processes or

@@ -192,7 +192,10 @@ impl LinuxDefault {
         mt: MigrateType,
         whole_block: bool,
     ) -> Option<FallbackChoice> {
-        Some(FallbackChoice::new(free.first(Order(order), mt)?, whole_block))
+        Some(FallbackChoice::new(
+            free.first(Order(order), mt)?,
+            whole_block,
+        ))
     }
 }
 

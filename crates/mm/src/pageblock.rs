@@ -2,7 +2,7 @@
 //! Linux's `pageblock_order`) each tagged with the migrate type it serves
 //! (`include/linux/pageblock-flags.h`, `get_pageblock_migratetype`).
 //!
-//! Owns the per-pageblock type array and its counters, and [`PageblockCounters`]: free
+//! Owns the per-pageblock type array and its counters, and `PageblockCounters`: free
 //! frames, frames of non-movable owners and free blocks per list per order of every
 //! pageblock, kept by the buddy allocator's hooks in O(1) per list operation (O(blocks
 //! spanned) for blocks above pageblock order) so fallback policies choose without
@@ -274,13 +274,28 @@ impl PageblockCounters {
         }
         let diff = |a: &[u32], b: &[u32]| a.iter().zip(b).position(|(x, y)| x != y);
         let bad = |what, at: Option<usize>| match at {
-            Some(at) => Err(MmError::Invariant { what, at: at as u64 }),
+            Some(at) => Err(MmError::Invariant {
+                what,
+                at: at as u64,
+            }),
             None => Ok(()),
         };
-        bad("pageblock free counter differs from a recount", diff(&self.free, &fresh.free))?;
-        bad("pageblock pinned counter differs from a recount", diff(&self.pinned, &fresh.pinned))?;
-        bad("pageblock list counter differs from a recount", diff(&self.listed, &fresh.listed))?;
-        bad("pageblock order mask differs from a recount", diff(&self.masks, &fresh.masks))
+        bad(
+            "pageblock free counter differs from a recount",
+            diff(&self.free, &fresh.free),
+        )?;
+        bad(
+            "pageblock pinned counter differs from a recount",
+            diff(&self.pinned, &fresh.pinned),
+        )?;
+        bad(
+            "pageblock list counter differs from a recount",
+            diff(&self.listed, &fresh.listed),
+        )?;
+        bad(
+            "pageblock order mask differs from a recount",
+            diff(&self.masks, &fresh.masks),
+        )
     }
 }
 
@@ -332,7 +347,14 @@ mod counter_tests {
         c.on_remove(1024, 10, MigrateType::Movable);
         c.on_alloc(1024, 0, OwnerKind::KernelUnmovable);
         c.on_alloc(1025, 0, OwnerKind::Anon);
-        assert_eq!((c.free(2), c.pinned(2), c.orders_listed(2, MigrateType::Movable)), (0, 1, 0));
+        assert_eq!(
+            (
+                c.free(2),
+                c.pinned(2),
+                c.orders_listed(2, MigrateType::Movable)
+            ),
+            (0, 1, 0)
+        );
         c.on_free(1024, 0, OwnerKind::KernelUnmovable);
         assert_eq!(c.pinned(2), 0);
     }

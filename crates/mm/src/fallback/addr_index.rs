@@ -155,7 +155,11 @@ impl AddrIndex {
 
     /// Every indexed block is a free head on that list and every list block is indexed.
     #[cfg_attr(not(test), allow(dead_code))] // for tests and debug checks
-    pub fn check(&self, frames: &FrameTable, listed: impl Fn(u8, MigrateType) -> u64) -> Result<()> {
+    pub fn check(
+        &self,
+        frames: &FrameTable,
+        listed: impl Fn(u8, MigrateType) -> u64,
+    ) -> Result<()> {
         for (o, sets) in self.sets.iter().enumerate() {
             for mt in MigrateType::ALL {
                 let set = &sets[mt.index()];
@@ -187,14 +191,26 @@ impl AddrIndex {
 impl PhysMem {
     /// `__rmqueue_smallest` under a placement: the lowest or highest block on `mt`'s lists
     /// of order >= `order`, split keeping the part at that end. O(orders x log64 frames).
-    pub(crate) fn rmqueue_placed(&mut self, order: u8, mt: MigrateType, at: Placement) -> Option<u32> {
+    pub(crate) fn rmqueue_placed(
+        &mut self,
+        order: u8,
+        mt: MigrateType,
+        at: Placement,
+    ) -> Option<u32> {
         let (head, cur) = self.index.as_ref()?.extreme(order, mt, at)?;
         self.list_remove(head);
         Some(self.expand_toward(head, order, cur, mt, at == Placement::Highest))
     }
 
     /// `expand`, keeping the highest `2^low` frames when `high_end`; returns the kept head.
-    fn expand_toward(&mut self, mut pfn: u32, low: u8, mut high: u8, mt: MigrateType, high_end: bool) -> u32 {
+    fn expand_toward(
+        &mut self,
+        mut pfn: u32,
+        low: u8,
+        mut high: u8,
+        mt: MigrateType,
+        high_end: bool,
+    ) -> u32 {
         while high > low {
             high -= 1;
             if high_end {
@@ -219,10 +235,16 @@ mod tests {
         for i in [5, 70_000, 299_999, 4096] {
             t.insert(i);
         }
-        assert_eq!((t.extreme(false), t.extreme(true)), (Some(5), Some(299_999)));
+        assert_eq!(
+            (t.extreme(false), t.extreme(true)),
+            (Some(5), Some(299_999))
+        );
         t.remove(5);
         t.remove(299_999);
-        assert_eq!((t.extreme(false), t.extreme(true)), (Some(4096), Some(70_000)));
+        assert_eq!(
+            (t.extreme(false), t.extreme(true)),
+            (Some(4096), Some(70_000))
+        );
         t.remove(4096);
         t.remove(70_000);
         assert_eq!(t.extreme(true), None);

@@ -4,14 +4,16 @@
 //! It drives a small machine through a seeded mix of allocations of every order and
 //! migrate type and frees, and asserts (it is a test suite: it panics on failure) that the
 //! policy never makes an allocation fail while a large enough free block exists, that the
-//! blocks handed out are aligned and owned, that frames are conserved, and that freeing
-//! everything restores the boot layout. It must not be used outside tests.
+//! blocks handed out are aligned and owned, that frames are conserved, that the
+//! per-pageblock counters and the address index match a recount, that every evacuation
+//! asked for is a pageblock start now owned by a kernel type, and that freeing everything
+//! restores the boot layout. It must not be used outside tests.
 
 use crate::buddy::{AllocRequest, Block, PhysMem};
 use crate::fallback::FallbackPolicy;
 use crate::frame::{FrameState, OwnerKind};
 use crate::pageblock::MigrateType;
-use hugemm_hw::{Geometry, Order};
+use hugemm_hw::{Geometry, Order, Pfn};
 
 /// Frames of the test machine: 8 max-order blocks plus a partial tail.
 const FRAMES: u64 = 8 * 1024 + 300;
@@ -83,8 +85,34 @@ fn mixed_workload(policy: Box<dyn FallbackPolicy>, seed: u64) {
         );
         let pbs: u64 = MigrateType::ALL.iter().map(|&mt| m.pageblocks(mt)).sum();
         assert_eq!(pbs, m.pageblock_count(), "{name}: pageblock counts");
+        check_evacuations(&mut m, name);
+        if step % 97 == 0 {
+            check_counters(&m, name);
+        }
     }
     free_all(&mut m, live, name);
+}
+
+fn check_counters(m: &PhysMem, name: &str) {
+    if let Err(e) = m.check_counters() {
+        panic!("{name}: {e}");
+    }
+}
+
+fn check_evacuations(m: &mut PhysMem, name: &str) {
+    let pb_frames = 1u64 << m.pageblock_order().0;
+    for start in m.take_evacuations() {
+        assert_eq!(
+            start.0 % pb_frames,
+            0,
+            "{name}: evacuation not a pageblock start"
+        );
+        let mt = m.pageblock_type(Pfn(start.0));
+        assert!(
+            matches!(mt, Some(MigrateType::Unmovable | MigrateType::Reclaimable)),
+            "{name}: evacuating a pageblock that is {mt:?}"
+        );
+    }
 }
 
 fn check_block(m: &PhysMem, b: &Block, req: &AllocRequest, name: &str) {
@@ -107,6 +135,7 @@ fn free_all(m: &mut PhysMem, live: Vec<Block>, name: &str) {
             .unwrap_or_else(|e| panic!("{name}: final free: {e}"));
     }
     assert_eq!(m.frames_free(), FRAMES, "{name}: frames leaked");
+    check_counters(m, name);
     assert_eq!(
         m.free_blocks(m.max_order()),
         FRAMES >> m.max_order().0,

@@ -41,7 +41,12 @@ impl KernelLayout {
     }
 
     /// The extreme block of order >= `order` on `migrate`'s fallback lists: (head, order).
-    fn extreme(view: &FreeAreaView<'_>, order: Order, migrate: MigrateType, at: Placement) -> Option<(Pfn, Order)> {
+    fn extreme(
+        view: &FreeAreaView<'_>,
+        order: Order,
+        migrate: MigrateType,
+        at: Placement,
+    ) -> Option<(Pfn, Order)> {
         let blocks = FALLBACKS[migrate.index()].into_iter().flat_map(|mt| {
             (order.0..=view.max_order().0).filter_map(move |o| {
                 let pfn = match at {

@@ -89,10 +89,11 @@ pub(super) fn top_fallback_order(
     migrate: MigrateType,
     min: Order,
 ) -> Option<Order> {
-    (min.0..=view.max_order().0)
-        .rev()
-        .map(Order)
-        .find(|&o| FALLBACKS[migrate.index()].iter().any(|&mt| view.nr_free(o, mt) > 0))
+    (min.0..=view.max_order().0).rev().map(Order).find(|&o| {
+        FALLBACKS[migrate.index()]
+            .iter()
+            .any(|&mt| view.nr_free(o, mt) > 0)
+    })
 }
 
 /// The eligible pageblock reserving strictly more than `beat`, scanning all pageblocks
@@ -144,13 +145,19 @@ pub(super) fn sample(
 
 /// The lowest-addressed free block of order `c.top` on a fallback list of `migrate` in
 /// `c`'s pageblock: a walk over that pageblock's blocks (at most its frame count).
-pub(super) fn block_in(view: &FreeAreaView<'_>, c: &Candidate, migrate: MigrateType) -> Option<Pfn> {
+pub(super) fn block_in(
+    view: &FreeAreaView<'_>,
+    c: &Candidate,
+    migrate: MigrateType,
+) -> Option<Pfn> {
     let lists = FALLBACKS[migrate.index()];
     let end = c.start.0 + u64::from(view.pageblock_frames(c.start));
     let mut pfn = c.start.0;
     while pfn < end {
         pfn += match view.frame_state(Pfn(pfn))? {
-            FrameState::FreeHead { order, migrate: mt } if order == c.top && lists.contains(&mt) => {
+            FrameState::FreeHead { order, migrate: mt }
+                if order == c.top && lists.contains(&mt) =>
+            {
                 return Some(Pfn(pfn))
             }
             FrameState::FreeHead { order, .. } | FrameState::Allocated { order, .. } => {
@@ -183,6 +190,10 @@ pub(super) fn best_of_random(
 ) -> Option<FallbackChoice> {
     match sample(view, rng, migrate, order, k) {
         (Some(c), probes) => choice_for(view, &c, migrate, probes),
-        (None, probes) => Some(LinuxDefault.choose(view, order, migrate)?.with_scanned(probes)),
+        (None, probes) => Some(
+            LinuxDefault
+                .choose(view, order, migrate)?
+                .with_scanned(probes),
+        ),
     }
 }
