@@ -82,15 +82,27 @@ impl PhysMem {
             movable,
             alike,
         };
-        if choice.evacuate || self.policy.claims_pageblock(&census, start) {
-            self.blocks.set(pb_start, start);
-            self.fallback_stats.pageblocks_claimed += 1;
-            if choice.evacuate && movable > 0 {
-                self.evacuations.push(Pfn(pb_start as u64));
-                self.fallback_stats.evacuations_requested += 1;
-            }
-        } else {
+        self.settle_pageblock(pb_start, &census, choice, start);
+    }
+
+    /// After its free pages moved: claim the pageblock at `pb_start` for `start` when the
+    /// policy agrees or AAF asks, and queue AAF's evacuation when movable frames remain.
+    fn settle_pageblock(
+        &mut self,
+        pb_start: u32,
+        census: &PageblockCensus,
+        choice: &FallbackChoice,
+        start: MigrateType,
+    ) {
+        if !choice.evacuate && !self.policy.claims_pageblock(census, start) {
             self.fallback_stats.stolen_without_claim += 1;
+            return;
+        }
+        self.blocks.set(pb_start, start);
+        self.fallback_stats.pageblocks_claimed += 1;
+        if choice.evacuate && census.movable > 0 {
+            self.evacuations.push(Pfn(pb_start as u64));
+            self.fallback_stats.evacuations_requested += 1;
         }
     }
 

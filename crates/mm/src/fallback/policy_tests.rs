@@ -345,3 +345,35 @@ fn switching_back_to_a_list_head_policy_drops_the_index() {
     m.set_fallback_policy(Box::new(KernelLayout::kmu()));
     m.check_counters().unwrap();
 }
+
+#[test]
+fn the_counter_check_catches_drift() {
+    let mut m = opbs_machine();
+    m.check_counters().unwrap();
+    m.counters.on_alloc(0, 0, OwnerKind::KernelUnmovable);
+    assert!(
+        m.check_counters().is_err(),
+        "a pinned frame that is not allocated"
+    );
+    m.counters.on_free(0, 0, OwnerKind::KernelUnmovable);
+    m.counters.on_push(0, 0, MigrateType::Reclaimable);
+    assert!(
+        m.check_counters().is_err(),
+        "a listed block that is not free"
+    );
+}
+
+#[test]
+fn the_index_check_catches_drift() {
+    let mut m = opbs_machine();
+    m.set_fallback_policy(Box::new(KernelLayout::kml()));
+    m.check_counters().unwrap();
+    if let Some(index) = m.index.as_mut() {
+        index.remove(1536, 0, MigrateType::Movable);
+        index.insert(1537, 0, MigrateType::Movable);
+    }
+    assert!(
+        m.check_counters().is_err(),
+        "an indexed frame that is allocated"
+    );
+}

@@ -87,7 +87,7 @@ fn run(name: &str, seed: u64, ops: &[Op]) -> std::result::Result<Trace, TestCase
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(24))]
+    #![proptest_config(ProptestConfig::with_cases(64))]
 
     #[test]
     fn every_policy_keeps_the_allocator_invariants_and_is_deterministic(
