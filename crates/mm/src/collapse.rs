@@ -50,7 +50,7 @@ fn collapse_region(
     let region = m.layout.region_of(va);
     check_collapsible(space, m, region)?;
     let req = AllocRequest::new(Order(m.layout.huge_order())).prefer_zeroed(true);
-    let block = m.phys.alloc(&req).map_err(|_| CollapseError::NoMemory)?;
+    let (block, _) = m.alloc(&req).map_err(|_| CollapseError::NoMemory)?;
     let huge = Slot::Huge {
         pfn: block.pfn,
         accessed: true,
