@@ -7,8 +7,8 @@
 //! compaction (async) only scans Movable pageblocks (`suitable_migration_source`), while
 //! full (`compact_memory`) and proactive compaction scan every pageblock. The free scanner
 //! goes down from the top a pageblock at a time, taking free frames from pageblocks that
-//! are `suitable_migration_target` (Movable, and not starting with a free block of order
-//! >= the request's order, or the pageblock order for whole-zone runs). Each isolated
+//! are `suitable_migration_target` (Movable, and not starting with a free block of at
+//! least the request's order, or the pageblock order for whole-zone runs). Each isolated
 //! page migrates to the next free frame (`migrate.rs`). A run ends when the scanners meet
 //! (`compact_scanners_met`: the free scanner's pageblock is not above the migrate
 //! scanner's) or `__compact_finished` says so:

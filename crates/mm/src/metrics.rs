@@ -12,10 +12,11 @@
 //! - A tainted pageblock is a Movable pageblock (the paper's "user pBlock") holding at
 //!   least one kernel frame: `KernelUnmovable`, `KernelReclaimable` or `PageTable`.
 //! - The degree of pollution of a tainted pageblock is the percentage of its frames that
-//!   are kernel frames. The paper's Table 1 prints rows "<1, 1-2, 2-4, 4-10, >10, >25,
-//!   >40"; the model uses half-open bins [0,1), [1,2), [2,4), [4,10), [10,25), [25,40),
-//!   [40,100], so every tainted pageblock is counted once (the paper's ">25" and ">40"
-//!   rows overlap its ">10" row; summing our last three bins gives its ">10").
+//!   are kernel frames. The paper's Table 1 prints the rows "<1", "1-2", "2-4", "4-10",
+//!   ">10", ">25" and ">40"; the model uses the half-open bins [0,1), [1,2), [2,4),
+//!   [4,10), [10,25), [25,40) and [40,100], so every tainted pageblock is counted once
+//!   (the paper's ">25" and ">40" rows overlap its ">10" row; the sum of the model's last
+//!   three bins is its ">10").
 //!
 //! The scan is one pass over the frame table, skipping blocks by their order. This module
 //! owns the definitions; it must not change anything.

@@ -105,7 +105,10 @@ impl World {
             Op::Read { file, first, pages } => {
                 let pages = (pages as u64).min(FILE_PAGES - first);
                 let out = self.k.file_read(FileId(file), first, pages);
-                prop_assert!(!out.oom || self.k.page_cache_pages() == 0, "OOM with cache left");
+                prop_assert!(
+                    !out.oom || self.k.page_cache_pages() == 0,
+                    "OOM with cache left"
+                );
             }
             Op::Delete { file } => {
                 self.k.file_delete(FileId(file));
@@ -140,7 +143,9 @@ impl World {
             }
             Op::Compact { kind, order } => {
                 let req = match kind {
-                    0 => CompactRequest::Direct { order: Order(order) },
+                    0 => CompactRequest::Direct {
+                        order: Order(order),
+                    },
                     1 => CompactRequest::Full,
                     _ => CompactRequest::Proactive,
                 };
