@@ -449,6 +449,29 @@ impl PhysMem {
             self.max_order,
         )
     }
+
+    /// Allocate the free frame `pfn` as an order-0 block of `owner`, carving it out of
+    /// the free block whose head is `head` (compaction's free scanner taking a target
+    /// page: `isolate_freepages_block`, `split_page`); the rest of the block goes back on
+    /// the list it was on. Returns whether the frame was known zero; `None` (nothing
+    /// changed) unless `head` is a free head whose block holds `pfn`.
+    pub(crate) fn alloc_frame_in(&mut self, head: Pfn, pfn: Pfn, owner: OwnerKind) -> Option<bool> {
+        let (h, t) = (u32::try_from(head.0).ok()?, u32::try_from(pfn.0).ok()?);
+        match self.frames.get(head.0)?.state() {
+            FrameState::FreeHead { order, .. } if t >= h && t - h < (1u32 << order.0) => {}
+            _ => return None,
+        }
+        let (mut order, mt) = self.free.remove(&mut self.frames, h);
+        let mut h = h;
+        while order > 0 {
+            order -= 1;
+            let upper = h + (1 << order);
+            let (keep, give) = if t < upper { (h, upper) } else { (upper, h) };
+            self.free.push(&mut self.frames, give, order, mt);
+            h = keep;
+        }
+        Some(self.mark_allocated(t, 0, owner))
+    }
 }
 
 /// Maximal aligned blocks covering `0..frames`, lowest first.

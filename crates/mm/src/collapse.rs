@@ -1,8 +1,9 @@
 //! Collapse: replace a region's table of 4 KB PTEs by one huge page (khugepaged's
 //! `collapse_huge_page` and `MADV_COLLAPSE`, `mm/khugepaged.c`).
 //!
-//! The region must be a table inside one VMA. An order-9 movable block is allocated (no
-//! compaction yet: without a free block the collapse fails with `NoMemory`); every present
+//! The region must be a table inside one VMA. An order-9 movable block is allocated
+//! (without a free block the collapse fails with `NoMemory`; compacting first is the
+//! caller's choice); every present
 //! PTE with a frame of its own is copied (`__collapse_huge_page_copy`), the rest (empty or
 //! zero-page) is zero-filled unless the new frames were known zero; the old frames and the
 //! page-table page are freed, and a TLB flush is recorded. The new PMD is young and dirty
@@ -50,7 +51,7 @@ fn collapse_region(
     let region = m.layout.region_of(va);
     check_collapsible(space, m, region)?;
     let req = AllocRequest::new(Order(m.layout.huge_order())).prefer_zeroed(true);
-    let block = m.phys.alloc(&req).map_err(|_| CollapseError::NoMemory)?;
+    let (block, _) = m.alloc(&req).map_err(|_| CollapseError::NoMemory)?;
     let huge = Slot::Huge {
         pfn: block.pfn,
         accessed: true,

@@ -1,4 +1,4 @@
-//! [`MmCosts`]: the kernel model's view of what its software mechanisms cost.
+//! [`MmCosts`] and [`FragCosts`]: the kernel model's view of what its software mechanisms cost.
 //!
 //! The engine builds it from the machine profile's `KernelCosts` (hugemm-hw), so this crate
 //! does not depend on how profiles are written. This module owns the arithmetic turning
@@ -61,6 +61,49 @@ impl MmCosts {
     }
 }
 
+/// Costs of the fragmentation mechanisms: page-cache reads, reclaim and the compaction
+/// scanners. Kept apart from [`MmCosts`] so the engine's `MmCosts` literal (hugemm-sim)
+/// still compiles; [`Kernel::new`](crate::Kernel::new) derives them with
+/// [`FragCosts::derived`] and [`Kernel::set_frag_costs`](crate::Kernel::set_frag_costs)
+/// replaces them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FragCosts {
+    /// Reading one base page into the page cache on a miss, beyond copying it out to the
+    /// reader. Default: one buddy allocation plus a copy of the page (the file is modelled
+    /// as RAM-backed, like tmpfs or `brd`: no device latency).
+    pub page_cache_read: Nanos,
+    /// One frame examined by a compaction scanner (`isolate_migratepages_block`,
+    /// `isolate_freepages_block` read one `struct page`, a mostly streamed 64 B line).
+    /// Default 5 ns.
+    pub compact_scan: Nanos,
+    /// Reclaiming one clean, unmapped page-cache page (`shrink_folio_list`: LRU isolation,
+    /// `__remove_mapping`, the free). Default 1 us, about 4 GB/s of clean cache a thread,
+    /// the order kswapd reaches on current hardware (an estimate, not a measurement).
+    pub reclaim_page: Nanos,
+}
+
+impl FragCosts {
+    /// The defaults described on each field, from the machine's `MmCosts` and base page.
+    pub fn derived(c: &MmCosts, base_bytes: u64) -> FragCosts {
+        FragCosts {
+            page_cache_read: c.alloc + c.copy_time(base_bytes),
+            compact_scan: Nanos(5),
+            reclaim_page: Nanos(1000),
+        }
+    }
+
+    /// Check every cost is plausible, so no sum of costs can overflow.
+    pub fn validate(&self) -> Result<()> {
+        let all = [self.page_cache_read, self.compact_scan, self.reclaim_page];
+        if all.iter().any(|c| *c > MAX_COST) {
+            return Err(MmError::InvalidConfig {
+                what: "a fragmentation cost exceeds 1000 s",
+            });
+        }
+        Ok(())
+    }
+}
+
 /// `bytes` at `gbps` GB/s, rounded to the nearest nanosecond (1 GB/s moves 1 byte a ns).
 fn transfer_time(bytes: u64, gbps: f64) -> Nanos {
     if !gbps.is_finite() || gbps <= 0.0 {
@@ -101,6 +144,14 @@ mod tests {
         let bad = MmCosts {
             tlb_flush: Nanos(u64::MAX),
             ..costs()
+        };
+        assert!(bad.validate().is_err());
+        let frag = FragCosts::derived(&costs(), 4096);
+        assert_eq!(frag.page_cache_read, Nanos(100 + 819));
+        assert!(frag.validate().is_ok());
+        let bad = FragCosts {
+            reclaim_page: MAX_COST + Nanos(1),
+            ..frag
         };
         assert!(bad.validate().is_err());
         assert_eq!(

@@ -66,7 +66,7 @@ pub enum CollapseError {
     /// The region is not mapped by a table of 4 KB PTEs (empty, or already huge).
     #[error("region is not mapped by a page table")]
     NotTable,
-    /// No free order-9 block (compaction arrives with the fragmentation issue).
+    /// No free order-9 block (the caller may compact and retry).
     #[error("no free huge block")]
     NoMemory,
     /// The region is not entirely inside one VMA, or the process does not exist.

@@ -5,15 +5,16 @@
 //! serves it if it can:
 //! - 2 MB wanted, the region inside the VMA and empty: a read maps the huge zero page
 //!   (`use_zero_page` = 1); a write allocates an order-9 movable block. Without a free
-//!   order-9 block the fault falls back to 4 KB ([`FaultKind::HugeFallback`]): no
-//!   compaction yet, it arrives with the fragmentation issue.
+//!   order-9 block the fault falls back to 4 KB ([`FaultKind::HugeFallback`]); whether to
+//!   compact first ([`Kernel::compact`]) is the policy's call.
 //! - Otherwise 4 KB: a read of an untouched page maps the shared zero page; a write
 //!   allocates a frame; a write to a zero-page PTE is copy-on-write. A write to a
 //!   huge-zero region first splits it into a table of zero-page PTEs, then copies on
 //!   write, as `do_huge_pmd_wp_page` falls back (`__split_huge_pmd`, `VM_FAULT_FALLBACK`).
 //!
 //! Cost: trap + allocations (each an `alloc`, plus clearing unless every frame was known
-//! zero; page-table pages included) + PTE writes + flushes. With no frame at all the
+//! zero, plus any direct reclaim of page cache; page-table pages included) + PTE writes +
+//! flushes. With no frame at all the
 //! outcome says `oom`, nothing is mapped, and the fault is counted as an OOM event.
 //! This module must not choose page sizes.
 

@@ -9,11 +9,14 @@
 //! zeroed), 32..64 `pid`, 64..128 `data`. For a free-block head `data` holds the intrusive
 //! free-list links (previous and next head as `u32` frame indices); for an allocated
 //! anonymous or page-table frame `pid` and `data` are its reverse map (owning process,
-//! virtual page number). An all-zero frame is a dirty free-block tail, so a machine boots
+//! virtual page number); for a page-cache frame `pid` is 0 and `data` packs the file id
+//! (high 32 bits) and the page index in the file (low 32 bits), so a file's cached pages
+//! are limited to indices below 2^32 (16 TB of 4 KB pages). An all-zero frame is a dirty free-block tail, so a machine boots
 //! from `vec![0u128; n]`, which the allocator hands out as lazily zeroed pages: a 64 GB
 //! machine's 256 MB of metadata costs nothing until touched.
 
 use crate::pageblock::MigrateType;
+use crate::pagecache::FileId;
 use hugemm_hw::{Order, Pid, Vpn};
 use serde::{Deserialize, Serialize};
 
@@ -181,6 +184,17 @@ impl Frame {
         (self.is_allocated() && self.pid() != 0).then_some((Pid(self.pid()), Vpn(self.data())))
     }
 
+    /// The page-cache reverse map of an allocated page-cache frame: its file and page
+    /// index.
+    pub fn cache_rmap(&self) -> Option<(FileId, u64)> {
+        (self.owner() == Some(OwnerKind::PageCache) && self.pid() == 0).then(|| {
+            (
+                FileId((self.data() >> 32) as u32),
+                self.data() & 0xffff_ffff,
+            )
+        })
+    }
+
     /// Whether this is the head of a free block of exactly `order` (the buddy test).
     #[inline]
     pub(crate) fn is_free_head_of(&self, order: u8) -> bool {
@@ -234,6 +248,11 @@ impl Frame {
     /// Record the reverse map of an allocated frame.
     pub(crate) fn set_rmap(&mut self, pid: Pid, vpn: Vpn) {
         self.set_pid_data(pid.0, vpn.0);
+    }
+
+    /// Record the page-cache reverse map: page `index` of `file`.
+    pub(crate) fn set_cache_rmap(&mut self, file: FileId, index: u32) {
+        self.set_pid_data(0, ((file.0 as u64) << 32) | index as u64);
     }
 
     /// The free-list links (previous, next) of a free head.
@@ -380,6 +399,17 @@ mod tests {
         assert_eq!(f.rmap(), Some((Pid(5), Vpn(0x7_f000_0000))));
         f.set_free_tail();
         assert_eq!(f.rmap(), None);
+    }
+
+    #[test]
+    fn page_cache_frames_pack_file_and_index() {
+        let mut f = Frame::ZERO;
+        f.set_allocated(0, OwnerKind::PageCache);
+        f.set_cache_rmap(FileId(7), u32::MAX);
+        assert_eq!(f.cache_rmap(), Some((FileId(7), u32::MAX as u64)));
+        assert_eq!(f.rmap(), None, "pid 0: no process maps it");
+        f.set_allocated(0, OwnerKind::Anon);
+        assert_eq!(f.cache_rmap(), None);
     }
 
     #[test]

@@ -8,7 +8,10 @@
 //! spaces: every mapping lies in a VMA and points at allocated anonymous frames whose
 //! reverse map names that process and page; every table's page is an allocated
 //! page-table frame; no anonymous or page-table frame is unaccounted for; resident and
-//! huge counters match a recount. It must not modify anything.
+//! huge counters match a recount. Page cache: every cached page's frame is an allocated
+//! order-0 page-cache frame whose reverse map names that file and index, every
+//! page-cache frame is cached, and the LRU lists agree with the index. It must not
+//! modify anything.
 
 use crate::addrspace::AddressSpace;
 use crate::buddy::PhysMem;
@@ -37,6 +40,7 @@ struct Census {
     free: u64,
     anon: u64,
     tables: u64,
+    cached: u64,
 }
 
 impl Kernel {
@@ -65,7 +69,26 @@ impl Kernel {
             census.tables == tables,
             "page-table frames not all in use",
             census.tables,
-        )
+        )?;
+        self.check_page_cache(census.cached)
+    }
+
+    fn check_page_cache(&self, frames: u64) -> Result<()> {
+        let page = FrameState::Allocated {
+            order: Order(0),
+            owner: OwnerKind::PageCache,
+        };
+        for c in self.cache.iter() {
+            let f = self.phys.frame(c.pfn).map(|f| (f.state(), f.cache_rmap()));
+            let expect = Some((page, Some((c.file, c.index as u64))));
+            ensure(f == expect, "cached page's frame does not name it", c.pfn.0)?;
+        }
+        ensure(
+            frames == self.cache.pages(),
+            "page-cache frames not all cached",
+            frames,
+        )?;
+        ensure(self.cache.lists_consistent(), "LRU lists corrupt", 0)
     }
 }
 
@@ -108,6 +131,7 @@ fn scan_frames(p: &PhysMem) -> Result<Census> {
             FrameState::Allocated { order, owner } => {
                 c.anon += (owner == OwnerKind::Anon) as u64 * (1 << order.0);
                 c.tables += (owner == OwnerKind::PageTable) as u64;
+                c.cached += (owner == OwnerKind::PageCache) as u64 * (1 << order.0);
                 (order.0, false)
             }
             _ => return fail("a tail frame outside any block", pfn),

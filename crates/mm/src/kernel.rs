@@ -1,21 +1,25 @@
-//! [`Kernel`]: physical memory, the address spaces of processes, the recorded TLB
-//! flushes and the counters, behind the interface of docs/dev/interfaces.md.
+//! [`Kernel`]: physical memory, the address spaces of processes, the page cache, the
+//! recorded TLB flushes and the counters, behind the interface of docs/dev/interfaces.md.
 //!
 //! Owns the process table, the hot translation path ([`Kernel::touch`]) and the read-only
 //! observations policies use. The mechanisms live in their own modules (`fault`,
-//! `collapse`, `split`, `unmap`, `mmap`), each an `impl Kernel` block. This module must
+//! `collapse`, `split`, `unmap`, `mmap`, `kmem`, `pagecache`, `reclaim`, `migrate`,
+//! `compaction`, `metrics`), each an `impl Kernel` block. This module must
 //! not make policy decisions (page size at fault time, what to promote or split).
 
 use crate::addrspace::AddressSpace;
 use crate::api::{FaultInfo, RegionInfo, RegionState, TlbFlush, Touch, Translation};
 use crate::buddy::{AllocRequest, Block, PhysMem};
-use crate::costs::MmCosts;
+use crate::compaction::CompactState;
+use crate::costs::{FragCosts, MmCosts};
 use crate::error::{MmError, Result};
 use crate::fallback::FallbackPolicy;
 use crate::frame::OwnerKind;
+use crate::lru::PageCache;
 use crate::mech::Mech;
 use crate::pagetable::{Slot, VaLayout, ZeroPages};
 use crate::pte::Pte;
+use crate::reclaim::{Mem, Watermarks};
 use crate::stats::KernelStats;
 use crate::vma::{align_up, Vma};
 use hugemm_hw::{Geometry, Order, PageSize, Pfn, Pid, VirtAddr};
@@ -42,6 +46,10 @@ pub struct Kernel {
     pub(crate) stats: KernelStats,
     pub(crate) flushes: Vec<TlbFlush>,
     pub(crate) zero: ZeroPages,
+    pub(crate) cache: PageCache,
+    pub(crate) frag: FragCosts,
+    pub(crate) wmark: Watermarks,
+    pub(crate) compact: CompactState,
 }
 
 impl Kernel {
@@ -57,6 +65,8 @@ impl Kernel {
             });
         }
         let phys = PhysMem::new(cfg.bytes / base, cfg.geometry)?;
+        let wmark = Watermarks::for_zone(phys.frames_total(), base);
+        let compact = CompactState::new(&phys);
         let huge =
             align_up(cfg.bytes + base, layout.region_bytes()).ok_or(MmError::InvalidConfig {
                 what: "memory size too large",
@@ -73,6 +83,10 @@ impl Kernel {
                 base: cfg.bytes,
                 huge,
             },
+            cache: PageCache::default(),
+            frag: FragCosts::derived(&costs, base),
+            wmark,
+            compact,
         })
     }
 
@@ -84,6 +98,30 @@ impl Kernel {
     /// The costs the kernel charges.
     pub fn costs(&self) -> &MmCosts {
         &self.costs
+    }
+
+    /// The costs of page-cache reads, reclaim and compaction.
+    pub fn frag_costs(&self) -> &FragCosts {
+        &self.frag
+    }
+
+    /// Replace the costs of page-cache reads, reclaim and compaction.
+    pub fn set_frag_costs(&mut self, frag: FragCosts) -> Result<()> {
+        frag.validate()?;
+        self.frag = frag;
+        Ok(())
+    }
+
+    /// Physical memory, the page cache and the counters, for allocating with reclaim.
+    pub(crate) fn mem(&mut self) -> Mem<'_> {
+        Mem {
+            phys: &mut self.phys,
+            cache: &mut self.cache,
+            stats: &mut self.stats,
+            frag: &self.frag,
+            wmark: self.wmark,
+            frame_bytes: self.layout.base_bytes(),
+        }
     }
 
     /// Start a process with an empty address space. Pids are never reused.
@@ -107,6 +145,9 @@ impl Kernel {
             flushes: &mut self.flushes,
             layout: self.layout,
             pid,
+            cache: &mut self.cache,
+            frag: &self.frag,
+            wmark: self.wmark,
         };
         Some((space, mech))
     }
@@ -288,13 +329,17 @@ impl Kernel {
         self.space(pid).map_or(0, |s| s.huge_pages)
     }
 
-    /// Allocate frames for a kernel or page-cache owner (the hook for the kernel and
-    /// page-cache allocations of the fragmentation issue). Process memory and page tables
-    /// are allocated only by the mechanisms.
+    /// Allocate frames for a kernel owner straight from the buddy allocator: no reclaim,
+    /// no kswapd ([`Kernel::kmalloc`] is the path with both). Process memory and page
+    /// tables are allocated only by the mechanisms, page-cache pages by
+    /// [`Kernel::file_read`].
     pub fn alloc_pages(&mut self, req: &AllocRequest) -> Result<Block> {
-        if matches!(req.owner_kind(), OwnerKind::Anon | OwnerKind::PageTable) {
+        if !matches!(
+            req.owner_kind(),
+            OwnerKind::KernelUnmovable | OwnerKind::KernelReclaimable
+        ) {
             return Err(MmError::InvalidArgument {
-                what: "anonymous and page-table frames come from faults",
+                what: "anonymous, page-table and page-cache frames have their own paths",
             });
         }
         self.phys.alloc(req)
@@ -303,11 +348,13 @@ impl Kernel {
     /// Free a block allocated by [`Kernel::alloc_pages`].
     pub fn free_pages(&mut self, pfn: Pfn, order: Order) -> Result<()> {
         match self.phys.frame(pfn).and_then(|f| f.owner()) {
-            Some(OwnerKind::Anon | OwnerKind::PageTable) | None => Err(MmError::BadFree {
+            Some(OwnerKind::KernelUnmovable | OwnerKind::KernelReclaimable) => {
+                self.phys.free(pfn, order)
+            }
+            _ => Err(MmError::BadFree {
                 pfn: pfn.0,
-                what: "not a kernel or page-cache block",
+                what: "not a kernel block",
             }),
-            Some(_) => self.phys.free(pfn, order),
         }
     }
 }

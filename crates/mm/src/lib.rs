@@ -1,7 +1,9 @@
 //! hugemm's kernel model: physical memory (frames, the buddy allocator, pageblocks and
 //! their fallback policy), per-process address spaces (VMAs and page tables with accessed
 //! and dirty bits), and the mechanisms policies drive: faults (4 KB, 2 MB, zero page,
-//! copy-on-write of the zero page), collapse, split, unmap and `madvise`.
+//! copy-on-write of the zero page), collapse, split, unmap and `madvise`; kernel
+//! allocations, the page cache and its reclaim, page migration, compaction and the
+//! fragmentation metrics of APSys'16.
 //!
 //! The kernel model offers mechanisms; policies (hugemm-policy) decide (STYLE.md 3). Time
 //! is charged from [`MmCosts`]; nothing here reads a clock. The hardware's view of a
@@ -14,6 +16,7 @@ mod addrspace;
 mod api;
 pub mod buddy;
 mod collapse;
+pub mod compaction;
 pub mod costs;
 pub mod error;
 pub mod fallback;
@@ -22,11 +25,17 @@ pub mod frame;
 mod freelist;
 mod invariants;
 pub mod kernel;
+pub mod kmem;
+mod lru;
 mod mech;
+pub mod metrics;
+mod migrate;
 mod mmap;
 pub mod pageblock;
+pub mod pagecache;
 mod pagetable;
 pub mod pte;
+pub mod reclaim;
 mod split;
 pub mod stats;
 mod steal;
@@ -40,7 +49,8 @@ pub use api::{
     RegionState, TlbFlush, Touch, Translation,
 };
 pub use buddy::{AllocRequest, Block, PhysMem};
-pub use costs::MmCosts;
+pub use compaction::{CompactOutcome, CompactRequest};
+pub use costs::{FragCosts, MmCosts};
 pub use error::{CollapseError, MmError, Result};
 pub use fallback::{
     Aaf, Apbs, FallbackChoice, FallbackPolicy, FreeAreaView, KernelLayout, LinuxDefault, Opbs,
@@ -48,7 +58,12 @@ pub use fallback::{
 };
 pub use frame::{Frame, FrameState, OwnerKind, BYTES_PER_FRAME};
 pub use kernel::{Kernel, MemConfig};
+pub use kmem::{KmemHandle, KmemKind};
+pub use metrics::{FragMetrics, PageblockCounts};
+pub use migrate::EvacuateOutcome;
 pub use pageblock::MigrateType;
+pub use pagecache::{FileId, FileRead};
 pub use pte::Pte;
+pub use reclaim::{ReclaimOutcome, Watermarks};
 pub use stats::{FallbackStats, FaultCounts, KernelStats};
 pub use vma::Vma;

@@ -1,17 +1,20 @@
 //! The mechanism context: the pieces of the kernel one mechanism (fault, collapse, split,
 //! unmap) borrows besides the address space it works on, with the allocation, freeing and
-//! flushing steps they share.
+//! flushing steps they share. Allocations go through reclaim (`reclaim.rs`): direct
+//! reclaim time is part of the allocation's cost.
 //!
 //! Owns how those shared steps are charged. It must not decide anything a policy decides,
 //! nor touch page tables (the mechanisms do).
 
 use crate::api::TlbFlush;
-use crate::buddy::{AllocRequest, PhysMem};
-use crate::costs::MmCosts;
+use crate::buddy::{AllocRequest, Block, PhysMem};
+use crate::costs::{FragCosts, MmCosts};
 use crate::error::Result;
 use crate::frame::OwnerKind;
+use crate::lru::PageCache;
 use crate::pageblock::MigrateType;
 use crate::pagetable::VaLayout;
+use crate::reclaim::{Mem, Watermarks};
 use crate::stats::KernelStats;
 use hugemm_hw::{Nanos, Order, Pfn, Pid, VirtAddr, Vpn};
 
@@ -31,6 +34,9 @@ pub(crate) struct Mech<'a> {
     pub flushes: &'a mut Vec<TlbFlush>,
     pub layout: VaLayout,
     pub pid: Pid,
+    pub cache: &'a mut PageCache,
+    pub frag: &'a FragCosts,
+    pub wmark: Watermarks,
 }
 
 impl Mech<'_> {
@@ -51,7 +57,7 @@ impl Mech<'_> {
         let req = AllocRequest::new(Order(order))
             .migrate(MigrateType::Movable)
             .prefer_zeroed(true);
-        let block = self.phys.alloc(&req)?;
+        let (block, reclaim) = self.alloc(&req)?;
         let frames = 1u64 << order;
         self.phys
             .map_frames(block.pfn, frames, self.pid, self.vpn(va));
@@ -62,8 +68,22 @@ impl Mech<'_> {
         };
         Ok(Alloc {
             pfn: block.pfn,
-            cost: self.costs.alloc + zeroing,
+            cost: self.costs.alloc + zeroing + reclaim,
         })
+    }
+
+    /// Allocate through reclaim (`reclaim.rs`): returns the block and the direct-reclaim
+    /// time charged to the caller.
+    pub fn alloc(&mut self, req: &AllocRequest) -> Result<(Block, Nanos)> {
+        Mem {
+            phys: self.phys,
+            cache: self.cache,
+            stats: self.stats,
+            frag: self.frag,
+            wmark: self.wmark,
+            frame_bytes: self.layout.base_bytes(),
+        }
+        .alloc(req)
     }
 
     /// Allocate a page-table page for `region` (order 0, unmovable, owner page table,
@@ -72,7 +92,7 @@ impl Mech<'_> {
         let req = AllocRequest::new(Order(0))
             .migrate(MigrateType::Unmovable)
             .owner(OwnerKind::PageTable);
-        let block = self.phys.alloc(&req)?;
+        let (block, reclaim) = self.alloc(&req)?;
         self.phys
             .map_frames(block.pfn, 1, self.pid, self.vpn(region));
         let zeroing = if block.zeroed {
@@ -82,7 +102,7 @@ impl Mech<'_> {
         };
         Ok(Alloc {
             pfn: block.pfn,
-            cost: self.costs.alloc + zeroing,
+            cost: self.costs.alloc + zeroing + reclaim,
         })
     }
 

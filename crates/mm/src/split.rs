@@ -131,7 +131,7 @@ mod tests {
         let pid = k.create_process();
         let va = k.mmap(pid, HUGE, HugeAdvice::None).unwrap();
         k.fault(pid, va, false, PageSize::Huge);
-        let req = AllocRequest::new(Order(0)).owner(OwnerKind::PageCache);
+        let req = AllocRequest::new(Order(0)).owner(OwnerKind::KernelReclaimable);
         while k.alloc_pages(&req).is_ok() {}
         assert_eq!(k.split(pid, va), Err(MmError::OutOfMemory));
         assert_eq!(k.region_info(pid, va).state, RegionState::HugeZero);

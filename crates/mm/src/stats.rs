@@ -1,5 +1,6 @@
-//! Kernel-wide counters: faults by kind, collapses, splits, out-of-memory events, and the
-//! time spent in each mechanism.
+//! Kernel-wide counters: faults by kind, collapses, splits, out-of-memory events, kernel
+//! and page-cache pages, reclaim, compaction and migration (named after Linux's
+//! `/proc/vmstat` where one exists), and the time spent in each mechanism.
 //!
 //! Owns the counters and their recording helpers. It must not influence behaviour.
 
@@ -84,6 +85,50 @@ pub struct KernelStats {
     pub split_time: Nanos,
     /// Frees the allocator refused: always 0 unless the model has a bug.
     pub internal_errors: u64,
+    /// Frames held by `kmalloc` with [`KmemKind::Unmovable`](crate::KmemKind) (now).
+    pub kmem_unmovable_pages: u64,
+    /// Frames held by `kmalloc` with [`KmemKind::Reclaimable`](crate::KmemKind) (now).
+    pub kmem_reclaimable_pages: u64,
+    /// Page-cache reads that found the page cached.
+    pub page_cache_hits: u64,
+    /// Pages read into the page cache (misses; Linux `pgpgin` in pages).
+    pub page_cache_inserted: u64,
+    /// Time charged to file readers.
+    pub file_read_time: Nanos,
+    /// Allocations that entered direct reclaim (`allocstall`).
+    pub allocstall: u64,
+    /// Pages reclaimed by direct (and explicit) reclaim (`pgsteal_direct`).
+    pub pgsteal_direct: u64,
+    /// Pages reclaimed by kswapd (`pgsteal_kswapd`).
+    pub pgsteal_kswapd: u64,
+    /// Times kswapd was woken below the low watermark.
+    pub kswapd_wakes: u64,
+    /// Time of direct and explicit reclaim (charged to callers).
+    pub direct_reclaim_time: Nanos,
+    /// Time kswapd spent (charged to no process).
+    pub kswapd_time: Nanos,
+    /// Direct compactions run (`compact_stall`).
+    pub compact_stall: u64,
+    /// Direct compactions after which the order was available (`compact_success`).
+    pub compact_success: u64,
+    /// Direct compactions that did not free a block of the order (`compact_fail`).
+    pub compact_fail: u64,
+    /// Compaction runs of any kind that scanned memory.
+    pub compact_runs: u64,
+    /// Frames examined by the migrate scanner (`compact_migrate_scanned`).
+    pub compact_migrate_scanned: u64,
+    /// Frames examined by the free scanner (`compact_free_scanned`).
+    pub compact_free_scanned: u64,
+    /// Time spent compacting (all kinds).
+    pub compact_time: Nanos,
+    /// Pages migrated by compaction and evacuation (`pgmigrate_success`).
+    pub pgmigrate_success: u64,
+    /// Pages compaction or evacuation failed to migrate (`pgmigrate_fail`).
+    pub pgmigrate_fail: u64,
+    /// Pageblocks evacuated.
+    pub evacuations: u64,
+    /// Time spent evacuating pageblocks.
+    pub evacuate_time: Nanos,
 }
 
 /// Pageblock fallback events (`__rmqueue_fallback`), counted by the stealing mechanism
