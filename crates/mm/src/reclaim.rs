@@ -91,13 +91,13 @@ impl Mem<'_> {
     /// Allocate `req`, reclaiming directly on failure and waking kswapd below `low`.
     /// Returns the block and the direct-reclaim time the caller pays.
     pub fn alloc(&mut self, req: &AllocRequest) -> Result<(Block, Nanos)> {
-        let mut spent = Nanos::ZERO;
+        let (mut spent, mut stalled) = (Nanos::ZERO, false);
         let retry = req.order().0 <= PAGE_ALLOC_COSTLY_ORDER;
         let block = loop {
             match self.phys.alloc(req) {
                 Ok(b) => break b,
                 Err(MmError::OutOfMemory) if retry && self.cache.pages() > 0 => {
-                    self.stats.allocstall += (spent == Nanos::ZERO) as u64;
+                    self.stats.allocstall += !std::mem::replace(&mut stalled, true) as u64;
                     spent += self.direct_reclaim();
                 }
                 Err(e) => return Err(e),
@@ -113,8 +113,7 @@ impl Mem<'_> {
         let cost = self.reclaim_time(freed);
         self.stats.pgsteal_direct += freed;
         self.stats.direct_reclaim_time += cost;
-        // Never zero while pages were freed, so `alloc` counts one stall per allocation.
-        cost.max(Nanos(1))
+        cost
     }
 
     /// kswapd: below `low`, reclaim up to `high`.
