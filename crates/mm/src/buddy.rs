@@ -461,13 +461,13 @@ impl PhysMem {
             FrameState::FreeHead { order, .. } if t >= h && t - h < (1u32 << order.0) => {}
             _ => return None,
         }
-        let (mut order, mt) = self.free.remove(&mut self.frames, h);
+        let (mut order, mt) = self.list_remove(h);
         let mut h = h;
         while order > 0 {
             order -= 1;
             let upper = h + (1 << order);
             let (keep, give) = if t < upper { (h, upper) } else { (upper, h) };
-            self.free.push(&mut self.frames, give, order, mt);
+            self.list_push(give, order, mt);
             h = keep;
         }
         Some(self.mark_allocated(t, 0, owner))

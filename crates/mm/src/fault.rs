@@ -54,7 +54,9 @@ impl Kernel {
             None => noop(NoOp::Segfault, trap, PageSize::Base),
         };
         match served {
-            Served::Done(out) => {
+            Served::Done(mut out) => {
+                // A page-table page may have been a fallback that claimed a pageblock.
+                out.cost += self.drain_evacuations();
                 self.stats.record_fault(&out);
                 out
             }

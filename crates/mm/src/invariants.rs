@@ -52,6 +52,7 @@ impl Kernel {
             self.stats.internal_errors,
         )?;
         let census = check_phys(&self.phys)?;
+        self.phys.check_counters()?;
         let (mut anon, mut tables) = (0, 0);
         for (pid, space) in self.procs.iter().enumerate() {
             if let Some(space) = space {

@@ -67,7 +67,8 @@ impl Kernel {
             pfn: block.pfn,
             order,
         };
-        Ok((handle, self.costs.alloc + reclaim))
+        let evacuate = self.drain_evacuations();
+        Ok((handle, self.costs.alloc + reclaim + evacuate))
     }
 
     /// Free a kernel allocation. A handle that is not a live kernel allocation of that

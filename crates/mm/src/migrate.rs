@@ -132,6 +132,21 @@ impl Kernel {
         Ok(self.costs.pte_update)
     }
 
+    /// Evacuate the pageblocks a fallback policy claimed whole for the kernel (AAF,
+    /// APBS's high level: [`PhysMem::take_evacuations`](crate::PhysMem::take_evacuations)).
+    /// Called after every kernel-side allocation (kernel memory, page-table pages); returns
+    /// the time, charged to that allocation.
+    pub(crate) fn drain_evacuations(&mut self) -> Nanos {
+        let mut cost = Nanos::ZERO;
+        for start in self.phys.take_evacuations() {
+            match self.evacuate_pageblock(start) {
+                Ok(out) => cost += out.cost,
+                Err(_) => self.stats.internal_errors += 1,
+            }
+        }
+        cost
+    }
+
     /// Migrate every movable order-0 page out of the pageblock holding `start` to movable
     /// frames elsewhere. Fails only when `start` is beyond memory.
     pub fn evacuate_pageblock(&mut self, start: Pfn) -> Result<EvacuateOutcome> {
