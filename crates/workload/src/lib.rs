@@ -7,8 +7,12 @@
 //! lives in the command-line crate; here every value is already validated and typed.
 
 pub mod builtin;
+pub mod kbuild;
 pub mod pattern;
 pub mod spec;
 
 pub use pattern::{SkipCoverage, Stream};
-pub use spec::{AccessPhase, Advice, Amount, BufferId, MadviseKind, Pattern, Phase, ProcessSpec};
+pub use spec::{
+    AccessPhase, Advice, Amount, BufferId, FileId, KernelMem, Lifetime, MadviseKind, Pattern,
+    Phase, ProcessSpec,
+};

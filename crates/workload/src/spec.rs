@@ -125,6 +125,74 @@ pub enum Phase {
     },
     /// Compute without memory references (or wait) for a while.
     Sleep(Nanos),
+    /// Read `bytes` of a file from `offset` through the page cache (pages not cached are
+    /// allocated, movable and reclaimable; cached ones are hits). Writing a file is
+    /// modelled the same way: both leave the pages in the page cache.
+    FileRead {
+        /// The file (shared by every process).
+        file: FileId,
+        /// First byte read.
+        offset: u64,
+        /// Bytes read.
+        bytes: u64,
+    },
+    /// Delete a file: its cached pages are freed (`unlink` of a file nobody holds open).
+    FileDelete {
+        /// The file.
+        file: FileId,
+    },
+    /// Kernel allocations made on the process's behalf: `bytes` in blocks of `2^order`
+    /// base pages, freed when `lifetime` says.
+    KernelAlloc {
+        /// Unmovable or reclaimable.
+        kind: KernelMem,
+        /// Buddy order of each block.
+        order: u8,
+        /// Total bytes (rounded up to whole blocks).
+        bytes: u64,
+        /// When the blocks are freed.
+        lifetime: Lifetime,
+    },
+    /// `echo 1 > /proc/sys/vm/drop_caches`: free every clean page-cache page.
+    DropCaches,
+    /// `echo 1 > /proc/sys/vm/compact_memory`: compact all of memory.
+    CompactMemory,
+    /// One attempt of mmtests' stress-highalloc: allocate huge pages (order 9, as the
+    /// benchmark's kernel module does) until `share` of memory is requested, each failed
+    /// allocation trying direct compaction first; report the success rate and free them.
+    HighAlloc {
+        /// Label of the attempt in the results.
+        label: String,
+        /// Memory requested, as a fraction of the machine's memory (0..=1).
+        share: f64,
+    },
+}
+
+/// A file in the page cache, shared by every process that names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct FileId(pub u32);
+
+/// The mobility of kernel memory (the migrate type it is allocated with).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum KernelMem {
+    /// Slab objects, kernel stacks, page tables of the kernel: never moved or freed early.
+    Unmovable,
+    /// Dentry and inode caches and the like: freed by shrinkers, never moved.
+    Reclaimable,
+}
+
+/// When kernel memory allocated by a [`Phase::KernelAlloc`] is freed.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub enum Lifetime {
+    /// This long after the allocation.
+    Fixed(Nanos),
+    /// After a time drawn, per block, from an exponential distribution with this mean
+    /// (from the process's seeded generator).
+    Exponential(Nanos),
+    /// When the process exits.
+    Process,
+    /// Never, within the run.
+    Forever,
 }
 
 /// A process: a name, when it starts, and what it does.
@@ -150,7 +218,13 @@ impl ProcessSpec {
                 | Phase::Madvise { buffer, .. }
                 | Phase::Munmap { buffer } => buffer.0 + 1,
                 Phase::Access(a) => a.buffer.0 + 1,
-                Phase::Sleep(_) => 0,
+                Phase::Sleep(_)
+                | Phase::FileRead { .. }
+                | Phase::FileDelete { .. }
+                | Phase::KernelAlloc { .. }
+                | Phase::DropCaches
+                | Phase::CompactMemory
+                | Phase::HighAlloc { .. } => 0,
             })
             .max()
             .unwrap_or(0)

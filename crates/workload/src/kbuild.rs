@@ -1,0 +1,329 @@
+//! System workloads that fragment physical memory the way the papers do: a kernel build
+//! (APSys'16 sections 3 and 5, HawkEye section 4), a file reader (HawkEye's fragmenter)
+//! and memhog (mmtests).
+//!
+//! Each builder returns plain [`ProcessSpec`]s; the engine carries them out like any other
+//! process. Every number below is an assumption about the real program, written next to
+//! its default with the reason; none is fitted to a paper's result.
+
+use crate::builtin::touch;
+use crate::spec::*;
+use hugemm_hw::Nanos;
+use rand::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+const KIB: u64 = 1 << 10;
+const MIB: u64 = 1 << 20;
+
+/// A kernel build (`make -j<jobs>`, run `builds` times with `make clean` between), as the
+/// kernel and page-cache activity it causes.
+///
+/// `jobs` worker processes share the compilation units; each unit forks a compiler that
+/// allocates kernel memory (its stack, task and mm structures, VMAs, open files: unmovable,
+/// freed when it exits; a few slab pages pinned much longer by objects that outlive it;
+/// dentries and inodes of the files it opens: reclaimable), reads its source and some
+/// headers through the page cache, builds an anonymous heap, computes, writes a temporary
+/// assembler file that is deleted again and an object file that stays cached. A second
+/// build first deletes the objects of the first (`make clean`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct KernelBuild {
+    /// Parallel jobs (`make -j`), one worker process each.
+    pub jobs: u32,
+    /// Consecutive builds.
+    pub builds: u32,
+    /// Compilation units per build. Default 2,000: a distribution config builds a few
+    /// thousand objects.
+    pub units: u32,
+    /// Source bytes in all (each unit reads its share once). Default 800 MiB: a Linux 4.x
+    /// tree without `.git`.
+    pub source_bytes: u64,
+    /// Header files in the shared pool, and bytes of each. Default 4,000 x 16 KiB.
+    pub headers: u32,
+    /// Bytes of one header file.
+    pub header_bytes: u64,
+    /// Headers each unit reads (mostly page-cache hits after the first units). Default 8.
+    pub header_reads: u32,
+    /// Object bytes in all, written to the page cache. Default 1.5 GiB: objects and
+    /// modules of a distribution config with debug information.
+    pub object_bytes: u64,
+    /// Compiler heap per unit, drawn uniformly in `[min, max]`. Default 16..64 MiB
+    /// (cc1's resident size on kernel sources).
+    pub heap_bytes: (u64, u64),
+    /// Compute time of one unit. Default 300 ms.
+    pub compute: Nanos,
+    /// Unmovable kernel memory per unit, freed when the unit ends. Default 96 KiB: task
+    /// and mm structures, VMAs, anon_vma, files, pipes (a kernel stack comes on top).
+    pub unmovable_per_unit: u64,
+    /// Unmovable slab pages per unit kept for much longer (slab pages pinned by a few
+    /// long-lived objects). Default 8 KiB.
+    pub pinned_per_unit: u64,
+    /// Mean lifetime of the pinned pages. Default 600 s.
+    pub pinned_lifetime: Nanos,
+    /// Reclaimable kernel memory per unit. Default 64 KiB: the dentries and inodes of the
+    /// files a unit opens (about 1.3 KiB each) and the buffer heads and page-cache tree
+    /// nodes that index its roughly 2 MiB of cached file data (about 3% of it).
+    pub reclaimable_per_unit: u64,
+    /// Mean lifetime of reclaimable memory (until a shrinker frees it). Default 1,200 s.
+    pub reclaimable_lifetime: Nanos,
+    /// Seed of the builder's own choices (heap sizes, headers read).
+    pub seed: u64,
+}
+
+impl Default for KernelBuild {
+    fn default() -> Self {
+        KernelBuild {
+            jobs: 2,
+            builds: 1,
+            units: 2_000,
+            source_bytes: 800 * MIB,
+            headers: 4_000,
+            header_bytes: 16 * KIB,
+            header_reads: 8,
+            object_bytes: 1536 * MIB,
+            heap_bytes: (16 * MIB, 64 * MIB),
+            compute: Nanos::from_millis(300),
+            unmovable_per_unit: 96 * KIB,
+            pinned_per_unit: 8 * KIB,
+            pinned_lifetime: Nanos::from_millis(600_000),
+            reclaimable_per_unit: 64 * KIB,
+            reclaimable_lifetime: Nanos::from_millis(1_200_000),
+            seed: 1,
+        }
+    }
+}
+
+/// Hands out file ids so that several generated workloads never share a file by accident.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileIds {
+    next: u32,
+}
+
+impl FileIds {
+    /// Ids from `first` up.
+    pub fn from(first: u32) -> FileIds {
+        FileIds { next: first }
+    }
+
+    /// A fresh id.
+    pub fn fresh(&mut self) -> FileId {
+        self.next += 1;
+        FileId(self.next - 1)
+    }
+
+    /// The next id that would be handed out.
+    pub fn peek(&self) -> u32 {
+        self.next
+    }
+}
+
+impl KernelBuild {
+    /// The worker processes, named `<name>-<job>`, starting at `start`.
+    pub fn processes(&self, name: &str, start: Nanos, ids: &mut FileIds) -> Vec<ProcessSpec> {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(self.seed);
+        let jobs = self.jobs.max(1);
+        let headers: Vec<FileId> = (0..self.headers).map(|_| ids.fresh()).collect();
+        let sources: Vec<FileId> = (0..self.units).map(|_| ids.fresh()).collect();
+        let mut phases: Vec<Vec<Phase>> = vec![Vec::new(); jobs as usize];
+        let mut objects: Vec<Vec<FileId>> = vec![Vec::new(); jobs as usize];
+        for build in 0..self.builds {
+            for (job, old) in objects.iter_mut().enumerate() {
+                if build > 0 {
+                    let clean = old.drain(..).map(|file| Phase::FileDelete { file });
+                    phases[job].extend(clean);
+                }
+            }
+            for unit in 0..self.units {
+                let job = (unit % jobs) as usize;
+                let object = ids.fresh();
+                objects[job].push(object);
+                let unit_phases =
+                    self.unit(&mut rng, sources[unit as usize], &headers, object, ids);
+                phases[job].extend(unit_phases);
+            }
+        }
+        phases
+            .into_iter()
+            .enumerate()
+            .map(|(job, phases)| ProcessSpec {
+                name: format!("{name}-{job}"),
+                start,
+                core: None,
+                phases,
+            })
+            .collect()
+    }
+
+    fn unit(
+        &self,
+        rng: &mut Xoshiro256PlusPlus,
+        source: FileId,
+        headers: &[FileId],
+        object: FileId,
+        ids: &mut FileIds,
+    ) -> Vec<Phase> {
+        let units = u64::from(self.units.max(1));
+        let heap = BufferId(0);
+        let (lo, hi) = self.heap_bytes;
+        let heap_bytes = round_page(rng.gen_range(lo..=hi.max(lo)));
+        let unit_life = Lifetime::Fixed(Nanos(self.compute.0 + self.compute.0 / 10));
+        let temp = ids.fresh();
+        let object_bytes = (self.object_bytes / units).max(4 * KIB);
+        let mut v = vec![
+            kalloc(KernelMem::Unmovable, 2, 16 * KIB, unit_life),
+            kalloc(KernelMem::Unmovable, 0, self.unmovable_per_unit, unit_life),
+            kalloc(
+                KernelMem::Unmovable,
+                0,
+                self.pinned_per_unit,
+                Lifetime::Exponential(self.pinned_lifetime),
+            ),
+            kalloc(
+                KernelMem::Reclaimable,
+                0,
+                self.reclaimable_per_unit,
+                Lifetime::Exponential(self.reclaimable_lifetime),
+            ),
+            read(source, (self.source_bytes / units).max(4 * KIB)),
+        ];
+        if !headers.is_empty() {
+            for _ in 0..self.header_reads {
+                let h = headers[rng.gen_range(0..headers.len())];
+                v.push(read(h, self.header_bytes));
+            }
+        }
+        v.extend([
+            Phase::Mmap {
+                buffer: heap,
+                bytes: heap_bytes,
+                advice: Advice::Default,
+            },
+            Phase::Access(touch(heap, heap_bytes)),
+            Phase::Sleep(self.compute),
+            read(temp, object_bytes),
+            Phase::FileDelete { file: temp },
+            read(object, object_bytes),
+            Phase::Munmap { buffer: heap },
+        ]);
+        v
+    }
+}
+
+fn round_page(bytes: u64) -> u64 {
+    bytes.div_ceil(4 * KIB) * 4 * KIB
+}
+
+fn kalloc(kind: KernelMem, order: u8, bytes: u64, lifetime: Lifetime) -> Phase {
+    Phase::KernelAlloc {
+        kind,
+        order,
+        bytes,
+        lifetime,
+    }
+}
+
+fn read(file: FileId, bytes: u64) -> Phase {
+    Phase::FileRead {
+        file,
+        offset: 0,
+        bytes,
+    }
+}
+
+/// HawkEye's fragmenter (section 4: "we fragment memory by reading files"): read
+/// `files` files of `bytes_each` through the page cache, one after another, and exit. The
+/// pages stay cached, interleaved with whatever else was allocated meanwhile, until
+/// reclaim or `drop_caches` frees them.
+pub fn file_reader(name: &str, files: u32, bytes_each: u64, ids: &mut FileIds) -> ProcessSpec {
+    let phases = (0..files).map(|_| read(ids.fresh(), bytes_each)).collect();
+    ProcessSpec {
+        name: name.into(),
+        start: Nanos::ZERO,
+        core: None,
+        phases,
+    }
+}
+
+/// mmtests' memhog: map `bytes` of anonymous memory, write every page, hold it for
+/// `hold`, and free it (putting the page cache and everything movable under pressure).
+pub fn memhog(name: &str, bytes: u64, hold: Nanos) -> ProcessSpec {
+    let buffer = BufferId(0);
+    ProcessSpec {
+        name: name.into(),
+        start: Nanos::ZERO,
+        core: None,
+        phases: vec![
+            Phase::Mmap {
+                buffer,
+                bytes,
+                advice: Advice::Default,
+            },
+            Phase::Access(touch(buffer, bytes)),
+            Phase::Sleep(hold),
+            Phase::Munmap { buffer },
+        ],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn small() -> KernelBuild {
+        KernelBuild {
+            units: 10,
+            builds: 2,
+            headers: 5,
+            ..KernelBuild::default()
+        }
+    }
+
+    #[test]
+    fn a_build_splits_its_units_over_the_jobs() {
+        let mut ids = FileIds::from(0);
+        let procs = small().processes("make", Nanos::ZERO, &mut ids);
+        assert_eq!(procs.len(), 2);
+        let mmaps = |p: &ProcessSpec| {
+            p.phases
+                .iter()
+                .filter(|ph| matches!(ph, Phase::Mmap { .. }))
+                .count()
+        };
+        // 10 units x 2 builds over 2 jobs.
+        assert_eq!(mmaps(&procs[0]) + mmaps(&procs[1]), 20);
+        assert_eq!(mmaps(&procs[0]), 10);
+    }
+
+    #[test]
+    fn the_second_build_deletes_the_first_builds_objects() {
+        let mut ids = FileIds::from(0);
+        let procs = small().processes("make", Nanos::ZERO, &mut ids);
+        let deletes: usize = procs
+            .iter()
+            .flat_map(|p| &p.phases)
+            .filter(|ph| matches!(ph, Phase::FileDelete { .. }))
+            .count();
+        // One temporary file per unit per build, plus the first build's 10 objects.
+        assert_eq!(deletes, 20 + 10);
+    }
+
+    #[test]
+    fn the_same_seed_gives_the_same_build_and_ids_never_collide() {
+        let (mut a, mut b) = (FileIds::from(100), FileIds::from(100));
+        let pa = small().processes("m", Nanos::ZERO, &mut a);
+        let pb = small().processes("m", Nanos::ZERO, &mut b);
+        assert_eq!(pa, pb);
+        let reader = file_reader("r", 3, 1 << 20, &mut a);
+        let first_reader_file = match reader.phases[0] {
+            Phase::FileRead { file, .. } => file,
+            _ => unreachable!("a reader only reads"),
+        };
+        assert!(first_reader_file.0 >= b.peek());
+    }
+
+    #[test]
+    fn memhog_touches_and_frees_its_memory() {
+        let p = memhog("hog", 64 << 20, Nanos::from_millis(10));
+        assert_eq!(p.phases.len(), 4);
+        assert!(matches!(p.phases[3], Phase::Munmap { .. }));
+    }
+}
