@@ -17,6 +17,18 @@ use hugemm_mm::FaultInfo;
 pub use linux::{DefragMode, KhugepagedConfig, LinuxConfig, LinuxPolicy, ThpMode};
 pub use ops::{MemInfo, MemoryOps, RegionRef};
 
+/// What the fault path does when the policy wants a huge page and no free block of the
+/// huge order exists (Linux's `transparent_hugepage/defrag` for the faulting VMA).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Defrag {
+    /// Fall back to a base page at once.
+    Never,
+    /// Compact directly (the faulting task stalls, subject to compaction deferral).
+    Direct,
+    /// Fall back at once and wake the background compaction daemon (kcompactd).
+    Wake,
+}
+
 /// A periodic kernel daemon a policy runs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DaemonSpec {
@@ -44,6 +56,13 @@ pub trait Policy {
     /// The page size an anonymous fault at `info` should try to map. The kernel model
     /// falls back to a base page when a huge one cannot be had.
     fn fault_size(&mut self, pid: Pid, info: &FaultInfo) -> PageSize;
+
+    /// What to do when [`Policy::fault_size`] asked for a huge page and no free huge block
+    /// exists. Default: fall back at once.
+    fn fault_defrag(&self, info: &FaultInfo) -> Defrag {
+        let _ = info;
+        Defrag::Never
+    }
 
     /// The daemons this policy runs, indexed by position in the returned list.
     fn daemons(&self) -> Vec<DaemonSpec> {

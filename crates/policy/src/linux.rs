@@ -17,16 +17,16 @@
 //!   the zero page and at least one PTE is young (`SCAN_LACK_REFERENCED_PAGE` otherwise).
 //!   A failed huge-page allocation ends the pass and khugepaged sleeps `alloc_sleep`
 //!   (60 s) instead.
-//! - The `defrag` setting decides whether a fault-time or khugepaged allocation may
-//!   compact memory. The kernel model has no compaction yet (it arrives with the
-//!   fragmentation work), so today every setting behaves as `never` would: a huge page is
-//!   had only when a free order-9 block exists. The setting is accepted and reported so
-//!   experiment files stay valid when compaction lands.
+//! - The `defrag` setting decides what a fault does when no free order-9 block exists
+//!   ([`Policy::fault_defrag`]): compact directly (`always`; `madvise` and
+//!   `defer+madvise` in `MADV_HUGEPAGE` regions), wake kcompactd and fall back (`defer`;
+//!   `defer+madvise` elsewhere), or just fall back. khugepaged's own `defrag` (default on)
+//!   compacts directly when a collapse cannot get its huge page, then retries once.
 //!
 //! Simplification: an ineligible region (THP not allowed in its VMA) costs one unit of
 //! scan progress, where Linux charges one unit per ineligible VMA.
 
-use crate::{DaemonRun, DaemonSpec, MemoryOps, Policy};
+use crate::{DaemonRun, DaemonSpec, Defrag, MemoryOps, Policy};
 use hugemm_hw::{Nanos, PageSize, Picos, Pid};
 use hugemm_mm::{CollapseError, FaultInfo, HugeAdvice, RegionState};
 use serde::Serialize;
@@ -71,6 +71,9 @@ pub struct KhugepagedConfig {
     /// `max_ptes_none`: empty or zero-page PTEs a region may have and still collapse
     /// (default 511).
     pub max_ptes_none: u32,
+    /// `khugepaged/defrag`: compact directly when the huge page for a collapse cannot be
+    /// allocated (default on).
+    pub defrag: bool,
 }
 
 impl Default for KhugepagedConfig {
@@ -81,6 +84,7 @@ impl Default for KhugepagedConfig {
             scan_sleep: Nanos::from_millis(10_000),
             alloc_sleep: Nanos::from_millis(60_000),
             max_ptes_none: 511,
+            defrag: true,
         }
     }
 }
@@ -90,7 +94,7 @@ impl Default for KhugepagedConfig {
 pub struct LinuxConfig {
     /// THP mode.
     pub enabled: ThpMode,
-    /// Defrag mode (see the module doc: no effect until compaction exists).
+    /// Defrag mode (see the module doc).
     pub defrag: DefragMode,
     /// khugepaged.
     pub khugepaged: KhugepagedConfig,
@@ -170,7 +174,12 @@ impl LinuxPolicy {
                 if none_or_zero > self.cfg.khugepaged.max_ptes_none || info.accessed == 0 {
                     continue;
                 }
-                match ops.collapse(pid, r.start) {
+                let mut result = ops.collapse(pid, r.start);
+                if matches!(result, Err(CollapseError::NoMemory)) && self.cfg.khugepaged.defrag {
+                    cpu += Picos::from(ops.compact_for(ops.huge_order()));
+                    result = ops.collapse(pid, r.start);
+                }
+                match result {
                     Ok(done) => cpu += Picos::from(done.cost),
                     Err(CollapseError::NoMemory) => {
                         self.cursor.1 = r.start.0;
@@ -195,6 +204,20 @@ impl Policy for LinuxPolicy {
             PageSize::Huge
         } else {
             PageSize::Base
+        }
+    }
+
+    /// `transparent_hugepage/defrag` (`vma_thp_gfp_mask`): `always` stalls; `defer` wakes
+    /// kcompactd; `defer+madvise` stalls in `MADV_HUGEPAGE` regions and wakes kcompactd
+    /// elsewhere; `madvise` stalls only in `MADV_HUGEPAGE` regions; `never` does neither.
+    fn fault_defrag(&self, info: &FaultInfo) -> Defrag {
+        let madvised = info.advice == HugeAdvice::Hugepage;
+        match (self.cfg.defrag, madvised) {
+            (DefragMode::Always, _) | (DefragMode::DeferMadvise | DefragMode::Madvise, true) => {
+                Defrag::Direct
+            }
+            (DefragMode::Defer | DefragMode::DeferMadvise, _) => Defrag::Wake,
+            (DefragMode::Madvise | DefragMode::Never, _) => Defrag::Never,
         }
     }
 

@@ -5,7 +5,7 @@
 //! over a running Linux host (`/proc`, DAMON, `process_madvise(MADV_COLLAPSE)`). Nothing
 //! here may assume which one is underneath.
 
-use hugemm_hw::{Nanos, Picos, Pid, Pmu, VirtAddr};
+use hugemm_hw::{Nanos, Order, Picos, Pid, Pmu, VirtAddr};
 use hugemm_mm::{CollapseError, CollapseOutcome, HugeAdvice, MmError, RegionInfo};
 
 /// A 2 MB-aligned virtual region of a process that lies wholly inside one VMA.
@@ -51,4 +51,9 @@ pub trait MemoryOps {
     fn mem_info(&self) -> MemInfo;
     /// The cost of reading (scanning) one page-table entry, charged to scanners.
     fn scan_cost_per_pte(&self) -> Picos;
+    /// Direct compaction for a failed allocation of `order` by the calling daemon (subject
+    /// to the kernel's compaction deferral); returns the time it took.
+    fn compact_for(&mut self, order: Order) -> Nanos;
+    /// The buddy order of a huge page.
+    fn huge_order(&self) -> Order;
 }
