@@ -43,7 +43,7 @@ pub struct PageblockCounts {
 }
 
 /// A snapshot of physical memory's fragmentation.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct FragMetrics {
     /// Free blocks per order, index = order.
     pub free_blocks: Vec<u64>,

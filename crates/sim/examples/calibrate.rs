@@ -50,6 +50,7 @@ fn run(
         sample_interval: Nanos::from_secs(1000),
         time_limit: Nanos::from_secs(1_000_000),
         daemon_core: 0,
+        kernel: Default::default(),
     };
     Ok(Engine::new(exp)?.run()?.summary.processes[0].runtime_ns)
 }

@@ -7,14 +7,19 @@
 //! in [`SLICE`]-long time slices. Events due at the same instant are ordered: process
 //! starts, then daemons, then samples, then cores, each by index.
 
+use crate::compaction::{Deferral, Kcompactd, KCOMPACTD_PERIOD};
 use crate::experiment::{Experiment, Mode};
+use crate::kactivity::KmemLedger;
 use crate::ops::EngineOps;
 use crate::process::Proc;
-use crate::results::{ProcessSummary, RunResult, Summary, SystemSummary, TimeseriesRow};
+use crate::results::{
+    HighAllocResult, ProcessSummary, RunResult, Summary, SystemSummary, TimeseriesRow,
+};
 use crate::Result;
 use hugemm_hw::{KernelCosts, Mmu, Nanos, Picos};
 use hugemm_mm::{Kernel, MemConfig, MmCosts};
-use hugemm_policy::{DaemonSpec, Policy};
+use hugemm_policy::{DaemonRun, DaemonSpec, Policy};
+use hugemm_workload::ProcessSpec;
 use std::collections::{BTreeMap, VecDeque};
 
 /// Longest a core runs ahead of the slowest other busy core.
@@ -32,8 +37,18 @@ pub(crate) struct Core {
 
 struct Daemon {
     spec: DaemonSpec,
+    kind: DaemonKind,
     next: Picos,
     cpu: Nanos,
+}
+
+/// Whose daemon it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum DaemonKind {
+    /// The policy's daemon of this index.
+    Policy(usize),
+    /// The kernel's background compaction.
+    Kcompactd,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -56,6 +71,14 @@ pub struct Engine {
     timeseries: Vec<TimeseriesRow>,
     pub(crate) cycles_per_ps: f64,
     pub(crate) scan_cost: Picos,
+    pub(crate) ledger: KmemLedger,
+    pub(crate) deferral: Deferral,
+    pub(crate) kcompactd: Kcompactd,
+    pub(crate) highalloc: Vec<HighAllocResult>,
+    /// Kernel frees the model refused (a bug if ever non-zero; reported).
+    pub(crate) kmem_errors: u64,
+    /// The latest simulated time any event reached.
+    now: Picos,
 }
 
 fn ns(x: f64) -> Nanos {
@@ -85,6 +108,10 @@ impl Engine {
             },
             costs,
         )?;
+        let mut kernel = kernel;
+        let fallback = hugemm_mm::fallback::build(&exp.kernel.fallback, exp.seed)?;
+        kernel.set_fallback_policy(fallback);
+        kernel.set_compaction_proactiveness(exp.kernel.kcompactd.proactiveness.min(100) as u8)?;
         let policy = exp.policy.build();
         let cores = (0..exp.cores)
             .map(|_| Core {
@@ -110,15 +137,28 @@ impl Engine {
                 Proc::new(spec.clone(), i, core, exp.seed)
             })
             .collect();
-        let daemons = policy
+        let mut daemons: Vec<Daemon> = policy
             .daemons()
             .into_iter()
-            .map(|spec| Daemon {
+            .enumerate()
+            .map(|(i, spec)| Daemon {
                 next: Picos::from(spec.first_run),
                 spec,
+                kind: DaemonKind::Policy(i),
                 cpu: Nanos::ZERO,
             })
             .collect();
+        if exp.kernel.kcompactd.enabled {
+            daemons.push(Daemon {
+                spec: DaemonSpec {
+                    name: "kcompactd",
+                    first_run: KCOMPACTD_PERIOD,
+                },
+                kind: DaemonKind::Kcompactd,
+                next: Picos::from(KCOMPACTD_PERIOD),
+                cpu: Nanos::ZERO,
+            });
+        }
         let cycles_per_ps = exp.profile.freq_ghz / 1000.0;
         let scan_cost = Picos((exp.profile.costs.pte_update_ns * 1000.0).round() as u64);
         Ok(Engine {
@@ -131,20 +171,55 @@ impl Engine {
             timeseries: Vec::new(),
             cycles_per_ps,
             scan_cost,
+            ledger: KmemLedger::default(),
+            deferral: Deferral::default(),
+            kcompactd: Kcompactd::default(),
+            highalloc: Vec::new(),
+            kmem_errors: 0,
+            now: Picos(0),
             exp,
         })
     }
 
     /// Run to completion (every process ended) or to the time limit.
     pub fn run(mut self) -> Result<RunResult> {
-        let limit = Picos::from(self.exp.time_limit);
-        let mut end = Picos(0);
-        while let Some((t, ev)) = self.next_event() {
+        self.run_until_idle()?;
+        let end = self.now;
+        Ok(self.finish(end))
+    }
+
+    /// Run until every process has ended or the time limit is reached; the engine can
+    /// then be inspected, given more processes ([`Engine::spawn`]) and run again, as a
+    /// script drives a machine (the reproductions do).
+    pub fn run_until_idle(&mut self) -> Result<()> {
+        self.run_events(Picos::from(self.exp.time_limit), true)
+    }
+
+    /// Let `d` of simulated time pass: processes run, daemons wake, kernel memory expires,
+    /// even if no process is left.
+    pub fn advance(&mut self, d: Nanos) -> Result<()> {
+        let until = (self.now + Picos::from(d)).min(Picos::from(self.exp.time_limit));
+        self.run_events(until, false)?;
+        self.now = self.now.max(until);
+        for core in &mut self.cores {
+            if core.queue.is_empty() {
+                core.now = core.now.max(self.now);
+            }
+        }
+        Ok(())
+    }
+
+    fn run_events(&mut self, limit: Picos, stop_when_idle: bool) -> Result<()> {
+        while let Some((t, ev)) = self.next_event(stop_when_idle) {
             if t > limit {
-                end = limit;
+                if !stop_when_idle {
+                    break;
+                }
+                self.now = self.now.max(limit);
                 break;
             }
-            end = end.max(t);
+            self.now = self.now.max(t);
+            self.expire_kmem(t);
             match ev {
                 Event::Start(i) => self.start(i, t),
                 Event::Daemon(d) => self.run_daemon(d, t),
@@ -152,19 +227,51 @@ impl Engine {
                 Event::Core(c) => {
                     let bound = self.turn_bound(c);
                     self.run_core(c, bound)?;
-                    end = end.max(self.cores[c].now);
+                    self.now = self.now.max(self.cores[c].now);
                 }
             }
         }
-        Ok(self.finish(end))
+        Ok(())
+    }
+
+    /// Add a process starting now (its `start` is ignored).
+    pub fn spawn(&mut self, mut spec: ProcessSpec) {
+        spec.start = self.now.to_nanos();
+        let i = self.procs.len();
+        let core = match spec.core {
+            Some(c) => c as usize % self.cores.len(),
+            None => i % self.cores.len(),
+        };
+        self.procs.push(Proc::new(spec, i, core, self.exp.seed));
+    }
+
+    /// The simulated time reached so far.
+    pub fn now(&self) -> Nanos {
+        self.now.to_nanos()
+    }
+
+    /// The kernel model, for inspection.
+    pub fn kernel(&self) -> &Kernel {
+        &self.kernel
+    }
+
+    /// The results so far (processes still running are reported as they stand).
+    pub fn results(self) -> RunResult {
+        let end = self.now;
+        self.finish(end)
+    }
+
+    /// Every process has ended.
+    pub fn idle(&self) -> bool {
+        !self.live()
     }
 
     fn live(&self) -> bool {
         self.procs.iter().any(|p| p.end.is_none())
     }
 
-    fn next_event(&self) -> Option<(Picos, Event)> {
-        if !self.live() {
+    fn next_event(&self, stop_when_idle: bool) -> Option<(Picos, Event)> {
+        if stop_when_idle && !self.live() {
             return None;
         }
         let starts = self
@@ -227,19 +334,39 @@ impl Engine {
     }
 
     fn run_daemon(&mut self, d: usize, t: Picos) {
-        let mut ops = EngineOps {
-            kernel: &mut self.kernel,
-            procs: &mut self.procs,
-            now: t.to_nanos(),
-            scan_cost: self.scan_cost,
+        let run = match self.daemons[d].kind {
+            DaemonKind::Policy(index) => {
+                let mut ops = EngineOps {
+                    kernel: &mut self.kernel,
+                    procs: &mut self.procs,
+                    now: t.to_nanos(),
+                    scan_cost: self.scan_cost,
+                    deferral: &mut self.deferral,
+                };
+                self.policy.run_daemon(index, &mut ops)
+            }
+            DaemonKind::Kcompactd => DaemonRun {
+                cpu: self
+                    .kcompactd
+                    .run(&mut self.kernel, &self.exp.kernel.kcompactd),
+                sleep: KCOMPACTD_PERIOD,
+            },
         };
-        let run = self.policy.run_daemon(d, &mut ops);
         let daemon = &mut self.daemons[d];
         daemon.cpu += run.cpu;
         daemon.next = t + Picos::from(run.cpu) + Picos::from(run.sleep).max(Picos(1));
         let core = &mut self.cores[self.exp.daemon_core as usize];
         core.now = core.now.max(t) + Picos::from(run.cpu);
         self.apply_tlb_flushes();
+    }
+
+    /// Bring kcompactd's next run forward to `now` (a fault asked for it).
+    pub(crate) fn wake_kcompactd(&mut self, now: Picos) {
+        for d in &mut self.daemons {
+            if d.kind == DaemonKind::Kcompactd {
+                d.next = d.next.min(now);
+            }
+        }
     }
 
     /// Carry out TLB shootdowns the kernel recorded, on every core.
@@ -280,12 +407,19 @@ impl Engine {
             p.last_sample = p.pmu.clone();
         }
         let stats = self.kernel.stats();
+        let frag = self.kernel.frag_metrics();
         self.timeseries.push(TimeseriesRow {
             time_ns,
             process: "system".into(),
             frames_free: Some(self.kernel.phys().frames_free()),
             collapses: Some(stats.collapses),
             splits: Some(stats.splits),
+            page_cache_pages: Some(self.kernel.page_cache_pages()),
+            fmfi: Some(frag.fmfi),
+            tainted_pageblocks: Some(frag.tainted_pageblocks),
+            pageblocks_unmovable: Some(frag.pageblocks.unmovable),
+            pageblocks_reclaimable: Some(frag.pageblocks.reclaimable),
+            pages_migrated: Some(stats.pgmigrate_success),
             ..Default::default()
         });
         self.next_sample = t + Picos::from(self.exp.sample_interval);
@@ -299,6 +433,7 @@ impl Engine {
         p.rss_end = self.kernel.rss_bytes(pid);
         p.end = Some(t.to_nanos());
         self.kernel.exit_process(pid);
+        self.free_exit_kmem(i);
         self.policy.process_exited(pid);
         self.apply_tlb_flushes();
     }
@@ -334,6 +469,13 @@ impl Engine {
             splits: stats.splits,
             oom_events: stats.oom_events,
             daemon_cpu_ns,
+            highalloc: self.highalloc.clone(),
+            fallback_policy: self.kernel.phys().fallback_policy_name().to_string(),
+            kernel: *stats,
+            fallback: self.kernel.phys().fallback_stats(),
+            fragmentation_end: self.kernel.frag_metrics(),
+            page_cache_pages_end: self.kernel.page_cache_pages(),
+            kmem_free_errors: self.kmem_errors,
         };
         RunResult {
             summary: Summary {

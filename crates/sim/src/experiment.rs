@@ -2,6 +2,7 @@
 //! simulation settings. Built by the configuration layer (or by code, in tests and
 //! `hugemm demo`); the engine trusts it.
 
+use crate::compaction::KcompactdConfig;
 use hugemm_hw::{Geometry, MachineProfile, Nanos};
 use hugemm_policy::PolicyConfig;
 use hugemm_workload::ProcessSpec;
@@ -76,4 +77,26 @@ pub struct Experiment {
     pub time_limit: Nanos,
     /// Core on which kernel daemons run (their CPU time delays the process there).
     pub daemon_core: u32,
+    /// Kernel settings that are not the huge-page policy's.
+    pub kernel: KernelConfig,
+}
+
+/// Kernel settings apart from the huge-page policy: pageblock fallback and background
+/// compaction.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct KernelConfig {
+    /// The pageblock fallback policy (`hugemm_mm::fallback::NAMES`): `default` (Linux),
+    /// or APSys'16's `opbs`, `apbs`, `aaf`, `rpbs`, `kml`, `kmu`.
+    pub fallback: String,
+    /// kcompactd.
+    pub kcompactd: KcompactdConfig,
+}
+
+impl Default for KernelConfig {
+    fn default() -> Self {
+        KernelConfig {
+            fallback: "default".into(),
+            kcompactd: KcompactdConfig::default(),
+        }
+    }
 }

@@ -12,9 +12,11 @@
 //! (one per process, one per sampling coin), and ties between events are broken by a fixed
 //! order, so the same experiment and seed give byte-identical results.
 
+mod compaction;
 pub mod coverage;
 mod engine;
 pub mod experiment;
+mod kactivity;
 pub mod matrix;
 mod ops;
 mod process;
@@ -22,9 +24,12 @@ pub mod results;
 mod run;
 pub mod sampling;
 
+pub use compaction::KcompactdConfig;
 pub use engine::{mm_costs, Engine};
-pub use experiment::{Experiment, Mode, SampledConfig};
-pub use results::{ProcessSummary, RunResult, Summary, SystemSummary, TimeseriesRow};
+pub use experiment::{Experiment, KernelConfig, Mode, SampledConfig};
+pub use results::{
+    HighAllocResult, ProcessSummary, RunResult, Summary, SystemSummary, TimeseriesRow,
+};
 
 /// Errors from running an experiment.
 #[derive(Debug, thiserror::Error)]
@@ -32,6 +37,9 @@ pub enum SimError {
     /// The kernel model refused to set up the machine.
     #[error("setting up the machine: {0}")]
     Setup(#[from] hugemm_mm::MmError),
+    /// The pageblock fallback policy is unknown.
+    #[error("{0}")]
+    Fallback(#[from] hugemm_mm::UnknownPolicy),
     /// A process's workload is inconsistent (uses a buffer before mapping it...).
     #[error("process {process}: {what}")]
     Workload {

@@ -112,6 +112,7 @@ pub fn experiment_for(c: &Case, mode: Mode, profile: &MachineProfile) -> Experim
         sample_interval: Nanos::from_secs(1),
         time_limit: Nanos::from_secs(1_000_000),
         daemon_core: 0,
+        kernel: Default::default(),
     }
 }
 

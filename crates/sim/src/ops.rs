@@ -2,8 +2,9 @@
 //! model. Observing a region first applies any accessed bits that skipped references would
 //! have set (sampled mode, see [`crate::coverage`]).
 
+use crate::compaction::{direct_compact, Deferral};
 use crate::process::Proc;
-use hugemm_hw::{Nanos, Picos, Pid, Pmu, VirtAddr};
+use hugemm_hw::{Nanos, Order, Picos, Pid, Pmu, VirtAddr};
 use hugemm_mm::{CollapseError, CollapseOutcome, HugeAdvice, Kernel, MmError, RegionInfo};
 use hugemm_policy::{MemInfo, MemoryOps, RegionRef};
 
@@ -13,6 +14,7 @@ pub(crate) struct EngineOps<'a> {
     pub procs: &'a mut [Proc],
     pub now: Nanos,
     pub scan_cost: Picos,
+    pub deferral: &'a mut Deferral,
 }
 
 /// Apply pending skipped-reference bits to the 2 MB region at `region` of `pid`.
@@ -101,5 +103,13 @@ impl MemoryOps for EngineOps<'_> {
 
     fn scan_cost_per_pte(&self) -> Picos {
         self.scan_cost
+    }
+
+    fn compact_for(&mut self, order: Order) -> Nanos {
+        direct_compact(self.kernel, self.deferral, order)
+    }
+
+    fn huge_order(&self) -> Order {
+        self.kernel.geometry().huge_order()
     }
 }

@@ -1,6 +1,7 @@
 //! What a run reports: `summary.json` (per process and for the system) and the rows of
 //! `timeseries.csv`. The schema is documented in `docs/output.md`; change both together.
 
+use hugemm_mm::{FallbackStats, FragMetrics, KernelStats};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -84,6 +85,40 @@ pub struct SystemSummary {
     pub oom_events: u64,
     /// CPU time of each kernel daemon (ns).
     pub daemon_cpu_ns: BTreeMap<String, u64>,
+    /// stress-highalloc attempts, in order.
+    pub highalloc: Vec<HighAllocResult>,
+    /// The pageblock fallback policy.
+    pub fallback_policy: String,
+    /// Kernel counters: faults, reclaim, compaction, migration, page cache, kernel memory.
+    pub kernel: KernelStats,
+    /// Pageblock fallback counters.
+    pub fallback: FallbackStats,
+    /// Fragmentation at the end: free blocks by order, Fu(j), FMFI, pageblocks by type,
+    /// tainted pageblocks, degree-of-pollution histogram.
+    pub fragmentation_end: FragMetrics,
+    /// Page-cache pages at the end.
+    pub page_cache_pages_end: u64,
+    /// Kernel-memory frees the model refused (always 0 unless the model has a bug).
+    pub kmem_free_errors: u64,
+}
+
+/// One stress-highalloc attempt ([`hugemm_workload::Phase::HighAlloc`]).
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct HighAllocResult {
+    /// The process that made it.
+    pub process: String,
+    /// Its label.
+    pub label: String,
+    /// When it started (ns).
+    pub time_ns: u64,
+    /// Huge pages requested.
+    pub requested: u64,
+    /// Huge pages obtained.
+    pub allocated: u64,
+    /// `allocated / requested`.
+    pub success_rate: f64,
+    /// Time spent in direct compaction during the attempt (ns).
+    pub compaction_time_ns: u64,
 }
 
 /// `summary.json`.
@@ -125,6 +160,18 @@ pub struct TimeseriesRow {
     pub collapses: Option<u64>,
     /// Splits so far (system row).
     pub splits: Option<u64>,
+    /// Page-cache pages (system row).
+    pub page_cache_pages: Option<u64>,
+    /// Fu(9), Ingens' FMFI (system row).
+    pub fmfi: Option<f64>,
+    /// Movable pageblocks holding kernel frames (system row).
+    pub tainted_pageblocks: Option<u64>,
+    /// Unmovable pageblocks (system row).
+    pub pageblocks_unmovable: Option<u64>,
+    /// Reclaimable pageblocks (system row).
+    pub pageblocks_reclaimable: Option<u64>,
+    /// Pages migrated so far by compaction and evacuation (system row).
+    pub pages_migrated: Option<u64>,
 }
 
 /// Everything a run produced.
@@ -139,7 +186,7 @@ pub struct RunResult {
 impl TimeseriesRow {
     /// The CSV header.
     pub const HEADER: &'static str =
-        "time_ns,process,pid,references,mmu_overhead,huge_pages,rss_bytes,faults_4k,faults_2m,frames_free,collapses,splits";
+        "time_ns,process,pid,references,mmu_overhead,huge_pages,rss_bytes,faults_4k,faults_2m,frames_free,collapses,splits,page_cache_pages,fmfi,tainted_pageblocks,pageblocks_unmovable,pageblocks_reclaimable,pages_migrated";
 
     /// This row as a CSV line (no trailing newline). Process names are validated to
     /// contain no commas or quotes, so no escaping is needed.
@@ -151,8 +198,9 @@ impl TimeseriesRow {
             .mmu_overhead
             .map(|x| format!("{x:.6}"))
             .unwrap_or_default();
+        let fmfi = self.fmfi.map(|x| format!("{x:.4}")).unwrap_or_default();
         format!(
-            "{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             self.time_ns,
             self.process,
             o(&self.pid),
@@ -164,7 +212,13 @@ impl TimeseriesRow {
             o(&self.faults_2m),
             o(&self.frames_free),
             o(&self.collapses),
-            o(&self.splits)
+            o(&self.splits),
+            o(&self.page_cache_pages),
+            fmfi,
+            o(&self.tainted_pageblocks),
+            o(&self.pageblocks_unmovable),
+            o(&self.pageblocks_reclaimable),
+            o(&self.pages_migrated)
         )
     }
 }

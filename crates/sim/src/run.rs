@@ -1,6 +1,7 @@
 //! Running a process on its core: beginning phases, making references (with the faults
 //! they cause), and in sampled mode alternating measured windows with skips.
 
+use crate::compaction::{direct_compact, Deferral, Kcompactd};
 use crate::coverage::{coin, key, skipped_touch, LazyCoverage};
 use crate::engine::{Core, Engine, SLICE};
 use crate::experiment::Mode;
@@ -8,8 +9,9 @@ use crate::process::{AccessRun, Activity, Buffer, Proc};
 use crate::sampling::{whole, Sampler, Stage, WindowAcc};
 use crate::Result;
 use hugemm_hw::{AccessCost, Picos, Pmu, Reference, TlbOutcome, VirtAddr};
-use hugemm_mm::{FaultKind, Kernel, Madvise, Touch};
-use hugemm_policy::Policy;
+use hugemm_hw::{Nanos, PageSize};
+use hugemm_mm::{FaultInfo, FaultKind, Kernel, Madvise, Touch};
+use hugemm_policy::{Defrag, Policy};
 use hugemm_workload::{Advice, Amount, MadviseKind, Phase, SkipCoverage, Stream};
 use rand::RngCore;
 
@@ -27,6 +29,8 @@ pub(crate) struct Ctx<'a> {
     pub policy: &'a mut dyn Policy,
     pub core: &'a mut Core,
     pub cycles_per_ps: f64,
+    pub deferral: &'a mut Deferral,
+    pub kcompactd: &'a mut Kcompactd,
 }
 
 impl Ctx<'_> {
@@ -70,8 +74,10 @@ impl Ctx<'_> {
             )));
         };
         let want = self.policy.fault_size(pid, &info);
+        let stall = self.defrag(want, &info);
         let out = self.kernel.fault(pid, va, write, want);
-        p.fault_time += out.cost;
+        p.fault_time += out.cost + stall;
+        self.core.now += Picos::from(stall);
         if out.oom {
             return Err(Stop::Oom);
         }
@@ -82,6 +88,23 @@ impl Ctx<'_> {
         let t = Picos::from(out.cost);
         self.core.now += t;
         Ok(t)
+    }
+
+    /// Before a huge-page fault with no free huge block: compact directly or wake
+    /// kcompactd, as the policy's defrag setting says. Returns the stall.
+    fn defrag(&mut self, want: PageSize, info: &FaultInfo) -> Nanos {
+        let order = self.kernel.geometry().huge_order();
+        if want != PageSize::Huge || self.kernel.phys().has_free_block(order) {
+            return Nanos::ZERO;
+        }
+        match self.policy.fault_defrag(info) {
+            Defrag::Direct => direct_compact(self.kernel, self.deferral, order),
+            Defrag::Wake => {
+                self.kcompactd.wake = Some(order);
+                Nanos::ZERO
+            }
+            Defrag::Never => Nanos::ZERO,
+        }
     }
 
     /// One reference: resolve, price, count. Returns its cost and the fault time it took.
@@ -129,6 +152,9 @@ impl Engine {
         };
         let outcome = self.step(i, c, bound);
         let now = self.cores[c].now;
+        if self.kcompactd.wake.is_some() {
+            self.wake_kcompactd(now);
+        }
         match outcome {
             Ok(true) => {}
             Ok(false) => {
@@ -204,9 +230,15 @@ impl Engine {
         };
         let syscall = Picos((self.exp.profile.costs.fault_trap_ns * 1000.0) as u64);
         let core_now = self.cores[c].now;
+        let phase = self.procs[i].spec.phases[self.procs[i].phase].clone();
+        if is_kernel_phase(&phase) {
+            let cost = syscall + self.kernel_phase(i, c, &phase)?;
+            self.cores[c].now += cost;
+            self.procs[i].phase += 1;
+            return Ok(());
+        }
         let p = &mut self.procs[i];
         let pid = p.pid.expect("running");
-        let phase = p.spec.phases[p.phase].clone();
         let kernel = &mut self.kernel;
         let mut next = Activity::Begin;
         let mut cost = syscall;
@@ -305,6 +337,7 @@ impl Engine {
                 cost = Picos(0);
                 next = Activity::Sleep(core_now + Picos::from(d));
             }
+            _ => unreachable!("kernel phases are carried out above"),
         }
         self.cores[c].now += cost;
         let p = &mut self.procs[i];
@@ -327,6 +360,8 @@ impl Engine {
             policy: self.policy.as_mut(),
             core: &mut self.cores[c],
             cycles_per_ps: self.cycles_per_ps,
+            deferral: &mut self.deferral,
+            kcompactd: &mut self.kcompactd,
         };
         let result = match (mode, run.sampler.as_ref().map(|s| s.stage)) {
             (Mode::Sampled(cfg), Some(stage)) => {
@@ -338,6 +373,19 @@ impl Engine {
         p.activity = Activity::Access(run);
         result.map(|_| done)
     }
+}
+
+/// Phases that are the kernel's work on the process's behalf (see `kactivity`).
+fn is_kernel_phase(phase: &Phase) -> bool {
+    matches!(
+        phase,
+        Phase::FileRead { .. }
+            | Phase::FileDelete { .. }
+            | Phase::KernelAlloc { .. }
+            | Phase::DropCaches
+            | Phase::CompactMemory
+            | Phase::HighAlloc { .. }
+    )
 }
 
 /// References generated ahead of the one being simulated, whose page-table entries are

@@ -37,6 +37,7 @@ impl Scenario {
                 sample_interval: Nanos::from_secs(1),
                 time_limit: Nanos::from_secs(100_000),
                 daemon_core: 0,
+                kernel: Default::default(),
             },
         }
     }

@@ -1,0 +1,290 @@
+//! The kernel-side phases of processes (file I/O through the page cache, kernel
+//! allocations with lifetimes, `drop_caches`, `compact_memory`, stress-highalloc attempts)
+//! and the ledger that frees kernel memory when its lifetime ends.
+//!
+//! Owns when kernel memory is freed and how a phase's kernel work is charged to its
+//! process. It must not decide anything a policy decides (page sizes, promotions); the
+//! mechanisms are the kernel model's.
+
+use crate::compaction::direct_compact;
+use crate::engine::Engine;
+use crate::results::HighAllocResult;
+use crate::run::Stop;
+use hugemm_hw::{Nanos, Order, Pfn, Picos};
+use hugemm_mm::{AllocRequest, KmemHandle, KmemKind, MigrateType, OwnerKind};
+use hugemm_workload::{FileId, KernelMem, Lifetime, Phase};
+use rand::Rng;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+/// Kernel blocks waiting to be freed: at a time, or when their process exits.
+#[derive(Debug, Default)]
+pub(crate) struct KmemLedger {
+    /// (free time, sequence, block), earliest first; the sequence keeps frees in
+    /// allocation order among equal times.
+    timed: BinaryHeap<Reverse<(Picos, u64, u64, u8)>>,
+    /// Blocks freed at exit, per process index.
+    at_exit: Vec<Vec<KmemHandle>>,
+    seq: u64,
+}
+
+impl KmemLedger {
+    /// Remember `h`, allocated by process `proc` at `now`, to free it per `life`.
+    fn hold(&mut self, proc: usize, h: KmemHandle, life: Lifetime, now: Picos, draw: Nanos) {
+        let at = match life {
+            Lifetime::Fixed(d) => now + Picos::from(d),
+            Lifetime::Exponential(_) => now + Picos::from(draw),
+            Lifetime::Process => {
+                if self.at_exit.len() <= proc {
+                    self.at_exit.resize_with(proc + 1, Vec::new);
+                }
+                return self.at_exit[proc].push(h);
+            }
+            Lifetime::Forever => return,
+        };
+        self.seq += 1;
+        self.timed.push(Reverse((at, self.seq, h.pfn.0, h.order.0)));
+    }
+
+    /// Blocks whose time has come by `now`, in order.
+    pub fn due(&mut self, now: Picos) -> Vec<KmemHandle> {
+        let mut out = Vec::new();
+        while let Some(Reverse((at, _, pfn, order))) = self.timed.peek().copied() {
+            if at > now {
+                break;
+            }
+            self.timed.pop();
+            out.push(KmemHandle {
+                pfn: Pfn(pfn),
+                order: Order(order),
+            });
+        }
+        out
+    }
+
+    /// Blocks to free when process `proc` exits.
+    pub fn take_exit(&mut self, proc: usize) -> Vec<KmemHandle> {
+        self.at_exit
+            .get_mut(proc)
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+}
+
+/// Draw an exponential lifetime with mean `mean` from `rng` (inverse transform).
+fn exponential(rng: &mut impl Rng, mean: Nanos) -> Nanos {
+    let u: f64 = rng.gen_range(f64::EPSILON..1.0);
+    Nanos((-u.ln() * mean.0 as f64).round() as u64)
+}
+
+fn mm_file(f: FileId) -> hugemm_mm::FileId {
+    hugemm_mm::FileId(f.0)
+}
+
+impl Engine {
+    /// Free kernel blocks whose lifetime ended by `now`.
+    pub(crate) fn expire_kmem(&mut self, now: Picos) {
+        for h in self.ledger.due(now) {
+            if self.kernel.kfree(h).is_err() {
+                self.kmem_errors += 1;
+            }
+        }
+    }
+
+    /// Free the kernel blocks process `i` held until its exit.
+    pub(crate) fn free_exit_kmem(&mut self, i: usize) {
+        for h in self.ledger.take_exit(i) {
+            if self.kernel.kfree(h).is_err() {
+                self.kmem_errors += 1;
+            }
+        }
+    }
+
+    /// Carry out a kernel-side phase of process `i` on core `c`; returns its cost.
+    pub(crate) fn kernel_phase(
+        &mut self,
+        i: usize,
+        c: usize,
+        phase: &Phase,
+    ) -> Result<Picos, Stop> {
+        let now = self.cores[c].now;
+        match phase {
+            Phase::FileRead {
+                file,
+                offset,
+                bytes,
+            } => self.file_read(*file, *offset, *bytes),
+            Phase::FileDelete { file } => {
+                let pages = self.kernel.file_delete(mm_file(*file));
+                Ok(self.freeing_cost(pages))
+            }
+            Phase::KernelAlloc {
+                kind,
+                order,
+                bytes,
+                lifetime,
+            } => self.kernel_alloc(i, now, *kind, *order, *bytes, *lifetime),
+            Phase::DropCaches => {
+                let pages = self.kernel.drop_caches();
+                Ok(self.freeing_cost(pages))
+            }
+            Phase::CompactMemory => {
+                let out = self.kernel.compact(hugemm_mm::CompactRequest::Full);
+                Ok(Picos::from(out.cost))
+            }
+            Phase::HighAlloc { label, share } => Ok(self.high_alloc(i, now, label, *share)),
+            _ => unreachable!("kernel_phase called with a user phase"),
+        }
+    }
+
+    /// Freeing `pages` page-cache pages: one allocator operation each.
+    fn freeing_cost(&self, pages: u64) -> Picos {
+        Picos::from(Nanos(self.kernel.costs().alloc.0 * pages))
+    }
+
+    fn file_read(&mut self, file: FileId, offset: u64, bytes: u64) -> Result<Picos, Stop> {
+        let page = self.kernel.geometry().base_bytes();
+        let first = offset / page;
+        let last = (offset + bytes).div_ceil(page);
+        let out = self
+            .kernel
+            .file_read(mm_file(file), first, last.saturating_sub(first));
+        if out.oom {
+            return Err(Stop::Oom);
+        }
+        Ok(Picos::from(out.cost))
+    }
+
+    fn kernel_alloc(
+        &mut self,
+        i: usize,
+        now: Picos,
+        kind: KernelMem,
+        order: u8,
+        bytes: u64,
+        life: Lifetime,
+    ) -> Result<Picos, Stop> {
+        let block = self.kernel.geometry().base_bytes() << order;
+        let kind = match kind {
+            KernelMem::Unmovable => KmemKind::Unmovable,
+            KernelMem::Reclaimable => KmemKind::Reclaimable,
+        };
+        let mut cost = Nanos::ZERO;
+        for _ in 0..bytes.div_ceil(block) {
+            let (h, t) = self
+                .kernel
+                .kmalloc(kind, Order(order))
+                .map_err(|_| Stop::Oom)?;
+            cost += t;
+            let draw = match life {
+                Lifetime::Exponential(mean) => exponential(&mut self.procs[i].rng, mean),
+                _ => Nanos::ZERO,
+            };
+            self.ledger.hold(i, h, life, now, draw);
+        }
+        Ok(Picos::from(cost))
+    }
+
+    /// One stress-highalloc attempt: request `share` of memory as order-9 blocks, each
+    /// failure first trying direct compaction (subject to Linux's deferral); free them all
+    /// afterwards. The attempt's time is charged to the process.
+    fn high_alloc(&mut self, i: usize, now: Picos, label: &str, share: f64) -> Picos {
+        let huge = self.kernel.geometry().huge_order();
+        let frames = self.kernel.phys().frames_total();
+        let requested = ((frames as f64 * share.clamp(0.0, 1.0)) as u64) >> huge.0;
+        // GFP_HIGHUSER_MOVABLE from a kernel module: movable lists, but pinned frames.
+        let req = AllocRequest::new(huge)
+            .migrate(MigrateType::Movable)
+            .owner(OwnerKind::KernelUnmovable);
+        let (mut held, mut cost, mut compact) = (Vec::new(), Nanos::ZERO, Nanos::ZERO);
+        for _ in 0..requested {
+            let mut got = self.kernel.alloc_pages(&req).ok();
+            cost += self.kernel.costs().alloc;
+            if got.is_none() {
+                let t = direct_compact(&mut self.kernel, &mut self.deferral, huge);
+                compact += t;
+                got = self.kernel.alloc_pages(&req).ok();
+            }
+            held.extend(got.map(|b| b.pfn));
+        }
+        for pfn in &held {
+            if self.kernel.free_pages(*pfn, huge).is_err() {
+                self.kmem_errors += 1;
+            }
+        }
+        self.apply_tlb_flushes();
+        let allocated = held.len() as u64;
+        self.highalloc.push(HighAllocResult {
+            process: self.procs[i].spec.name.clone(),
+            label: label.to_string(),
+            time_ns: now.to_nanos().0,
+            requested,
+            allocated,
+            success_rate: if requested == 0 {
+                0.0
+            } else {
+                allocated as f64 / requested as f64
+            },
+            compaction_time_ns: compact.0,
+        });
+        Picos::from(cost + compact)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+    use rand_xoshiro::Xoshiro256PlusPlus;
+
+    fn h(pfn: u64) -> KmemHandle {
+        KmemHandle {
+            pfn: Pfn(pfn),
+            order: Order(0),
+        }
+    }
+
+    #[test]
+    fn blocks_are_freed_when_their_time_comes_in_allocation_order() {
+        let mut l = KmemLedger::default();
+        let t = |ms| Picos::from(Nanos::from_millis(ms));
+        l.hold(
+            0,
+            h(1),
+            Lifetime::Fixed(Nanos::from_millis(5)),
+            t(0),
+            Nanos::ZERO,
+        );
+        l.hold(
+            0,
+            h(2),
+            Lifetime::Fixed(Nanos::from_millis(5)),
+            t(0),
+            Nanos::ZERO,
+        );
+        l.hold(
+            0,
+            h(3),
+            Lifetime::Fixed(Nanos::from_millis(1)),
+            t(0),
+            Nanos::ZERO,
+        );
+        l.hold(1, h(4), Lifetime::Process, t(0), Nanos::ZERO);
+        l.hold(1, h(5), Lifetime::Forever, t(0), Nanos::ZERO);
+        assert_eq!(l.due(t(2)), vec![h(3)]);
+        assert_eq!(l.due(t(5)), vec![h(1), h(2)]);
+        assert!(l.due(t(1_000)).is_empty());
+        assert_eq!(l.take_exit(1), vec![h(4)]);
+        assert!(l.take_exit(1).is_empty() && l.take_exit(7).is_empty());
+    }
+
+    #[test]
+    fn exponential_lifetimes_have_the_requested_mean() {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(3);
+        let n = 20_000;
+        let mean = Nanos::from_millis(100);
+        let sum: u64 = (0..n).map(|_| exponential(&mut rng, mean).0).sum();
+        let got = sum as f64 / n as f64;
+        assert!((got / mean.0 as f64 - 1.0).abs() < 0.03, "mean {got}");
+    }
+}
