@@ -67,6 +67,7 @@ fn experiment(
         sample_interval: Nanos::from_secs(10),
         time_limit: Nanos::from_secs(100_000),
         daemon_core: 0,
+        kernel: Default::default(),
     })
 }
 

@@ -33,6 +33,7 @@ pub fn experiment(thp: ThpMode, seed: u64) -> anyhow::Result<Experiment> {
         sample_interval: Nanos::from_millis(100),
         time_limit: Nanos::from_secs(3600),
         daemon_core: 0,
+        kernel: Default::default(),
         profile,
     })
 }

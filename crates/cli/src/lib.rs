@@ -7,3 +7,4 @@ pub mod bench;
 pub mod config;
 pub mod demo;
 pub mod report;
+pub mod reproduce;

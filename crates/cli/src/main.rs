@@ -3,7 +3,7 @@
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use hugemm_cli::{bench, config, demo, report};
+use hugemm_cli::{bench, config, demo, report, reproduce};
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -40,6 +40,17 @@ enum Command {
         #[arg(long)]
         seed: Option<u64>,
     },
+    /// Run a reproduction of a paper's experiment (a file under experiments/).
+    Reproduce {
+        /// The reproduction file (TOML with a [reproduce] table).
+        file: PathBuf,
+        /// Output directory (default: results/<file stem>).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Override the file's seed.
+        #[arg(long)]
+        seed: Option<u64>,
+    },
     /// Run the built-in comparison: a TLB-hungry program under THP never vs always.
     Demo {
         /// Seed.
@@ -61,6 +72,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run { file, out, seed } => run(file, out, seed),
+        Command::Reproduce { file, out, seed } => run_reproduce(file, out, seed),
         Command::Demo { seed } => run_demo(seed),
         Command::Bench { json, reps } => run_bench(json, reps),
     };
@@ -86,6 +98,16 @@ fn broken_pipe(e: &anyhow::Error) -> bool {
 
 fn run(file: PathBuf, out: Option<PathBuf>, seed: Option<u64>) -> anyhow::Result<()> {
     let mut loaded = config::load(&file)?;
+    if loaded.resolved.reproduce.is_some() {
+        return Err(config::ConfigError::Invalid {
+            file: file.display().to_string(),
+            key: "reproduce".into(),
+            expected: "no [reproduce] table in an experiment file (run reproductions with \
+                       `hugemm reproduce`)"
+                .into(),
+        }
+        .into());
+    }
     if let Some(s) = seed {
         loaded.experiment.seed = s;
         loaded.resolved.sim.seed = Some(s as i64);
@@ -98,6 +120,32 @@ fn run(file: PathBuf, out: Option<PathBuf>, seed: Option<u64>) -> anyhow::Result
     report::write_dir(&out, &loaded.resolved, &result)?;
     out!("{}", report::table(&result.summary));
     outln!("results written to {}", out.display());
+    Ok(())
+}
+
+fn run_reproduce(file: PathBuf, out: Option<PathBuf>, seed: Option<u64>) -> anyhow::Result<()> {
+    let mut r = reproduce::load(&file)?;
+    if let Some(s) = seed {
+        r.experiment.seed = s;
+        r.resolved.sim.seed = Some(s as i64);
+    }
+    let out =
+        out.unwrap_or_else(|| PathBuf::from("results").join(file.file_stem().unwrap_or_default()));
+    let started = std::time::Instant::now();
+    let report = reproduce::run(&r, &mut |what| eprintln!("reproduce: {what} ..."))?;
+    out!("{report}");
+    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    let resolved = toml::to_string(&r.resolved).context("writing the resolved file")?;
+    std::fs::write(out.join("config.resolved.toml"), resolved)
+        .with_context(|| format!("writing {}", out.display()))?;
+    let json = serde_json::to_string_pretty(&report.data)?;
+    std::fs::write(out.join("reproduction.json"), json + "\n")
+        .with_context(|| format!("writing {}", out.display()))?;
+    outln!(
+        "\n(wall time {:.1} s) results written to {}",
+        started.elapsed().as_secs_f64(),
+        out.display()
+    );
     Ok(())
 }
 

@@ -365,7 +365,11 @@ fn madvise_range_past_the_end_even_when_it_overflows() {
 #[test]
 fn no_process() {
     let text = BASE.split("[[process]]").next().unwrap();
-    expect_bad(text, "process", &["at least one [[process]] table"]);
+    expect_bad(
+        text,
+        "process",
+        &["at least one [[process]], [[kernel_build]]"],
+    );
 }
 
 #[test]
@@ -539,4 +543,43 @@ fn a_closed_stdout_ends_the_run_quietly_instead_of_panicking() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("panicked"), "{err}");
     assert_eq!(out.status.code(), Some(0), "{err}");
+}
+
+#[test]
+fn unknown_fallback_policy_lists_the_valid_ones() {
+    let text = BASE.replace(
+        "[[process]]",
+        "[kernel]\nfallback = \"best\"\n\n[[process]]",
+    );
+    expect_bad(
+        &text,
+        "kernel.fallback",
+        &["one of default, opbs", "\"best\""],
+    );
+}
+
+#[test]
+fn kernel_alloc_with_a_bad_lifetime_is_refused() {
+    let text = format!(
+        "{BASE}\n[[process.phase]]\nop = \"kernel_alloc\"\nsize = \"1MiB\"\nlifetime = \"fixed\"\n"
+    );
+    expect_bad(
+        &text,
+        "process[0].phase[3].lifetime_ms",
+        &["a time in ms", "fixed"],
+    );
+}
+
+#[test]
+fn a_reproduction_file_is_refused_by_run() {
+    let text = format!("[reproduce]\nkind = \"apsys16-table2\"\n\n{BASE}");
+    expect_bad(&text, "reproduce", &["hugemm reproduce"]);
+}
+
+#[test]
+fn kernel_build_with_a_heap_range_upside_down_is_refused() {
+    let text = format!(
+        "{BASE}\n[[kernel_build]]\nname = \"make\"\nheap_min = \"8MiB\"\nheap_max = \"4MiB\"\n"
+    );
+    expect_bad(&text, "kernel_build[0].heap_max", &["at least heap_min"]);
 }

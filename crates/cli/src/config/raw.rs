@@ -56,9 +56,134 @@ pub struct RawExperiment {
     /// Simulation settings.
     #[serde(default)]
     pub sim: RawSim,
+    /// `[reproduce]`: present in reproduction files (`hugemm reproduce`), which are
+    /// experiment files plus this table.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reproduce: Option<RawReproduce>,
+    /// Kernel settings apart from the huge-page policy.
+    #[serde(default)]
+    pub kernel: RawKernel,
     /// Processes.
     #[serde(default, rename = "process")]
     pub processes: Vec<RawProcess>,
+    /// Kernel builds (generated worker processes).
+    #[serde(
+        default,
+        rename = "kernel_build",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub kernel_builds: Vec<RawKernelBuild>,
+    /// File readers (HawkEye's fragmenter).
+    #[serde(default, rename = "file_reader", skip_serializing_if = "Vec::is_empty")]
+    pub file_readers: Vec<RawFileReader>,
+    /// memhogs.
+    #[serde(default, rename = "memhog", skip_serializing_if = "Vec::is_empty")]
+    pub memhogs: Vec<RawMemhog>,
+}
+
+/// `[reproduce]`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawReproduce {
+    /// Which reproduction (e.g. `apsys16-table2`).
+    pub kind: Option<String>,
+    /// The pageblock fallback policies compared.
+    pub variants: Option<Vec<String>>,
+    /// How the experiment is scaled from the paper's, in words (printed with the results).
+    pub scale: Option<String>,
+    /// Simulated seconds of the "later" measurement (Figure 3's KMU-2, stress-highalloc's
+    /// second attempt).
+    pub settle_s: Option<f64>,
+}
+
+/// `[kernel]`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawKernel {
+    /// Pageblock fallback policy.
+    pub fallback: Option<String>,
+    /// `[kernel.kcompactd]`.
+    pub kcompactd: Option<RawKcompactd>,
+}
+
+/// `[kernel.kcompactd]`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawKcompactd {
+    /// Run kcompactd.
+    pub enabled: Option<bool>,
+    /// `compaction_proactiveness` (0..=100).
+    pub proactiveness: Option<i64>,
+}
+
+/// `[[kernel_build]]`: see `hugemm_workload::kbuild::KernelBuild` for each default.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawKernelBuild {
+    /// Name prefix of the worker processes.
+    pub name: Option<String>,
+    /// Start time (ms).
+    pub start_ms: Option<f64>,
+    /// `make -j`.
+    pub jobs: Option<i64>,
+    /// Consecutive builds.
+    pub builds: Option<i64>,
+    /// Compilation units per build.
+    pub units: Option<i64>,
+    /// Source bytes in all.
+    pub source_size: Option<RawSize>,
+    /// Header files in the pool.
+    pub headers: Option<i64>,
+    /// Bytes of each header.
+    pub header_size: Option<RawSize>,
+    /// Headers read per unit.
+    pub header_reads: Option<i64>,
+    /// Object bytes in all.
+    pub object_size: Option<RawSize>,
+    /// Smallest compiler heap.
+    pub heap_min: Option<RawSize>,
+    /// Largest compiler heap.
+    pub heap_max: Option<RawSize>,
+    /// Compute per unit (ms).
+    pub compute_ms: Option<f64>,
+    /// Unmovable kernel memory per unit.
+    pub unmovable_per_unit: Option<RawSize>,
+    /// Long-lived unmovable kernel memory per unit.
+    pub pinned_per_unit: Option<RawSize>,
+    /// Mean lifetime of the long-lived part (s).
+    pub pinned_lifetime_s: Option<f64>,
+    /// Reclaimable kernel memory per unit.
+    pub reclaimable_per_unit: Option<RawSize>,
+    /// Mean lifetime of reclaimable memory (s).
+    pub reclaimable_lifetime_s: Option<f64>,
+}
+
+/// `[[file_reader]]`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawFileReader {
+    /// Process name.
+    pub name: Option<String>,
+    /// Start time (ms).
+    pub start_ms: Option<f64>,
+    /// Files read.
+    pub files: Option<i64>,
+    /// Bytes of each file.
+    pub file_size: Option<RawSize>,
+}
+
+/// `[[memhog]]`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawMemhog {
+    /// Process name.
+    pub name: Option<String>,
+    /// Start time (ms).
+    pub start_ms: Option<f64>,
+    /// Anonymous memory touched.
+    pub size: Option<RawSize>,
+    /// How long it is held (ms).
+    pub hold_ms: Option<f64>,
 }
 
 /// `[machine]`.
@@ -111,6 +236,8 @@ pub struct RawKhugepaged {
     pub alloc_sleep_ms: Option<i64>,
     /// max_ptes_none.
     pub max_ptes_none: Option<i64>,
+    /// `khugepaged/defrag`: compact when a collapse finds no huge block.
+    pub defrag: Option<bool>,
 }
 
 /// `[sim]`.
@@ -221,4 +348,25 @@ pub struct RawPhase {
     /// hot: share of references to the hot range.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hot_share: Option<f64>,
+    /// file_read/file_delete: file name (shared by all processes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// kernel_alloc: unmovable or reclaimable.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// kernel_alloc: buddy order of each block.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub order: Option<i64>,
+    /// kernel_alloc: process, forever, fixed, exponential.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lifetime: Option<String>,
+    /// kernel_alloc: the fixed lifetime or the exponential mean (ms).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lifetime_ms: Option<f64>,
+    /// highalloc: label in the results.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// highalloc: share of memory requested as huge pages.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub share: Option<f64>,
 }

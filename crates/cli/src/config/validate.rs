@@ -7,10 +7,17 @@ use super::size;
 use hugemm_hw::{Geometry, MachineProfile, Nanos};
 use hugemm_policy::{DefragMode, KhugepagedConfig, LinuxConfig, PolicyConfig, ThpMode};
 use hugemm_sim::{Experiment, Mode, SampledConfig};
+use hugemm_workload::kbuild::FileIds;
+use hugemm_workload::FileId;
 use hugemm_workload::{
     AccessPhase, Advice, Amount, BufferId, MadviseKind, Pattern, Phase, ProcessSpec,
 };
+use std::cell::RefCell;
 use std::collections::HashMap;
+
+/// The operations a phase can have.
+const OPS: &str = "mmap, touch, access, madvise, munmap, sleep, file_read, file_delete, \
+                   kernel_alloc, drop_caches, compact_memory, highalloc";
 use std::path::Path;
 
 /// The largest machine hugemm will model: 16 bytes of frame metadata per 4 KB frame must
@@ -112,19 +119,29 @@ pub fn parse(text: &str, file: &str, base: &Path) -> Result<Loaded, ConfigError>
     Validator {
         file: file.into(),
         base,
+        files: RefCell::new(HashMap::new()),
     }
     .experiment(raw)
 }
 
-struct Validator<'a> {
+pub(super) struct Validator<'a> {
     file: String,
     base: &'a Path,
+    /// File names of the page cache, by id (shared by every process).
+    files: RefCell<HashMap<String, FileId>>,
 }
 
-type R<T> = Result<T, ConfigError>;
+pub(super) type R<T> = Result<T, ConfigError>;
 
 impl Validator<'_> {
-    fn bad(&self, key: &str, expected: impl Into<String>) -> ConfigError {
+    /// The id of the file called `name`, given on first use.
+    pub(super) fn file_id(&self, name: &str) -> FileId {
+        let mut files = self.files.borrow_mut();
+        let next = FileId(files.len() as u32);
+        *files.entry(name.to_string()).or_insert(next)
+    }
+
+    pub(super) fn bad(&self, key: &str, expected: impl Into<String>) -> ConfigError {
         ConfigError::Invalid {
             file: self.file.clone(),
             key: key.into(),
@@ -132,7 +149,14 @@ impl Validator<'_> {
         }
     }
 
-    fn int(&self, key: &str, v: Option<i64>, default: i64, min: i64, max: i64) -> R<i64> {
+    pub(super) fn int(
+        &self,
+        key: &str,
+        v: Option<i64>,
+        default: i64,
+        min: i64,
+        max: i64,
+    ) -> R<i64> {
         let x = v.unwrap_or(default);
         if x < min || x > max {
             return Err(self.bad(key, format!("an integer from {min} to {max}, found {x}")));
@@ -140,7 +164,14 @@ impl Validator<'_> {
         Ok(x)
     }
 
-    fn float(&self, key: &str, v: Option<f64>, default: f64, min: f64, max: f64) -> R<f64> {
+    pub(super) fn float(
+        &self,
+        key: &str,
+        v: Option<f64>,
+        default: f64,
+        min: f64,
+        max: f64,
+    ) -> R<f64> {
         let x = v.unwrap_or(default);
         if !x.is_finite() || x < min || x > max {
             return Err(self.bad(key, format!("a number from {min} to {max}, found {x}")));
@@ -148,11 +179,11 @@ impl Validator<'_> {
         Ok(x)
     }
 
-    fn size(&self, key: &str, v: &RawSize) -> R<u64> {
+    pub(super) fn size(&self, key: &str, v: &RawSize) -> R<u64> {
         size::parse(v).map_err(|e| self.bad(key, e))
     }
 
-    fn choice<T: Copy>(
+    pub(super) fn choice<T: Copy>(
         &self,
         key: &str,
         v: Option<&str>,
@@ -183,12 +214,31 @@ impl Validator<'_> {
         let policy = self.policy(&mut raw.policy)?;
         let (mode, seed, sample_interval, time_limit, daemon_core) =
             self.sim(&mut raw.sim, cores)?;
-        if raw.processes.is_empty() {
-            return Err(self.bad("process", "at least one [[process]] table"));
+        let kernel = self.kernel(&mut raw.kernel)?;
+        if raw.processes.is_empty()
+            && raw.kernel_builds.is_empty()
+            && raw.file_readers.is_empty()
+            && raw.memhogs.is_empty()
+        {
+            return Err(self.bad(
+                "process",
+                "at least one [[process]], [[kernel_build]], [[file_reader]] or [[memhog]] table",
+            ));
         }
         let mut processes = Vec::new();
         for (i, p) in raw.processes.iter_mut().enumerate() {
             processes.extend(self.process(i, p, cores, memory_bytes)?);
+        }
+        // Generated workloads take file ids after every named file.
+        let mut ids = FileIds::from(self.files.borrow().len() as u32);
+        for (i, b) in raw.kernel_builds.iter_mut().enumerate() {
+            processes.extend(self.kernel_build(i, b, seed, &mut ids)?);
+        }
+        for (i, r) in raw.file_readers.iter_mut().enumerate() {
+            processes.push(self.file_reader(i, r, &mut ids)?);
+        }
+        for (i, m) in raw.memhogs.iter_mut().enumerate() {
+            processes.push(self.memhog(i, m, memory_bytes)?);
         }
         raw.machine.profile = Some(
             raw.machine
@@ -210,6 +260,7 @@ impl Validator<'_> {
             sample_interval,
             time_limit,
             daemon_core,
+            kernel,
         };
         Ok(Loaded {
             experiment,
@@ -333,6 +384,7 @@ impl Validator<'_> {
                 0,
                 511,
             )? as u32,
+            defrag: k.defrag.unwrap_or(d.defrag),
         };
         *k = RawKhugepaged {
             enabled: Some(khugepaged.enabled),
@@ -340,6 +392,7 @@ impl Validator<'_> {
             scan_sleep_ms: Some((khugepaged.scan_sleep.0 / 1_000_000) as i64),
             alloc_sleep_ms: Some((khugepaged.alloc_sleep.0 / 1_000_000) as i64),
             max_ptes_none: Some(khugepaged.max_ptes_none as i64),
+            defrag: Some(khugepaged.defrag),
         };
         l.enabled = Some(l.enabled.clone().unwrap_or_else(|| "always".into()));
         l.defrag = Some(l.defrag.clone().unwrap_or_else(|| "madvise".into()));
@@ -483,10 +536,10 @@ impl Validator<'_> {
 }
 
 /// Validation of one process's phases, tracking its buffers by name.
-struct Phases<'a, 'b> {
-    v: &'a Validator<'b>,
+pub(super) struct Phases<'a, 'b> {
+    pub(super) v: &'a Validator<'b>,
     process: usize,
-    memory: u64,
+    pub(super) memory: u64,
     ids: HashMap<String, BufferId>,
     sizes: HashMap<String, u64>,
 }
@@ -509,13 +562,20 @@ impl<'a, 'b> Phases<'a, 'b> {
             .collect()
     }
 
-    fn key(&self, j: usize, k: &str) -> String {
+    pub(super) fn key(&self, j: usize, k: &str) -> String {
         format!("process[{}].phase[{j}].{k}", self.process)
     }
 
     /// Refuse keys that `op` does not use, so a misplaced key is never silently ignored.
-    fn only(&self, j: usize, ph: &RawPhase, op: &str, allowed: &[&str]) -> R<()> {
-        let present: [(&str, bool); 17] = [
+    pub(super) fn only(&self, j: usize, ph: &RawPhase, op: &str, allowed: &[&str]) -> R<()> {
+        let present: [(&str, bool); 24] = [
+            ("file", ph.file.is_some()),
+            ("kind", ph.kind.is_some()),
+            ("order", ph.order.is_some()),
+            ("lifetime", ph.lifetime.is_some()),
+            ("lifetime_ms", ph.lifetime_ms.is_some()),
+            ("label", ph.label.is_some()),
+            ("share", ph.share.is_some()),
             ("buffer", ph.buffer.is_some()),
             ("size", ph.size.is_some()),
             ("advice", ph.advice.is_some()),
@@ -540,7 +600,11 @@ impl<'a, 'b> Phases<'a, 'b> {
                     &self.key(j, k),
                     format!(
                         "no `{k}` for op \"{op}\" (it takes: {})",
-                        allowed.join(", ")
+                        if allowed.is_empty() {
+                            "no other key".to_string()
+                        } else {
+                            allowed.join(", ")
+                        }
                     ),
                 ));
             }
@@ -563,12 +627,13 @@ impl<'a, 'b> Phases<'a, 'b> {
     }
 
     fn phase(&mut self, j: usize, ph: &mut RawPhase) -> R<Phase> {
-        let op = ph.op.clone().ok_or_else(|| {
-            self.v.bad(
-                &self.key(j, "op"),
-                "one of mmap, touch, access, madvise, munmap, sleep",
-            )
-        })?;
+        let op = ph
+            .op
+            .clone()
+            .ok_or_else(|| self.v.bad(&self.key(j, "op"), format!("one of {OPS}")))?;
+        if let Some(phase) = self.kernel_phase(j, &op, ph) {
+            return phase;
+        }
         match op.as_str() {
             "mmap" => self.mmap(j, ph),
             "touch" => self.touch(j, ph),
@@ -589,7 +654,7 @@ impl<'a, 'b> Phases<'a, 'b> {
             }
             other => Err(self.v.bad(
                 &self.key(j, "op"),
-                format!("one of mmap, touch, access, madvise, munmap, sleep, found \"{other}\""),
+                format!("one of {OPS}, found \"{other}\""),
             )),
         }
     }

@@ -1,0 +1,380 @@
+//! Stage two for the kernel side of an experiment file: `[kernel]`, the kernel phases of
+//! processes (`file_read`, `file_delete`, `kernel_alloc`, `drop_caches`,
+//! `compact_memory`, `highalloc`) and the generated system workloads (`[[kernel_build]]`,
+//! `[[file_reader]]`, `[[memhog]]`).
+
+use super::raw::*;
+use super::validate::{Phases, Validator, R};
+use hugemm_hw::Nanos;
+use hugemm_sim::{KcompactdConfig, KernelConfig};
+use hugemm_workload::kbuild::{self, FileIds, KernelBuild};
+use hugemm_workload::{KernelMem, Lifetime, Phase, ProcessSpec};
+
+impl Validator<'_> {
+    /// `[kernel]`.
+    pub(super) fn kernel(&self, k: &mut RawKernel) -> R<KernelConfig> {
+        let fallback = k.fallback.clone().unwrap_or_else(|| "default".into());
+        if !hugemm_mm::fallback::NAMES.contains(&fallback.as_str()) {
+            return Err(self.bad(
+                "kernel.fallback",
+                format!(
+                    "one of {}, found \"{fallback}\"",
+                    hugemm_mm::fallback::NAMES.join(", ")
+                ),
+            ));
+        }
+        let d = KcompactdConfig::default();
+        let raw = k.kcompactd.get_or_insert_with(Default::default);
+        let kcompactd = KcompactdConfig {
+            enabled: raw.enabled.unwrap_or(d.enabled),
+            proactiveness: self.int(
+                "kernel.kcompactd.proactiveness",
+                raw.proactiveness,
+                d.proactiveness as i64,
+                0,
+                100,
+            )? as u32,
+        };
+        raw.enabled = Some(kcompactd.enabled);
+        raw.proactiveness = Some(kcompactd.proactiveness as i64);
+        k.fallback = Some(fallback.clone());
+        Ok(KernelConfig {
+            fallback,
+            kcompactd,
+        })
+    }
+
+    fn name(&self, key: &str, v: &Option<String>) -> R<String> {
+        let name = v.clone().ok_or_else(|| self.bad(key, "a name"))?;
+        if name.is_empty() || name == "system" || name.contains([',', '"', '\n']) {
+            return Err(self.bad(
+                key,
+                format!("a name without commas, quotes or newlines, other than \"system\", found \"{name}\""),
+            ));
+        }
+        Ok(name)
+    }
+
+    fn start(&self, key: &str, v: &mut Option<f64>) -> R<Nanos> {
+        let ms = self.float(key, *v, 0.0, 0.0, 1e12)?;
+        *v = Some(ms);
+        Ok(Nanos((ms * 1e6) as u64))
+    }
+
+    fn opt_size(&self, key: &str, v: &mut Option<RawSize>, default: u64, min: u64) -> R<u64> {
+        let bytes = match v {
+            Some(raw) => self.size(key, raw)?,
+            None => default,
+        };
+        if bytes < min {
+            return Err(self.bad(key, format!("at least {min} bytes, found {bytes}")));
+        }
+        *v = Some(RawSize::Bytes(bytes as i64));
+        Ok(bytes)
+    }
+
+    fn seconds(&self, key: &str, v: &mut Option<f64>, default: Nanos) -> R<Nanos> {
+        let s = self.float(key, *v, default.0 as f64 / 1e9, 0.0, 1e9)?;
+        *v = Some(s);
+        Ok(Nanos((s * 1e9) as u64))
+    }
+
+    /// `[[kernel_build]]` number `i`: its worker processes.
+    pub(super) fn kernel_build(
+        &self,
+        i: usize,
+        b: &mut RawKernelBuild,
+        seed: u64,
+        ids: &mut FileIds,
+    ) -> R<Vec<ProcessSpec>> {
+        let key = |k: &str| format!("kernel_build[{i}].{k}");
+        let d = KernelBuild::default();
+        let name = self.name(&key("name"), &b.name)?;
+        let start = self.start(&key("start_ms"), &mut b.start_ms)?;
+        let int = |k: &str, v: &mut Option<i64>, default: u64, min: i64, max: i64| {
+            let x = self.int(&key(k), *v, default as i64, min, max)?;
+            *v = Some(x);
+            Ok::<u64, super::ConfigError>(x as u64)
+        };
+        let jobs = int("jobs", &mut b.jobs, u64::from(d.jobs), 1, 256)? as u32;
+        let builds = int("builds", &mut b.builds, u64::from(d.builds), 1, 100)? as u32;
+        let units = int("units", &mut b.units, u64::from(d.units), 1, 1_000_000)? as u32;
+        let headers = int(
+            "headers",
+            &mut b.headers,
+            u64::from(d.headers),
+            0,
+            1_000_000,
+        )? as u32;
+        let header_reads = int(
+            "header_reads",
+            &mut b.header_reads,
+            u64::from(d.header_reads),
+            0,
+            10_000,
+        )? as u32;
+        let heap_min = self.opt_size(&key("heap_min"), &mut b.heap_min, d.heap_bytes.0, 4096)?;
+        let heap_max = self.opt_size(&key("heap_max"), &mut b.heap_max, d.heap_bytes.1, 4096)?;
+        if heap_max < heap_min {
+            return Err(self.bad(
+                &key("heap_max"),
+                format!("at least heap_min ({heap_min} bytes), found {heap_max}"),
+            ));
+        }
+        let compute_ms = self.float(
+            &key("compute_ms"),
+            b.compute_ms,
+            d.compute.0 as f64 / 1e6,
+            0.0,
+            1e9,
+        )?;
+        b.compute_ms = Some(compute_ms);
+        let build = KernelBuild {
+            jobs,
+            builds,
+            units,
+            source_bytes: self.opt_size(
+                &key("source_size"),
+                &mut b.source_size,
+                d.source_bytes,
+                0,
+            )?,
+            headers,
+            header_bytes: self.opt_size(
+                &key("header_size"),
+                &mut b.header_size,
+                d.header_bytes,
+                0,
+            )?,
+            header_reads,
+            object_bytes: self.opt_size(
+                &key("object_size"),
+                &mut b.object_size,
+                d.object_bytes,
+                0,
+            )?,
+            heap_bytes: (heap_min, heap_max),
+            compute: Nanos((compute_ms * 1e6) as u64),
+            unmovable_per_unit: self.opt_size(
+                &key("unmovable_per_unit"),
+                &mut b.unmovable_per_unit,
+                d.unmovable_per_unit,
+                0,
+            )?,
+            pinned_per_unit: self.opt_size(
+                &key("pinned_per_unit"),
+                &mut b.pinned_per_unit,
+                d.pinned_per_unit,
+                0,
+            )?,
+            pinned_lifetime: self.seconds(
+                &key("pinned_lifetime_s"),
+                &mut b.pinned_lifetime_s,
+                d.pinned_lifetime,
+            )?,
+            reclaimable_per_unit: self.opt_size(
+                &key("reclaimable_per_unit"),
+                &mut b.reclaimable_per_unit,
+                d.reclaimable_per_unit,
+                0,
+            )?,
+            reclaimable_lifetime: self.seconds(
+                &key("reclaimable_lifetime_s"),
+                &mut b.reclaimable_lifetime_s,
+                d.reclaimable_lifetime,
+            )?,
+            seed: seed.wrapping_add(i as u64),
+        };
+        Ok(build.processes(&name, start, ids))
+    }
+
+    /// `[[file_reader]]` number `i`.
+    pub(super) fn file_reader(
+        &self,
+        i: usize,
+        r: &mut RawFileReader,
+        ids: &mut FileIds,
+    ) -> R<ProcessSpec> {
+        let key = |k: &str| format!("file_reader[{i}].{k}");
+        let name = self.name(&key("name"), &r.name)?;
+        let start = self.start(&key("start_ms"), &mut r.start_ms)?;
+        let files = self.int(&key("files"), r.files, 1, 1, 1_000_000)?;
+        r.files = Some(files);
+        let size = r
+            .file_size
+            .as_ref()
+            .ok_or_else(|| self.bad(&key("file_size"), "the size of each file, e.g. \"1GiB\""))?;
+        let bytes = self.size(&key("file_size"), size)?;
+        if bytes == 0 {
+            return Err(self.bad(&key("file_size"), "a size above zero"));
+        }
+        let mut p = kbuild::file_reader(&name, files as u32, bytes, ids);
+        p.start = start;
+        Ok(p)
+    }
+
+    /// `[[memhog]]` number `i`.
+    pub(super) fn memhog(&self, i: usize, m: &mut RawMemhog, memory: u64) -> R<ProcessSpec> {
+        let key = |k: &str| format!("memhog[{i}].{k}");
+        let name = self.name(&key("name"), &m.name)?;
+        let start = self.start(&key("start_ms"), &mut m.start_ms)?;
+        let size = m
+            .size
+            .as_ref()
+            .ok_or_else(|| self.bad(&key("size"), "the memory to touch, e.g. \"2GiB\""))?;
+        let bytes = self.size(&key("size"), size)?;
+        if bytes == 0 || bytes % 4096 != 0 || bytes > memory {
+            return Err(self.bad(&key("size"), format!("a multiple of 4 KiB no larger than the machine's memory ({memory} bytes), found {bytes}")));
+        }
+        let hold = self.float(&key("hold_ms"), m.hold_ms, 0.0, 0.0, 1e12)?;
+        m.hold_ms = Some(hold);
+        let mut p = kbuild::memhog(&name, bytes, Nanos((hold * 1e6) as u64));
+        p.start = start;
+        Ok(p)
+    }
+}
+
+impl Phases<'_, '_> {
+    /// The kernel phases; `None` when `op` is not one of them.
+    pub(super) fn kernel_phase(
+        &mut self,
+        j: usize,
+        op: &str,
+        ph: &mut RawPhase,
+    ) -> Option<R<Phase>> {
+        Some(match op {
+            "file_read" => self.file_read(j, ph),
+            "file_delete" => self.only(j, ph, op, &["file"]).and_then(|()| {
+                Ok(Phase::FileDelete {
+                    file: self.file(j, ph)?,
+                })
+            }),
+            "kernel_alloc" => self.kernel_alloc(j, ph),
+            "drop_caches" => self.only(j, ph, op, &[]).map(|()| Phase::DropCaches),
+            "compact_memory" => self.only(j, ph, op, &[]).map(|()| Phase::CompactMemory),
+            "highalloc" => self.highalloc(j, ph),
+            _ => return None,
+        })
+    }
+
+    fn file(&self, j: usize, ph: &RawPhase) -> R<hugemm_workload::FileId> {
+        let name = ph
+            .file
+            .as_deref()
+            .filter(|n| !n.is_empty())
+            .ok_or_else(|| self.v.bad(&self.key(j, "file"), "the name of a file"))?;
+        Ok(self.v.file_id(name))
+    }
+
+    fn file_read(&mut self, j: usize, ph: &mut RawPhase) -> R<Phase> {
+        self.only(j, ph, "file_read", &["file", "size", "offset"])?;
+        let file = self.file(j, ph)?;
+        let size = ph.size.as_ref().ok_or_else(|| {
+            self.v
+                .bad(&self.key(j, "size"), "the bytes to read, e.g. \"64MiB\"")
+        })?;
+        let bytes = self.v.size(&self.key(j, "size"), size)?;
+        let offset = match &ph.offset {
+            Some(o) => self.v.size(&self.key(j, "offset"), o)?,
+            None => 0,
+        };
+        if bytes == 0 || offset.checked_add(bytes).map_or(true, |end| end > 1 << 50) {
+            return Err(self.v.bad(
+                &self.key(j, "size"),
+                format!("a size above zero ending below 1 PiB, found {bytes} at offset {offset}"),
+            ));
+        }
+        ph.offset = Some(RawSize::Bytes(offset as i64));
+        Ok(Phase::FileRead {
+            file,
+            offset,
+            bytes,
+        })
+    }
+
+    fn kernel_alloc(&mut self, j: usize, ph: &mut RawPhase) -> R<Phase> {
+        self.only(
+            j,
+            ph,
+            "kernel_alloc",
+            &["kind", "order", "size", "lifetime", "lifetime_ms"],
+        )?;
+        let kind = self.v.choice(
+            &self.key(j, "kind"),
+            ph.kind.as_deref(),
+            "unmovable",
+            &[
+                ("unmovable", KernelMem::Unmovable),
+                ("reclaimable", KernelMem::Reclaimable),
+            ],
+        )?;
+        ph.kind = Some(ph.kind.clone().unwrap_or_else(|| "unmovable".into()));
+        let order = self.v.int(&self.key(j, "order"), ph.order, 0, 0, 10)?;
+        ph.order = Some(order);
+        let size = ph.size.as_ref().ok_or_else(|| {
+            self.v
+                .bad(&self.key(j, "size"), "the bytes to allocate, e.g. \"1MiB\"")
+        })?;
+        let bytes = self.v.size(&self.key(j, "size"), size)?;
+        if bytes == 0 || bytes > self.memory {
+            return Err(self.v.bad(
+                &self.key(j, "size"),
+                format!("a size above zero no larger than the machine's memory, found {bytes}"),
+            ));
+        }
+        let lifetime = self.lifetime(j, ph)?;
+        Ok(Phase::KernelAlloc {
+            kind,
+            order: order as u8,
+            bytes,
+            lifetime,
+        })
+    }
+
+    fn lifetime(&self, j: usize, ph: &mut RawPhase) -> R<Lifetime> {
+        let name = ph.lifetime.clone().unwrap_or_else(|| "process".into());
+        let ms = |ph: &RawPhase| {
+            let v = ph.lifetime_ms.ok_or_else(|| {
+                self.v.bad(
+                    &self.key(j, "lifetime_ms"),
+                    format!("a time in ms for lifetime \"{name}\""),
+                )
+            })?;
+            let ms = self
+                .v
+                .float(&self.key(j, "lifetime_ms"), Some(v), 0.0, 0.0, 1e12)?;
+            Ok::<Nanos, super::ConfigError>(Nanos((ms * 1e6) as u64))
+        };
+        let life = match name.as_str() {
+            "process" | "forever" if ph.lifetime_ms.is_some() => {
+                return Err(self.v.bad(
+                    &self.key(j, "lifetime_ms"),
+                    format!("no lifetime_ms for lifetime \"{name}\""),
+                ))
+            }
+            "process" => Lifetime::Process,
+            "forever" => Lifetime::Forever,
+            "fixed" => Lifetime::Fixed(ms(ph)?),
+            "exponential" => Lifetime::Exponential(ms(ph)?),
+            other => {
+                return Err(self.v.bad(
+                    &self.key(j, "lifetime"),
+                    format!("one of process, forever, fixed, exponential, found \"{other}\""),
+                ))
+            }
+        };
+        ph.lifetime = Some(name);
+        Ok(life)
+    }
+
+    fn highalloc(&mut self, j: usize, ph: &mut RawPhase) -> R<Phase> {
+        self.only(j, ph, "highalloc", &["label", "share"])?;
+        let label = ph.label.clone().unwrap_or_else(|| format!("phase-{j}"));
+        ph.label = Some(label.clone());
+        let share = self
+            .v
+            .float(&self.key(j, "share"), ph.share, 0.95, 0.0, 1.0)?;
+        ph.share = Some(share);
+        Ok(Phase::HighAlloc { label, share })
+    }
+}

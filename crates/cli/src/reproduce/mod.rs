@@ -1,0 +1,215 @@
+//! `hugemm reproduce FILE`: the papers' experiments, each an experiment file with a
+//! `[reproduce]` table naming the reproduction and the variants it compares. A reproduction
+//! drives the engine as a script drives a machine (run the workload, compact, measure,
+//! run more) and prints the paper's numbers beside ours.
+//!
+//! Owns the scripts and the paper's published values; the mechanisms and policies are the
+//! kernel model's, the workloads are the experiment file's.
+
+pub mod apsys16;
+
+use crate::config::{self, ConfigError};
+use hugemm_mm::Kernel;
+use hugemm_sim::{Engine, Experiment};
+use serde::Serialize;
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// The reproductions, by `[reproduce] kind`.
+pub const KINDS: &[&str] = &[
+    "apsys16-fig2",
+    "apsys16-table1",
+    "apsys16-fig3",
+    "apsys16-table2",
+    "apsys16-highalloc",
+];
+
+/// A validated reproduction file.
+#[derive(Debug)]
+pub struct Reproduction {
+    /// The reproduction's kind (one of [`KINDS`]).
+    pub kind: String,
+    /// Fallback policies compared.
+    pub variants: Vec<String>,
+    /// The scale, in words.
+    pub scale: String,
+    /// Seconds of the later measurement.
+    pub settle_s: f64,
+    /// The experiment every variant starts from.
+    pub experiment: Experiment,
+    /// The resolved file.
+    pub resolved: config::raw::RawExperiment,
+}
+
+/// What a reproduction printed, also written as JSON.
+#[derive(Debug, Default, Serialize)]
+pub struct Report {
+    /// Title.
+    pub title: String,
+    /// The scale, in words.
+    pub scale: String,
+    /// Tables of text (paper beside hugemm).
+    pub tables: Vec<String>,
+    /// The numbers behind the tables.
+    pub data: serde_json::Value,
+}
+
+impl std::fmt::Display for Report {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(f, "{}", self.title)?;
+        writeln!(f, "scale: {}", self.scale)?;
+        for t in &self.tables {
+            writeln!(f)?;
+            write!(f, "{t}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Load a reproduction file.
+pub fn load(path: &Path) -> Result<Reproduction, ConfigError> {
+    let mut loaded = config::load(path)?;
+    let file = path.display().to_string();
+    let bad = |key: &str, expected: String| ConfigError::Invalid {
+        file: file.clone(),
+        key: key.into(),
+        expected,
+    };
+    let r = loaded.resolved.reproduce.as_mut().ok_or_else(|| {
+        bad(
+            "reproduce",
+            "a [reproduce] table (this is a plain experiment file: use `hugemm run`)".into(),
+        )
+    })?;
+    let kind = r.kind.clone().unwrap_or_default();
+    if !KINDS.contains(&kind.as_str()) {
+        return Err(bad(
+            "reproduce.kind",
+            format!("one of {}, found \"{kind}\"", KINDS.join(", ")),
+        ));
+    }
+    let variants = r.variants.clone().unwrap_or_else(|| vec!["default".into()]);
+    if variants.is_empty() {
+        return Err(bad(
+            "reproduce.variants",
+            "at least one fallback policy".into(),
+        ));
+    }
+    for v in &variants {
+        if !hugemm_mm::fallback::NAMES.contains(&v.as_str()) {
+            return Err(bad(
+                "reproduce.variants",
+                format!(
+                    "fallback policies among {}, found \"{v}\"",
+                    hugemm_mm::fallback::NAMES.join(", ")
+                ),
+            ));
+        }
+    }
+    let settle_s = r.settle_s.unwrap_or(60.0);
+    if !settle_s.is_finite() || !(0.0..=1e6).contains(&settle_s) {
+        return Err(bad(
+            "reproduce.settle_s",
+            format!("a number of seconds from 0 to 1000000, found {settle_s}"),
+        ));
+    }
+    r.variants = Some(variants.clone());
+    r.settle_s = Some(settle_s);
+    let scale = r.scale.clone().unwrap_or_else(|| "as in the paper".into());
+    Ok(Reproduction {
+        kind,
+        variants,
+        scale,
+        settle_s,
+        experiment: loaded.experiment,
+        resolved: loaded.resolved,
+    })
+}
+
+/// Run a reproduction; `progress` hears what is being run.
+pub fn run(r: &Reproduction, progress: &mut dyn FnMut(&str)) -> anyhow::Result<Report> {
+    let mut report = match r.kind.as_str() {
+        "apsys16-fig2" => apsys16::figure2(r, progress)?,
+        "apsys16-table1" => apsys16::table1(r, progress)?,
+        "apsys16-fig3" => apsys16::figure3(r, progress)?,
+        "apsys16-table2" => apsys16::table2(r, progress)?,
+        "apsys16-highalloc" => apsys16::highalloc(r, progress)?,
+        other => anyhow::bail!("unknown reproduction {other}"),
+    };
+    report.scale = r.scale.clone();
+    Ok(report)
+}
+
+/// The experiment with another fallback policy.
+pub(crate) fn variant(r: &Reproduction, fallback: &str) -> Experiment {
+    let mut exp = r.experiment.clone();
+    exp.kernel.fallback = fallback.to_string();
+    exp
+}
+
+/// Run `exp`'s processes to completion and hand back the engine for more.
+pub(crate) fn run_workload(exp: Experiment) -> anyhow::Result<Engine> {
+    let mut engine = Engine::new(exp)?;
+    engine.run_until_idle()?;
+    Ok(engine)
+}
+
+/// Fragmentation figures of the moment.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct Snapshot {
+    /// Simulated time (s).
+    pub time_s: f64,
+    /// User (movable) pageblocks holding kernel frames.
+    pub tainted: u64,
+    /// User (movable) pageblocks.
+    pub user_pageblocks: u64,
+    /// Fu(j) for every order j.
+    pub fu: Vec<f64>,
+    /// Degree-of-pollution histogram (Table 1's rows).
+    pub pollution: Vec<u64>,
+    /// Free frames.
+    pub free_frames: u64,
+}
+
+pub(crate) fn snapshot(engine: &Engine) -> Snapshot {
+    snapshot_of(engine.kernel(), engine.now().0 as f64 / 1e9)
+}
+
+pub(crate) fn snapshot_of(kernel: &Kernel, time_s: f64) -> Snapshot {
+    let m = kernel.frag_metrics();
+    Snapshot {
+        time_s,
+        tainted: m.tainted_pageblocks,
+        user_pageblocks: m.pageblocks.movable,
+        fu: m.unusable_free_index.clone(),
+        pollution: m.pollution.to_vec(),
+        free_frames: m.free_frames,
+    }
+}
+
+/// A text table: a header row and rows, columns right-aligned after the first.
+pub(crate) fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let cols = header.len();
+    let mut width: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for r in rows {
+        for (i, c) in r.iter().enumerate().take(cols) {
+            width[i] = width[i].max(c.len());
+        }
+    }
+    let mut out = String::new();
+    let line = |cells: Vec<&str>, out: &mut String| {
+        for (i, c) in cells.iter().enumerate() {
+            if i == 0 {
+                let _ = write!(out, "{c:<w$}", w = width[0]);
+            } else {
+                let _ = write!(out, "  {c:>w$}", w = width[i]);
+            }
+        }
+        out.push('\n');
+    };
+    line(header.to_vec(), &mut out);
+    for r in rows {
+        line(r.iter().map(String::as_str).collect(), &mut out);
+    }
+    out
+}
