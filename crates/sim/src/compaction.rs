@@ -60,14 +60,23 @@ impl Deferral {
     }
 }
 
-/// Direct compaction for a failed allocation of `order`, unless deferred. Returns the time
-/// it took (charged to the allocating task). Success, for the deferral, is a free block of
+/// Direct compaction for a failed allocation of `order`, unless deferred, after reclaiming
+/// page cache if free memory is too low for compaction to run. Returns the time it took
+/// (charged to the allocating task). Success, for the deferral, is a free block of
 /// `order` afterwards (`COMPACT_SUCCESS`); the caller then retries its allocation.
 pub(crate) fn direct_compact(kernel: &mut Kernel, deferral: &mut Deferral, order: Order) -> Nanos {
     if deferral.deferred(order) {
         return Nanos::ZERO;
     }
-    let cost = kernel.compact(CompactRequest::Direct { order }).cost;
+    // `__alloc_pages_slowpath` reclaims when compaction cannot run for want of free
+    // pages (`compaction_suitable`: the high watermark plus twice the request).
+    let want = kernel.watermarks().high + (2u64 << order.0);
+    let free = kernel.phys().frames_free();
+    let mut cost = Nanos::ZERO;
+    if free < want {
+        cost += kernel.reclaim(want - free).cost;
+    }
+    cost += kernel.compact(CompactRequest::Direct { order }).cost;
     deferral.record(order, kernel.phys().has_free_block(order));
     cost
 }
