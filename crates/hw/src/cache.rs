@@ -14,6 +14,7 @@
 //!
 //! A shared level is sized by the profile as the share one core sees.
 
+use crate::lruset::fingerprint;
 use crate::plru::PlruArray;
 use crate::profile::CacheLevelProfile;
 use crate::validate::LINE_BYTES;
@@ -69,21 +70,22 @@ impl CacheHierarchy {
     /// line (the number of levels for DRAM).
     #[inline]
     pub fn access_level(&mut self, line: u64) -> usize {
+        let fp = fingerprint(line);
         for (i, level) in self.levels.iter_mut().enumerate() {
-            if level.access(line) {
+            if level.access_fp(line, fp) {
                 return i;
             }
         }
         self.levels.len()
     }
 
-    /// Prefetch (into the host's caches) the set `line` maps to in the last level — the
-    /// only level whose tag array is too big to stay in the host's caches — so a later
-    /// [`CacheHierarchy::access`] does not stall the simulator.
+    /// Prefetch (into the host's caches) the sets `line` maps to beyond the first level —
+    /// the levels whose arrays are too big to stay in the host's nearest caches — so a
+    /// later [`CacheHierarchy::access`] does not stall the simulator.
     #[inline]
     pub fn prefetch(&self, line: u64) {
-        if let Some(level) = self.levels.last() {
-            crate::prefetch::prefetch(level.set_slot(line));
+        for level in self.levels.iter().skip(1) {
+            level.prefetch(line);
         }
     }
 

@@ -16,6 +16,7 @@
 
 pub mod cache;
 pub mod error;
+mod lrulist;
 mod lruset;
 pub mod mmu;
 pub mod plru;

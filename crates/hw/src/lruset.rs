@@ -85,6 +85,11 @@ impl<const B: usize> Set<B> {
         }
     }
 
+    /// Empties the set.
+    pub(crate) fn clear(&mut self, ways: usize) {
+        *self = Self::empty(ways);
+    }
+
     #[inline(always)]
     fn tag(&self, w: Way) -> u64 {
         self.tags[w.block % B][w.lane % LANES]

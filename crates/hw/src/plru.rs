@@ -20,16 +20,56 @@ use crate::lruset::{eq_bytes, fingerprint, ONES};
 pub const EMPTY: u64 = u64::MAX;
 
 /// A bit-PLRU set-associative array of `u64` tags.
+///
+/// Layout: per set, one *meta* record holding the used mask and then the set's
+/// fingerprint words, padded to a power-of-two number of words so a record never
+/// straddles a host cache line; the tags live apart. A miss, the common case in the large
+/// levels, reads only the set's meta record and writes one tag; the tags are read only
+/// where a fingerprint matches.
 #[derive(Clone, Debug)]
 pub struct PlruArray {
+    meta: Meta,
     tags: Vec<u64>,
-    /// Per set, `words` words of one-byte tag fingerprints (empty ways: `EMPTY`'s).
-    fps: Vec<u64>,
-    words: usize,
-    used: Vec<u64>,
     ways: usize,
     set_mask: u64,
     full: u64,
+}
+
+/// The meta records of an array, by fingerprint words per set (`W`) and record words
+/// (`S`, at least `W + 1`), so the per-set code is unrolled and bounds-checked once.
+#[derive(Clone, Debug)]
+enum Meta {
+    W1(Vec<[u64; 2]>),
+    W2(Vec<[u64; 4]>),
+    W8(Vec<[u64; 16]>),
+}
+
+/// Runs `$body` with `$m` bound to the array's records and `$w` to their fingerprint
+/// words, whatever their size.
+macro_rules! each {
+    ($meta:expr, $m:ident, $w:ident => $body:expr) => {
+        match $meta {
+            Meta::W1($m) => {
+                const $w: usize = 1;
+                $body
+            }
+            Meta::W2($m) => {
+                const $w: usize = 2;
+                $body
+            }
+            Meta::W8($m) => {
+                const $w: usize = 8;
+                $body
+            }
+        }
+    };
+}
+
+/// An empty meta record: nothing used, every fingerprint `EMPTY`'s.
+fn empty_record<const S: usize>() -> [u64; S] {
+    let mut r = [u64::from(fingerprint(EMPTY)) * ONES; S];
+    r[0] = 0;
+    r
 }
 
 impl PlruArray {
@@ -39,12 +79,14 @@ impl PlruArray {
         let ways = ways.clamp(1, 64);
         let sets = (entries / ways).max(1);
         let sets = 1usize << (usize::BITS - 1 - sets.leading_zeros());
-        let words = ways.div_ceil(8);
+        let meta = match ways.div_ceil(8) {
+            1 => Meta::W1(vec![empty_record(); sets]),
+            2 => Meta::W2(vec![empty_record(); sets]),
+            _ => Meta::W8(vec![empty_record(); sets]),
+        };
         PlruArray {
+            meta,
             tags: vec![EMPTY; sets * ways],
-            fps: vec![u64::from(fingerprint(EMPTY)) * ONES; sets * words],
-            words,
-            used: vec![0; sets],
             ways,
             set_mask: sets as u64 - 1,
             full: if ways == 64 {
@@ -57,7 +99,7 @@ impl PlruArray {
 
     /// Number of sets.
     pub fn sets(&self) -> usize {
-        self.used.len()
+        self.set_mask as usize + 1
     }
 
     #[inline(always)]
@@ -65,21 +107,23 @@ impl PlruArray {
         (tag & self.set_mask) as usize
     }
 
+    /// The way of `set` holding `tag` (fingerprint broadcast `pattern`), if any, given
+    /// the set's meta record (fingerprint words from index 1) and all tags.
     #[inline(always)]
-    fn mark(&mut self, set: usize, way: usize) {
-        let u = self.used[set] | (1 << way);
-        self.used[set] = if u == self.full { 1 << way } else { u };
-    }
-
-    /// The way of `set` holding `tag`, if any.
-    #[inline(always)]
-    fn find(&self, set: usize, tag: u64) -> Option<usize> {
-        let pattern = u64::from(fingerprint(tag)) * ONES;
-        for w in 0..self.words {
-            let mut hits = eq_bytes(self.fps[set * self.words + w], pattern);
+    fn find<const W: usize, const S: usize>(
+        record: &[u64; S],
+        tags: &[u64],
+        set: usize,
+        ways: usize,
+        tag: u64,
+        pattern: u64,
+    ) -> Option<usize> {
+        for w in 0..W {
+            let mut hits = eq_bytes(record[(1 + w) % S], pattern);
             while hits != 0 {
                 let way = w * 8 + (hits.trailing_zeros() / 8) as usize;
-                if way < self.ways && self.tags[set * self.ways + way] == tag {
+                // Padding lanes have no tag.
+                if way < ways && tags.get(set * ways + way) == Some(&tag) {
                     return Some(way);
                 }
                 hits &= hits - 1;
@@ -92,37 +136,74 @@ impl PlruArray {
     /// the victim way and returns false.
     #[inline]
     pub fn access(&mut self, tag: u64) -> bool {
+        self.access_fp(tag, fingerprint(tag))
+    }
+
+    /// [`PlruArray::access`] of a tag whose fingerprint `fp` the caller has computed (the
+    /// levels of a hierarchy share it).
+    #[inline(always)]
+    pub(crate) fn access_fp(&mut self, tag: u64, fp: u8) -> bool {
         let set = self.set_of(tag);
-        if let Some(way) = self.find(set, tag) {
-            self.mark(set, way);
-            return true;
-        }
-        let way = (self.used[set].trailing_ones() as usize).min(self.ways - 1);
-        self.tags[set * self.ways + way] = tag;
-        let (word, shift) = (set * self.words + way / 8, 8 * (way % 8));
-        self.fps[word] =
-            (self.fps[word] & !(0xff << shift)) | (u64::from(fingerprint(tag)) << shift);
-        self.mark(set, way);
-        false
+        let (ways, full) = (self.ways, self.full);
+        let pattern = u64::from(fp) * ONES;
+        let tags = &mut self.tags;
+        each!(&mut self.meta, m, W => {
+            let Some(record) = m.get_mut(set) else {
+                return false; // unreachable: `set <= set_mask < m.len()`
+            };
+            match Self::find::<W, _>(record, tags, set, ways, tag, pattern) {
+                Some(way) => {
+                    mark(&mut record[0], way, full);
+                    true
+                }
+                None => {
+                    let way = (record[0].trailing_ones() as usize).min(ways - 1);
+                    if let Some(t) = tags.get_mut(set * ways + way) {
+                        *t = tag;
+                    }
+                    let (word, shift) = (&mut record[(1 + way / 8) % record.len()], 8 * (way % 8));
+                    *word = (*word & !(0xff << shift)) | (u64::from(fp) << shift);
+                    mark(&mut record[0], way, full);
+                    false
+                }
+            }
+        })
     }
 
     /// Whether `tag` is present (no state change).
     pub fn contains(&self, tag: u64) -> bool {
-        self.find(self.set_of(tag), tag).is_some()
+        let set = self.set_of(tag);
+        let pattern = u64::from(fingerprint(tag)) * ONES;
+        each!(&self.meta, m, W => Self::find::<W, _>(&m[set], &self.tags, set, self.ways, tag, pattern).is_some())
     }
 
-    /// A reference to the first tag of `tag`'s set, for prefetching.
+    /// Prefetch (into the host's caches) what an access to `tag` will read and write: its
+    /// set's meta record and first tags.
     #[inline(always)]
-    pub fn set_slot(&self, tag: u64) -> &u64 {
-        &self.tags[self.set_of(tag) * self.ways]
+    pub fn prefetch(&self, tag: u64) {
+        let set = self.set_of(tag);
+        each!(&self.meta, m, _W => {
+            if let Some(r) = m.get(set) {
+                crate::prefetch::prefetch(r);
+            }
+        });
+        if let Some(t) = self.tags.get(set * self.ways) {
+            crate::prefetch::prefetch(t);
+        }
     }
 
     /// Empties the array.
     pub fn clear(&mut self) {
         self.tags.fill(EMPTY);
-        self.fps.fill(u64::from(fingerprint(EMPTY)) * ONES);
-        self.used.fill(0);
+        each!(&mut self.meta, m, _W => m.fill(empty_record()));
     }
+}
+
+/// Marks `way` used in the set's `used` mask (see the module doc).
+#[inline(always)]
+fn mark(used: &mut u64, way: usize, full: u64) {
+    let u = *used | (1 << way);
+    *used = if u == full { 1 << way } else { u };
 }
 
 #[cfg(test)]

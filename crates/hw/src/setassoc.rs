@@ -16,6 +16,10 @@
 //!   step is a few SWAR operations per block: no serial minimum over use stamps (the
 //!   textbook layout, which measured as the largest single cost of a simulated reference),
 //!   and tags never move.
+//! * **LRU as lists beyond three blocks.** Sets of more than 24 ways (the fully
+//!   associative 64-entry L1 DTLBs and page-directory caches) keep the same exact LRU as
+//!   a linked list of ways instead (`lrulist.rs`): there a touch costs O(1) rather than
+//!   one SWAR step per block, and the victim is the list's tail rather than a scan.
 //! * **Fingerprint scan.** A lookup compares a block's eight fingerprints at once with
 //!   SWAR arithmetic (no `unsafe`, no SIMD intrinsics) and reads a tag only where a
 //!   fingerprint matches (a false match costs one compare, probability 1/256 per way).
@@ -30,6 +34,7 @@
 //! allocation-free container on the hot path (every simulated reference probes several of
 //! these arrays).
 
+use crate::lrulist::{ListSet, LIST_MIN_WAYS};
 use crate::lruset::{Set, LANES};
 
 /// The tag value of an empty way. Callers must never insert it.
@@ -55,9 +60,9 @@ enum Sets {
     B1(Vec<Set<1>>),
     B2(Vec<Set<2>>),
     B3(Vec<Set<3>>),
-    B4(Vec<Set<4>>),
-    B8(Vec<Set<8>>),
-    B16(Vec<Set<16>>),
+    L4(Vec<ListSet<4>>),
+    L8(Vec<ListSet<8>>),
+    L16(Vec<ListSet<16>>),
 }
 
 /// Runs `$body` with `$sets` bound to the array's `Vec<Set<B>>`, whatever `B`.
@@ -67,9 +72,9 @@ macro_rules! each {
             Sets::B1($v) => $body,
             Sets::B2($v) => $body,
             Sets::B3($v) => $body,
-            Sets::B4($v) => $body,
-            Sets::B8($v) => $body,
-            Sets::B16($v) => $body,
+            Sets::L4($v) => $body,
+            Sets::L8($v) => $body,
+            Sets::L16($v) => $body,
         }
     };
 }
@@ -91,13 +96,15 @@ impl SetAssoc {
         let entries = entries.max(1);
         let ways = ways.clamp(1, entries.min(MAX_WAYS));
         let n = prev_power_of_two(entries / ways);
+        // SWAR ages up to three blocks, linked lists beyond (`lrulist.rs`).
+        const _: () = assert!(LIST_MIN_WAYS == 3 * LANES);
         let sets = match ways.div_ceil(LANES) {
             1 => Sets::B1(vec![Set::empty(ways); n]),
             2 => Sets::B2(vec![Set::empty(ways); n]),
             3 => Sets::B3(vec![Set::empty(ways); n]),
-            4 => Sets::B4(vec![Set::empty(ways); n]),
-            5..=8 => Sets::B8(vec![Set::empty(ways); n]),
-            _ => Sets::B16(vec![Set::empty(ways); n]),
+            4 => Sets::L4(vec![ListSet::empty(ways); n]),
+            5..=8 => Sets::L8(vec![ListSet::empty(ways); n]),
+            _ => Sets::L16(vec![ListSet::empty(ways); n]),
         };
         SetAssoc {
             sets,
@@ -259,7 +266,7 @@ impl SetAssoc {
     /// Empties the array.
     pub fn clear(&mut self) {
         let ways = self.ways;
-        each!(&mut self.sets, v => v.iter_mut().for_each(|s| *s = Set::empty(ways)))
+        each!(&mut self.sets, v => v.iter_mut().for_each(|s| s.clear(ways)))
     }
 }
 

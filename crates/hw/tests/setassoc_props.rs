@@ -1,7 +1,8 @@
 //! Property tests of the set-associative array against a reference model: a set never
 //! holds a tag twice nor more tags than its ways, way limits hold, and the array keeps
 //! exactly the tags, in exactly the recency order, of a list-based LRU (sets of 1 to 19
-//! ways, so sets spanning several 8-way blocks are covered).
+//! ways, so sets spanning several 8-way blocks are covered, and of 25 to 70 ways, which
+//! keep their recency as linked lists).
 
 use hugemm_hw::setassoc::{SetAssoc, WayLimit, INVALID};
 use proptest::prelude::*;
@@ -56,8 +57,8 @@ impl Model {
 proptest! {
     #[test]
     fn sets_hold_distinct_tags_within_their_ways(
-        (sets_log, ways) in (0u32..3, 1usize..20),
-        max_ways in 0usize..20,
+        (sets_log, ways) in (0u32..3, prop_oneof![1usize..20, 25usize..71]),
+        max_ways in 0usize..72,
         ops in prop::collection::vec(op(), 1..400),
     ) {
         let sets = 1usize << sets_log;
@@ -93,8 +94,8 @@ proptest! {
 
     #[test]
     fn access_matches_a_list_lru(
-        (sets_log, ways) in (0u32..3, 1usize..20),
-        tags in prop::collection::vec(0u64..96, 1..600),
+        (sets_log, ways) in (0u32..3, prop_oneof![1usize..20, 25usize..71]),
+        tags in prop::collection::vec(0u64..160, 1..600),
     ) {
         let sets = 1usize << sets_log;
         let mut a = SetAssoc::new(sets * ways, ways);

@@ -390,11 +390,10 @@ fn is_kernel_phase(phase: &Phase) -> bool {
 
 /// References generated ahead of the one being simulated, whose page-table entries are
 /// prefetched (host memory latency would otherwise dominate the simulator's time on large
-/// buffers).
+/// buffers). The modelled caches' sets are not prefetched as well: that took a second
+/// page-table lookup per reference (`Kernel::peek`, for the physical address) and
+/// measured slower than letting the host's caches serve the model's arrays.
 const AHEAD: usize = 8;
-/// How far ahead a reference's page-table-line and data-line cache sets are prefetched
-/// (its page-table entry, prefetched at [`AHEAD`], has arrived by then).
-const DATA_AHEAD: usize = 4;
 
 /// Up to `max` exact references, stopping at `bound` or the end of the phase; measured into
 /// `acc` if given. Returns the references made.
@@ -420,13 +419,6 @@ fn exact_refs(
             let va = VirtAddr(base.0 + off);
             ctx.kernel.prefetch(pid, va);
             run.ahead.push_back((off, write));
-        }
-        if let Some(&(off, _)) = run.ahead.get(DATA_AHEAD) {
-            let va = VirtAddr(base.0 + off);
-            if let Some((pa, size)) = ctx.kernel.peek(pid, va) {
-                ctx.core.mmu.prefetch_translation(pid.0, va, size);
-                ctx.core.mmu.prefetch_data(pa);
-            }
         }
         let (off, write) = run.ahead.pop_front().expect("filled above");
         let before = ctx.core.now;
