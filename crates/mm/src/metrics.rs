@@ -18,10 +18,11 @@
 //!   (the paper's ">25" and ">40" rows overlap its ">10" row; the sum of the model's last
 //!   three bins is its ">10").
 //!
-//! The scan is one pass over the frame table, skipping blocks by their order. This module
-//! owns the definitions; it must not change anything.
+//! Kernel frames per pageblock come from the allocator's per-pageblock `pinned` counters
+//! (frames of owners that are not movable: exactly the kernel owners above), so a
+//! measurement is one pass over the pageblocks, not over the frames. This module owns the
+//! definitions; it must not change anything.
 
-use crate::frame::{FrameState, OwnerKind};
 use crate::kernel::Kernel;
 use crate::pageblock::MigrateType;
 use serde::Serialize;
@@ -85,15 +86,8 @@ pub fn unusable_free_index(free_blocks: &[u64], j: usize) -> f64 {
     (total - usable) as f64 / total as f64
 }
 
-fn is_kernel(owner: OwnerKind) -> bool {
-    matches!(
-        owner,
-        OwnerKind::KernelUnmovable | OwnerKind::KernelReclaimable | OwnerKind::PageTable
-    )
-}
-
 impl Kernel {
-    /// Measure fragmentation (one pass over the frame table).
+    /// Measure fragmentation (one pass over the pageblocks' counters).
     pub fn frag_metrics(&self) -> FragMetrics {
         let p = &self.phys;
         let free_blocks = p.free_blocks_by_order();
@@ -144,31 +138,11 @@ impl Kernel {
         (free - usable) * 100 / free
     }
 
-    /// Kernel frames in each pageblock, walking blocks by their order.
+    /// Kernel frames in each pageblock: the allocator's pinned counters, which count the
+    /// frames of every owner that is not movable (page tables and kernel memory).
     fn kernel_frames_per_pageblock(&self) -> Vec<u32> {
-        let p = &self.phys;
-        let pb_order = p.pageblock_order().0;
-        let mut counts = vec![0u32; p.pageblock_count() as usize];
-        let (total, mut pfn) = (p.frames_total(), 0u64);
-        while pfn < total {
-            let (size, owner) = match p.frames.at(pfn as u32).state() {
-                FrameState::FreeHead { order, .. } => (1u64 << order.0, None),
-                FrameState::Allocated { order, owner } => (1u64 << order.0, Some(owner)),
-                FrameState::AllocatedTail { owner } => (1, Some(owner)),
-                FrameState::FreeTail => (1, None),
-            };
-            if owner.is_some_and(is_kernel) {
-                let end = (pfn + size).min(total);
-                let mut at = pfn;
-                while at < end {
-                    let block_end = ((at >> pb_order) + 1) << pb_order;
-                    counts[(at >> pb_order) as usize] += (block_end.min(end) - at) as u32;
-                    at = block_end;
-                }
-            }
-            pfn += size;
-        }
-        counts
+        let c = &self.phys.counters;
+        (0..c.len()).map(|pb| c.pinned(pb)).collect()
     }
 }
 
@@ -176,6 +150,7 @@ impl Kernel {
 mod tests {
     use super::*;
     use crate::api::HugeAdvice;
+    use crate::frame::{FrameState, OwnerKind};
     use crate::testutil::{kernel, PAGE};
     use hugemm_hw::{PageSize, Pfn};
 
