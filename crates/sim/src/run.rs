@@ -231,7 +231,7 @@ impl Engine {
         let syscall = Picos((self.exp.profile.costs.fault_trap_ns * 1000.0) as u64);
         let core_now = self.cores[c].now;
         let phase = self.procs[i].spec.phases[self.procs[i].phase].clone();
-        if is_kernel_phase(&phase) {
+        if phase.is_kernel_side() {
             let cost = syscall + self.kernel_phase(i, c, &phase)?;
             self.cores[c].now += cost;
             self.procs[i].phase += 1;
@@ -373,19 +373,6 @@ impl Engine {
         p.activity = Activity::Access(run);
         result.map(|_| done)
     }
-}
-
-/// Phases that are the kernel's work on the process's behalf (see `kactivity`).
-fn is_kernel_phase(phase: &Phase) -> bool {
-    matches!(
-        phase,
-        Phase::FileRead { .. }
-            | Phase::FileDelete { .. }
-            | Phase::KernelAlloc { .. }
-            | Phase::DropCaches
-            | Phase::CompactMemory
-            | Phase::HighAlloc { .. }
-    )
 }
 
 /// References generated ahead of the one being simulated, whose page-table entries are

@@ -208,6 +208,22 @@ pub struct ProcessSpec {
     pub phases: Vec<Phase>,
 }
 
+impl Phase {
+    /// Whether the phase is the kernel's work on the process's behalf (page cache, kernel
+    /// memory, compaction...) rather than the process's own references and mappings.
+    pub fn is_kernel_side(&self) -> bool {
+        matches!(
+            self,
+            Phase::FileRead { .. }
+                | Phase::FileDelete { .. }
+                | Phase::KernelAlloc { .. }
+                | Phase::DropCaches
+                | Phase::CompactMemory
+                | Phase::HighAlloc { .. }
+        )
+    }
+}
+
 impl ProcessSpec {
     /// Number of buffers the process maps (one more than the highest buffer id used).
     pub fn buffer_count(&self) -> usize {

@@ -44,7 +44,8 @@ impl Validator<'_> {
         })
     }
 
-    fn name(&self, key: &str, v: &Option<String>) -> R<String> {
+    /// A process name: present, and usable as a CSV cell and apart from `system`.
+    pub(super) fn name(&self, key: &str, v: &Option<String>) -> R<String> {
         let name = v.clone().ok_or_else(|| self.bad(key, "a name"))?;
         if name.is_empty() || name == "system" || name.contains([',', '"', '\n']) {
             return Err(self.bad(

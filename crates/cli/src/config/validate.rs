@@ -502,13 +502,7 @@ impl Validator<'_> {
         memory: u64,
     ) -> R<Vec<ProcessSpec>> {
         let key = |k: &str| format!("process[{i}].{k}");
-        let name = p
-            .name
-            .clone()
-            .ok_or_else(|| self.bad(&key("name"), "a name"))?;
-        if name.is_empty() || name == "system" || name.contains([',', '"', '\n']) {
-            return Err(self.bad(&key("name"), format!("a name without commas, quotes or newlines, other than \"system\", found \"{name}\"")));
-        }
+        let name = self.name(&key("name"), &p.name)?;
         let count = self.int(&key("count"), p.count, 1, 1, 4096)? as usize;
         let start = self.float(&key("start_ms"), p.start_ms, 0.0, 0.0, 1e12)?;
         p.start_ms = Some(start);
