@@ -319,6 +319,7 @@ fn check(text: &str) -> Result<(), TestCaseError> {
         Ok(Loaded {
             experiment: x,
             resolved,
+            ..
         }) => {
             prop_assert!(!x.processes.is_empty());
             prop_assert!((1..=1024).contains(&x.cores), "cores {}", x.cores);

@@ -8,12 +8,17 @@
 //! and splits. Each policy is one module. This crate must not reach into the kernel
 //! model's internals: everything goes through [`MemoryOps`].
 
+pub mod access;
+pub mod hawkeye;
+pub mod ingens;
 pub mod linux;
 pub mod ops;
 
-use hugemm_hw::{Nanos, PageSize, Pid};
+use hugemm_hw::{Nanos, PageSize, Pid, VirtAddr};
 use hugemm_mm::FaultInfo;
 
+pub use hawkeye::{HawkeyeConfig, HawkeyePolicy, Variant as HawkeyeVariant};
+pub use ingens::{IngensConfig, IngensPolicy};
 pub use linux::{DefragMode, KhugepagedConfig, LinuxConfig, LinuxPolicy, ThpMode};
 pub use ops::{MemInfo, MemoryOps, RegionRef};
 
@@ -75,6 +80,12 @@ pub trait Policy {
         DaemonRun::default()
     }
 
+    /// A fault of `pid` mapped a page in the huge-page-sized region starting at `region`
+    /// (for policies that track faults, e.g. Ingens' recently faulted regions).
+    fn fault_taken(&mut self, pid: Pid, region: VirtAddr) {
+        let _ = (pid, region);
+    }
+
     /// A process started (in start order: policies that serve processes
     /// first-come-first-serve rely on it).
     fn process_started(&mut self, pid: Pid) {
@@ -92,16 +103,22 @@ pub trait Policy {
 pub enum PolicyConfig {
     /// Linux THP + khugepaged.
     Linux(LinuxConfig),
+    /// Ingens.
+    Ingens(IngensConfig),
+    /// HawkEye (G or PMU).
+    Hawkeye(HawkeyeConfig),
 }
 
 impl PolicyConfig {
     /// The names of the policies that can be built, for error messages.
-    pub const NAMES: &'static [&'static str] = &["linux"];
+    pub const NAMES: &'static [&'static str] = &["linux", "ingens", "hawkeye"];
 
     /// Build the policy.
     pub fn build(&self) -> Box<dyn Policy> {
         match self {
             PolicyConfig::Linux(cfg) => Box::new(LinuxPolicy::new(*cfg)),
+            PolicyConfig::Ingens(cfg) => Box::new(IngensPolicy::new(*cfg)),
+            PolicyConfig::Hawkeye(cfg) => Box::new(HawkeyePolicy::new(*cfg)),
         }
     }
 }

@@ -18,7 +18,7 @@ pub struct RegionRef {
 }
 
 /// System memory as a policy sees it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct MemInfo {
     /// Frames of physical memory.
     pub frames_total: u64,
@@ -27,6 +27,10 @@ pub struct MemInfo {
     /// Free blocks of at least huge-page order (what a huge-page allocation can take
     /// without compaction).
     pub free_huge_blocks: u64,
+    /// Free memory fragmentation index for the huge-page order (Ingens' FMFI, the
+    /// unusable free space index Fu(9)): 0 when all free memory is in huge blocks, near 1
+    /// when none is.
+    pub fmfi: f64,
 }
 
 /// What a policy can observe and do.
@@ -47,6 +51,10 @@ pub trait MemoryOps {
     fn split(&mut self, pid: Pid, region: VirtAddr) -> Result<Nanos, MmError>;
     /// The performance counters of `pid`, where available.
     fn pmu(&self, pid: Pid) -> Option<Pmu>;
+    /// Resident memory of `pid` in bytes (0 if it is not live).
+    fn rss_bytes(&self, pid: Pid) -> u64;
+    /// Huge pages mapped by `pid`.
+    fn huge_pages(&self, pid: Pid) -> u64;
     /// Free memory.
     fn mem_info(&self) -> MemInfo;
     /// The cost of reading (scanning) one page-table entry, charged to scanners.

@@ -402,6 +402,7 @@ impl Engine {
                 rss_bytes: Some(self.kernel.rss_bytes(pid)),
                 faults_4k: Some(p.pmu.faults_4k),
                 faults_2m: Some(p.pmu.faults_2m),
+                promotions: Some(p.promotions),
                 ..Default::default()
             });
             p.last_sample = p.pmu.clone();
@@ -505,6 +506,7 @@ fn summarise(p: &Proc, end_ns: u64) -> ProcessSummary {
         faults_2m: p.pmu.faults_2m,
         faults_zero_page: p.pmu.faults_zero_page,
         faults_huge_fallback: p.faults_huge_fallback,
+        promotions: p.promotions,
         fault_time_ns: p.fault_time.0,
         cycles: p.pmu.cycles,
         walk_cycles: walk,

@@ -77,7 +77,13 @@ impl MemoryOps for EngineOps<'_> {
 
     fn collapse(&mut self, pid: Pid, region: VirtAddr) -> Result<CollapseOutcome, CollapseError> {
         materialise(self.kernel, self.procs, pid, region);
-        self.kernel.collapse(pid, region)
+        let out = self.kernel.collapse(pid, region);
+        if out.is_ok() {
+            if let Some(p) = self.procs.iter_mut().find(|p| p.pid == Some(pid)) {
+                p.promotions += 1;
+            }
+        }
+        out
     }
 
     fn split(&mut self, pid: Pid, region: VirtAddr) -> Result<Nanos, MmError> {
@@ -92,12 +98,24 @@ impl MemoryOps for EngineOps<'_> {
             .map(|p| p.pmu.clone())
     }
 
+    fn rss_bytes(&self, pid: Pid) -> u64 {
+        self.kernel.rss_bytes(pid)
+    }
+
+    fn huge_pages(&self, pid: Pid) -> u64 {
+        self.kernel.huge_pages(pid)
+    }
+
     fn mem_info(&self) -> MemInfo {
         let phys = self.kernel.phys();
         MemInfo {
             frames_total: phys.frames_total(),
             frames_free: phys.frames_free(),
             free_huge_blocks: phys.free_blocks_at_least(self.kernel.geometry().huge_order()),
+            fmfi: hugemm_mm::metrics::unusable_free_index(
+                &phys.free_blocks_by_order(),
+                self.kernel.geometry().huge_order().0 as usize,
+            ),
         }
     }
 

@@ -76,6 +76,8 @@ pub(crate) struct Proc {
     pub pmu: Pmu,
     pub fault_time: Nanos,
     pub faults_huge_fallback: u64,
+    /// Regions promoted (collapsed) by the policy's daemons.
+    pub promotions: u64,
     /// References simulated one by one.
     pub references_exact: u64,
     pub start: Nanos,
@@ -105,6 +107,7 @@ impl Proc {
             pmu: Pmu::default(),
             fault_time: Nanos::ZERO,
             faults_huge_fallback: 0,
+            promotions: 0,
             references_exact: 0,
             end: None,
             oom: false,

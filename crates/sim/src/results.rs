@@ -33,6 +33,9 @@ pub struct ProcessSummary {
     pub faults_zero_page: u64,
     /// Faults where a huge page was wanted and a base page was mapped.
     pub faults_huge_fallback: u64,
+    /// Regions of this process promoted to huge pages by the policy's daemons
+    /// (khugepaged's collapses, HawkEye's and Ingens' promotions).
+    pub promotions: u64,
     /// Time spent in fault handling (ns).
     pub fault_time_ns: u64,
     /// User-mode cycles (references and compute; fault time excluded, as PMU counts in
@@ -154,6 +157,8 @@ pub struct TimeseriesRow {
     pub faults_4k: Option<u64>,
     /// 2 MB faults so far.
     pub faults_2m: Option<u64>,
+    /// Promotions of this process so far (process rows).
+    pub promotions: Option<u64>,
     /// Free frames (system row).
     pub frames_free: Option<u64>,
     /// Collapses so far (system row).
@@ -186,7 +191,7 @@ pub struct RunResult {
 impl TimeseriesRow {
     /// The CSV header.
     pub const HEADER: &'static str =
-        "time_ns,process,pid,references,mmu_overhead,huge_pages,rss_bytes,faults_4k,faults_2m,frames_free,collapses,splits,page_cache_pages,fmfi,tainted_pageblocks,pageblocks_unmovable,pageblocks_reclaimable,pages_migrated";
+        "time_ns,process,pid,references,mmu_overhead,huge_pages,rss_bytes,faults_4k,faults_2m,promotions,frames_free,collapses,splits,page_cache_pages,fmfi,tainted_pageblocks,pageblocks_unmovable,pageblocks_reclaimable,pages_migrated";
 
     /// This row as a CSV line (no trailing newline). Process names are validated to
     /// contain no commas or quotes, so no escaping is needed.
@@ -200,7 +205,7 @@ impl TimeseriesRow {
             .unwrap_or_default();
         let fmfi = self.fmfi.map(|x| format!("{x:.4}")).unwrap_or_default();
         format!(
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             self.time_ns,
             self.process,
             o(&self.pid),
@@ -210,6 +215,7 @@ impl TimeseriesRow {
             o(&self.rss_bytes),
             o(&self.faults_4k),
             o(&self.faults_2m),
+            o(&self.promotions),
             o(&self.frames_free),
             o(&self.collapses),
             o(&self.splits),

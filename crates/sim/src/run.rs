@@ -82,6 +82,8 @@ impl Ctx<'_> {
             return Err(Stop::Oom);
         }
         count_fault(&mut p.pmu, out.kind);
+        let region = va.0 & !(self.kernel.geometry().huge_bytes() - 1);
+        self.policy.fault_taken(pid, VirtAddr(region));
         if out.kind == FaultKind::HugeFallback {
             p.faults_huge_fallback += 1;
         }

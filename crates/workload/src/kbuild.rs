@@ -233,8 +233,31 @@ fn read(file: FileId, bytes: u64) -> Phase {
 /// `files` files of `bytes_each` through the page cache, one after another, and exit. The
 /// pages stay cached, interleaved with whatever else was allocated meanwhile, until
 /// reclaim or `drop_caches` frees them.
-pub fn file_reader(name: &str, files: u32, bytes_each: u64, ids: &mut FileIds) -> ProcessSpec {
-    let phases = (0..files).map(|_| read(ids.fresh(), bytes_each)).collect();
+///
+/// With `delete_every = n > 0`, every `n`-th file is deleted once all are read (as a
+/// build or a log rotation leaves a file system): free memory is then scattered in
+/// file-sized holes between cached pages, and reclaiming the cache in LRU order (the order
+/// it was read) does not give back whole 2 MB blocks until a block's every file has gone.
+/// Without it, reclaim frees the files in the order they were laid out and memory is
+/// barely fragmented once the cache is under pressure.
+pub fn file_reader(
+    name: &str,
+    files: u32,
+    bytes_each: u64,
+    delete_every: u32,
+    ids: &mut FileIds,
+) -> ProcessSpec {
+    let read_ids: Vec<FileId> = (0..files).map(|_| ids.fresh()).collect();
+    let mut phases: Vec<Phase> = read_ids.iter().map(|&f| read(f, bytes_each)).collect();
+    if delete_every > 0 {
+        phases.extend(
+            read_ids
+                .iter()
+                .skip(delete_every as usize - 1)
+                .step_by(delete_every as usize)
+                .map(|&file| Phase::FileDelete { file }),
+        );
+    }
     ProcessSpec {
         name: name.into(),
         start: Nanos::ZERO,
@@ -312,7 +335,7 @@ mod tests {
         let pa = small().processes("m", Nanos::ZERO, &mut a);
         let pb = small().processes("m", Nanos::ZERO, &mut b);
         assert_eq!(pa, pb);
-        let reader = file_reader("r", 3, 1 << 20, &mut a);
+        let reader = file_reader("r", 3, 1 << 20, 0, &mut a);
         let first_reader_file = match reader.phases[0] {
             Phase::FileRead { file, .. } => file,
             _ => unreachable!("a reader only reads"),

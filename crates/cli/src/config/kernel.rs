@@ -209,7 +209,9 @@ impl Validator<'_> {
         if bytes == 0 {
             return Err(self.bad(&key("file_size"), "a size above zero"));
         }
-        let mut p = kbuild::file_reader(&name, files as u32, bytes, ids);
+        let delete_every = self.int(&key("delete_every"), r.delete_every, 0, 0, 1_000_000)?;
+        r.delete_every = Some(delete_every);
+        let mut p = kbuild::file_reader(&name, files as u32, bytes, delete_every as u32, ids);
         p.start = start;
         Ok(p)
     }

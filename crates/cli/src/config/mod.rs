@@ -4,13 +4,14 @@
 //! Every error names the file, the key and what was expected (STYLE.md 6).
 
 mod kernel;
+mod policies;
 pub mod raw;
 pub mod size;
 pub mod validate;
 
 use std::path::Path;
 
-pub use validate::{load, parse, ConfigError, Loaded};
+pub use validate::{load, parse, ConfigError, Loaded, PolicyCatalog};
 
 /// The directory an experiment file's relative paths (profiles) are resolved from.
 pub fn base_dir(path: &Path) -> &Path {

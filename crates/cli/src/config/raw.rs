@@ -170,6 +170,8 @@ pub struct RawFileReader {
     pub files: Option<i64>,
     /// Bytes of each file.
     pub file_size: Option<RawSize>,
+    /// Delete every n-th file after reading them all (0: keep all).
+    pub delete_every: Option<i64>,
 }
 
 /// `[[memhog]]`.
@@ -208,6 +210,62 @@ pub struct RawPolicy {
     /// `[policy.linux]`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub linux: Option<RawLinux>,
+    /// `[policy.ingens]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ingens: Option<RawIngens>,
+    /// `[policy.hawkeye]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hawkeye: Option<RawHawkeye>,
+}
+
+/// `[policy.ingens]` (see `hugemm_policy::IngensConfig`).
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawIngens {
+    /// Populated fraction of a region needed for promotion when fragmented.
+    pub util_threshold: Option<f64>,
+    /// FMFI above which memory counts as fragmented.
+    pub fmfi_threshold: Option<f64>,
+    /// Sleep between promotion passes (ms).
+    pub scan_sleep_ms: Option<i64>,
+    /// Regions examined per pass.
+    pub regions_per_pass: Option<i64>,
+    /// Sleep after a failed allocation (ms).
+    pub alloc_sleep_ms: Option<i64>,
+    /// Compact when a promotion finds no huge block.
+    pub defrag: Option<bool>,
+    /// Accessed-bit tracking period (ms).
+    pub track_period_ms: Option<i64>,
+    /// Idle memory tax rate.
+    pub idle_tax: Option<f64>,
+}
+
+/// `[policy.hawkeye]` (see `hugemm_policy::HawkeyeConfig`).
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawHawkeye {
+    /// g or pmu.
+    pub variant: Option<String>,
+    /// Access-coverage sampling period (ms).
+    pub sample_period_ms: Option<i64>,
+    /// Clear-to-count window (ms).
+    pub sample_window_ms: Option<i64>,
+    /// Weight of a new sample in the EMA.
+    pub ema_alpha: Option<f64>,
+    /// Sleep between promotion passes (ms).
+    pub scan_sleep_ms: Option<i64>,
+    /// Promotion attempts per pass.
+    pub promotions_per_pass: Option<i64>,
+    /// Sleep after a failed allocation (ms).
+    pub alloc_sleep_ms: Option<i64>,
+    /// Compact when a promotion finds no huge block.
+    pub defrag: Option<bool>,
+    /// Lowest bucket promoted from.
+    pub min_bucket: Option<i64>,
+    /// PMU: overhead below which a process is not promoted.
+    pub pmu_threshold: Option<f64>,
+    /// PMU: relative tolerance for round-robin among the highest.
+    pub pmu_similar: Option<f64>,
 }
 
 /// `[policy.linux]`.

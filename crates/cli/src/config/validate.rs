@@ -73,8 +73,22 @@ pub enum ConfigError {
 pub struct Loaded {
     /// The experiment, ready to run.
     pub experiment: Experiment,
+    /// Every policy's configuration, from the file's tables or the defaults (what
+    /// reproductions compare).
+    pub policies: PolicyCatalog,
     /// The file as resolved: every default written out.
     pub resolved: RawExperiment,
+}
+
+/// The configuration of every policy an experiment file can name.
+#[derive(Clone, Debug)]
+pub struct PolicyCatalog {
+    /// `[policy.linux]`.
+    pub linux: LinuxConfig,
+    /// `[policy.ingens]`.
+    pub ingens: hugemm_policy::IngensConfig,
+    /// `[policy.hawkeye]`.
+    pub hawkeye: hugemm_policy::HawkeyeConfig,
 }
 
 /// Read and validate an experiment file.
@@ -124,14 +138,14 @@ pub fn parse(text: &str, file: &str, base: &Path) -> Result<Loaded, ConfigError>
     .experiment(raw)
 }
 
-pub(super) struct Validator<'a> {
+pub(crate) struct Validator<'a> {
     file: String,
     base: &'a Path,
     /// File names of the page cache, by id (shared by every process).
     files: RefCell<HashMap<String, FileId>>,
 }
 
-pub(super) type R<T> = Result<T, ConfigError>;
+pub(crate) type R<T> = Result<T, ConfigError>;
 
 impl Validator<'_> {
     /// The id of the file called `name`, given on first use.
@@ -211,7 +225,7 @@ impl Validator<'_> {
             1,
             1024,
         )? as u32;
-        let policy = self.policy(&mut raw.policy)?;
+        let (policy, policies) = self.policy(&mut raw.policy)?;
         let (mode, seed, sample_interval, time_limit, daemon_core) =
             self.sim(&mut raw.sim, cores)?;
         let kernel = self.kernel(&mut raw.kernel)?;
@@ -264,6 +278,7 @@ impl Validator<'_> {
         };
         Ok(Loaded {
             experiment,
+            policies,
             resolved: raw,
         })
     }
@@ -317,7 +332,38 @@ impl Validator<'_> {
         Ok(bytes)
     }
 
-    fn policy(&self, p: &mut RawPolicy) -> R<PolicyConfig> {
+    /// `[policy]`: the named policy, and every policy's configuration. The resolved file
+    /// keeps the tables of the named policy and of any the file wrote.
+    fn policy(&self, p: &mut RawPolicy) -> R<(PolicyConfig, PolicyCatalog)> {
+        let linux = self.linux(p)?;
+        let name = p.name.clone().unwrap_or_default();
+        let mut ingens_raw = p.ingens.clone().unwrap_or_default();
+        let ingens = self.ingens(&mut ingens_raw)?;
+        if p.ingens.is_some() || name == "ingens" {
+            p.ingens = Some(ingens_raw);
+        }
+        let mut hawkeye_raw = p.hawkeye.clone().unwrap_or_default();
+        let hawkeye = self.hawkeye(&mut hawkeye_raw)?;
+        if p.hawkeye.is_some() || name == "hawkeye" {
+            p.hawkeye = Some(hawkeye_raw);
+        }
+        let chosen = match name.as_str() {
+            "ingens" => PolicyConfig::Ingens(ingens),
+            "hawkeye" => PolicyConfig::Hawkeye(hawkeye),
+            _ => PolicyConfig::Linux(linux),
+        };
+        Ok((
+            chosen,
+            PolicyCatalog {
+                linux,
+                ingens,
+                hawkeye,
+            },
+        ))
+    }
+
+    /// `[policy] name` and `[policy.linux]` (always resolved: Linux is the baseline).
+    fn linux(&self, p: &mut RawPolicy) -> R<LinuxConfig> {
         let name = p.name.clone().unwrap_or_else(|| "linux".into());
         if !PolicyConfig::NAMES.contains(&name.as_str()) {
             return Err(self.bad(
@@ -396,11 +442,11 @@ impl Validator<'_> {
         };
         l.enabled = Some(l.enabled.clone().unwrap_or_else(|| "always".into()));
         l.defrag = Some(l.defrag.clone().unwrap_or_else(|| "madvise".into()));
-        Ok(PolicyConfig::Linux(LinuxConfig {
+        Ok(LinuxConfig {
             enabled,
             defrag,
             khugepaged,
-        }))
+        })
     }
 
     fn sim(&self, s: &mut RawSim, cores: u32) -> R<(Mode, u64, Nanos, Nanos, u32)> {

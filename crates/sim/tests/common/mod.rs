@@ -43,8 +43,15 @@ impl Scenario {
     }
 
     pub fn khugepaged(mut self, k: KhugepagedConfig) -> Self {
-        let PolicyConfig::Linux(l) = &mut self.exp.policy;
-        l.khugepaged = k;
+        if let PolicyConfig::Linux(l) = &mut self.exp.policy {
+            l.khugepaged = k;
+        }
+        self
+    }
+
+    /// Run under another policy.
+    pub fn policy(mut self, policy: PolicyConfig) -> Self {
+        self.exp.policy = policy;
         self
     }
 

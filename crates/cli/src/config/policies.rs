@@ -1,0 +1,148 @@
+//! `[policy.ingens]` and `[policy.hawkeye]`: the knobs of the promotion policies beyond
+//! Linux. Every knob defaults to the value documented on the policy's config type (the
+//! paper's, or the released code's where the paper is silent); the resolved file writes
+//! each one out.
+
+use super::raw::{RawHawkeye, RawIngens};
+use super::validate::{Validator, R};
+use hugemm_hw::Nanos;
+use hugemm_policy::access::SamplerConfig;
+use hugemm_policy::{HawkeyeConfig, HawkeyeVariant, IngensConfig};
+
+/// The longest period a knob may take (about 49 days, in ms).
+const MAX_MS: i64 = 1 << 32;
+
+fn ms(n: Nanos) -> i64 {
+    (n.0 / 1_000_000) as i64
+}
+
+impl Validator<'_> {
+    /// A period in milliseconds, at least 1 ms.
+    fn period(&self, key: &str, v: Option<i64>, default: Nanos) -> R<Nanos> {
+        Ok(Nanos::from_millis(
+            self.int(key, v, ms(default), 1, MAX_MS)? as u64,
+        ))
+    }
+
+    /// `[policy.ingens]`, resolved in place.
+    pub(super) fn ingens(&self, r: &mut RawIngens) -> R<IngensConfig> {
+        let d = IngensConfig::default();
+        let k = |name: &str| format!("policy.ingens.{name}");
+        let cfg = IngensConfig {
+            util_threshold: self.float(
+                &k("util_threshold"),
+                r.util_threshold,
+                d.util_threshold,
+                0.0,
+                1.0,
+            )?,
+            fmfi_threshold: self.float(
+                &k("fmfi_threshold"),
+                r.fmfi_threshold,
+                d.fmfi_threshold,
+                0.0,
+                1.0,
+            )?,
+            scan_sleep: self.period(&k("scan_sleep_ms"), r.scan_sleep_ms, d.scan_sleep)?,
+            regions_per_pass: self.int(
+                &k("regions_per_pass"),
+                r.regions_per_pass,
+                d.regions_per_pass as i64,
+                1,
+                1 << 20,
+            )? as u32,
+            alloc_sleep: self.period(&k("alloc_sleep_ms"), r.alloc_sleep_ms, d.alloc_sleep)?,
+            defrag: r.defrag.unwrap_or(d.defrag),
+            track_period: self.period(&k("track_period_ms"), r.track_period_ms, d.track_period)?,
+            idle_tax: self.float(&k("idle_tax"), r.idle_tax, d.idle_tax, 0.0, 0.99)?,
+        };
+        *r = RawIngens {
+            util_threshold: Some(cfg.util_threshold),
+            fmfi_threshold: Some(cfg.fmfi_threshold),
+            scan_sleep_ms: Some(ms(cfg.scan_sleep)),
+            regions_per_pass: Some(cfg.regions_per_pass as i64),
+            alloc_sleep_ms: Some(ms(cfg.alloc_sleep)),
+            defrag: Some(cfg.defrag),
+            track_period_ms: Some(ms(cfg.track_period)),
+            idle_tax: Some(cfg.idle_tax),
+        };
+        Ok(cfg)
+    }
+
+    /// `[policy.hawkeye]`, resolved in place.
+    pub(super) fn hawkeye(&self, r: &mut RawHawkeye) -> R<HawkeyeConfig> {
+        let d = HawkeyeConfig::default();
+        let k = |name: &str| format!("policy.hawkeye.{name}");
+        let variant = self.choice(
+            &k("variant"),
+            r.variant.as_deref(),
+            "g",
+            &[("g", HawkeyeVariant::G), ("pmu", HawkeyeVariant::Pmu)],
+        )?;
+        let period = self.period(
+            &k("sample_period_ms"),
+            r.sample_period_ms,
+            d.sampling.period,
+        )?;
+        let window = self.period(
+            &k("sample_window_ms"),
+            r.sample_window_ms,
+            d.sampling.window,
+        )?;
+        if window > period {
+            return Err(self.bad(
+                &k("sample_window_ms"),
+                format!(
+                    "a window no longer than sample_period_ms ({} ms), found {} ms",
+                    ms(period),
+                    ms(window)
+                ),
+            ));
+        }
+        let cfg = HawkeyeConfig {
+            variant,
+            sampling: SamplerConfig { period, window },
+            ema_alpha: self.float(&k("ema_alpha"), r.ema_alpha, d.ema_alpha, 0.01, 1.0)?,
+            scan_sleep: self.period(&k("scan_sleep_ms"), r.scan_sleep_ms, d.scan_sleep)?,
+            promotions_per_pass: self.int(
+                &k("promotions_per_pass"),
+                r.promotions_per_pass,
+                d.promotions_per_pass as i64,
+                1,
+                1 << 20,
+            )? as u32,
+            alloc_sleep: self.period(&k("alloc_sleep_ms"), r.alloc_sleep_ms, d.alloc_sleep)?,
+            defrag: r.defrag.unwrap_or(d.defrag),
+            min_bucket: self.int(&k("min_bucket"), r.min_bucket, d.min_bucket as i64, 0, 9)?
+                as usize,
+            pmu_threshold: self.float(
+                &k("pmu_threshold"),
+                r.pmu_threshold,
+                d.pmu_threshold,
+                0.0,
+                1.0,
+            )?,
+            pmu_similar: self.float(&k("pmu_similar"), r.pmu_similar, d.pmu_similar, 0.0, 1.0)?,
+        };
+        *r = RawHawkeye {
+            variant: Some(
+                match variant {
+                    HawkeyeVariant::G => "g",
+                    HawkeyeVariant::Pmu => "pmu",
+                }
+                .into(),
+            ),
+            sample_period_ms: Some(ms(period)),
+            sample_window_ms: Some(ms(window)),
+            ema_alpha: Some(cfg.ema_alpha),
+            scan_sleep_ms: Some(ms(cfg.scan_sleep)),
+            promotions_per_pass: Some(cfg.promotions_per_pass as i64),
+            alloc_sleep_ms: Some(ms(cfg.alloc_sleep)),
+            defrag: Some(cfg.defrag),
+            min_bucket: Some(cfg.min_bucket as i64),
+            pmu_threshold: Some(cfg.pmu_threshold),
+            pmu_similar: Some(cfg.pmu_similar),
+        };
+        Ok(cfg)
+    }
+}
