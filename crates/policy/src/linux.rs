@@ -188,7 +188,14 @@ impl LinuxPolicy {
                     Err(_) => {}
                 }
             }
-            self.cursor = (self.cursor.0 + 1, 0);
+            // Next process; past the last one the scan restarts from the head (Linux's
+            // `khugepaged_scan.mm_slot = NULL`), not at an index that a process joining
+            // the list later would take.
+            self.cursor = if self.cursor.0 + 1 < self.slots.len() {
+                (self.cursor.0 + 1, 0)
+            } else {
+                (0, 0)
+            };
         }
         (cpu, false)
     }

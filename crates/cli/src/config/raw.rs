@@ -87,8 +87,13 @@ pub struct RawExperiment {
 pub struct RawReproduce {
     /// Which reproduction (e.g. `apsys16-table2`).
     pub kind: Option<String>,
-    /// The pageblock fallback policies compared.
+    /// The variants compared: pageblock fallback policies (APSys'16) or policy setups
+    /// (HawkEye).
     pub variants: Option<Vec<String>>,
+    /// HawkEye reproductions: the sets of processes run together, each a list of process
+    /// names (a name also matches its `count` instances).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sets: Option<Vec<Vec<String>>>,
     /// How the experiment is scaled from the paper's, in words (printed with the results).
     pub scale: Option<String>,
     /// Simulated seconds of the "later" measurement (Figure 3's KMU-2, stress-highalloc's

@@ -7,8 +7,9 @@
 //! kernel model's, the workloads are the experiment file's.
 
 pub mod apsys16;
+pub mod hawkeye;
 
-use crate::config::{self, ConfigError};
+use crate::config::{self, ConfigError, PolicyCatalog};
 use hugemm_mm::Kernel;
 use hugemm_sim::{Engine, Experiment};
 use serde::Serialize;
@@ -22,6 +23,10 @@ pub const KINDS: &[&str] = &[
     "apsys16-fig3",
     "apsys16-table2",
     "apsys16-highalloc",
+    "hawkeye-fig5",
+    "hawkeye-fig7",
+    "hawkeye-fig8",
+    "hawkeye-table9",
 ];
 
 /// A validated reproduction file.
@@ -29,8 +34,13 @@ pub const KINDS: &[&str] = &[
 pub struct Reproduction {
     /// The reproduction's kind (one of [`KINDS`]).
     pub kind: String,
-    /// Fallback policies compared.
+    /// Variants compared: fallback policies (APSys'16) or policy setups (HawkEye, see
+    /// [`hawkeye::VARIANTS`]).
     pub variants: Vec<String>,
+    /// HawkEye: the sets of processes run together.
+    pub sets: Vec<Vec<String>>,
+    /// Every policy's configuration from the file.
+    pub policies: PolicyCatalog,
     /// The scale, in words.
     pub scale: String,
     /// Seconds of the later measurement.
@@ -88,23 +98,55 @@ pub fn load(path: &Path) -> Result<Reproduction, ConfigError> {
             format!("one of {}, found \"{kind}\"", KINDS.join(", ")),
         ));
     }
-    let variants = r.variants.clone().unwrap_or_else(|| vec!["default".into()]);
+    let hawkeye = kind.starts_with("hawkeye-");
+    let (allowed, what, default): (&[&str], &str, &str) = if hawkeye {
+        (hawkeye::VARIANTS, "policy setups", "4k")
+    } else {
+        (hugemm_mm::fallback::NAMES, "fallback policies", "default")
+    };
+    let variants = r.variants.clone().unwrap_or_else(|| vec![default.into()]);
     if variants.is_empty() {
         return Err(bad(
             "reproduce.variants",
-            "at least one fallback policy".into(),
+            format!("at least one of the {what}"),
         ));
     }
     for v in &variants {
-        if !hugemm_mm::fallback::NAMES.contains(&v.as_str()) {
+        if !allowed.contains(&v.as_str()) {
             return Err(bad(
                 "reproduce.variants",
-                format!(
-                    "fallback policies among {}, found \"{v}\"",
-                    hugemm_mm::fallback::NAMES.join(", ")
-                ),
+                format!("{what} among {}, found \"{v}\"", allowed.join(", ")),
             ));
         }
+    }
+    let sets = r.sets.clone().unwrap_or_default();
+    r.sets = (!sets.is_empty()).then(|| sets.clone());
+    if hawkeye {
+        if sets.is_empty() || sets.iter().any(|s| s.is_empty()) {
+            return Err(bad(
+                "reproduce.sets",
+                "a list of non-empty lists of process names, e.g. [[\"xsbench\"]]".into(),
+            ));
+        }
+        let names: Vec<&str> = loaded
+            .experiment
+            .processes
+            .iter()
+            .map(|p| p.name.as_str())
+            .collect();
+        for e in sets.iter().flatten() {
+            if !names.iter().any(|n| hawkeye::member(n, e)) {
+                return Err(bad(
+                    "reproduce.sets",
+                    format!("names of processes in the file, found \"{e}\""),
+                ));
+            }
+        }
+    } else if !sets.is_empty() {
+        return Err(bad(
+            "reproduce.sets",
+            "no sets: they are for hawkeye-* reproductions".into(),
+        ));
     }
     let settle_s = r.settle_s.unwrap_or(60.0);
     if !settle_s.is_finite() || !(0.0..=1e6).contains(&settle_s) {
@@ -119,6 +161,8 @@ pub fn load(path: &Path) -> Result<Reproduction, ConfigError> {
     Ok(Reproduction {
         kind,
         variants,
+        sets,
+        policies: loaded.policies,
         scale,
         settle_s,
         experiment: loaded.experiment,
@@ -134,6 +178,10 @@ pub fn run(r: &Reproduction, progress: &mut dyn FnMut(&str)) -> anyhow::Result<R
         "apsys16-fig3" => apsys16::figure3(r, progress)?,
         "apsys16-table2" => apsys16::table2(r, progress)?,
         "apsys16-highalloc" => apsys16::highalloc(r, progress)?,
+        "hawkeye-fig5" => hawkeye::figure5(r, progress)?,
+        "hawkeye-fig7" => hawkeye::figure7(r, progress)?,
+        "hawkeye-fig8" => hawkeye::figure8(r, progress)?,
+        "hawkeye-table9" => hawkeye::table9(r, progress)?,
         other => anyhow::bail!("unknown reproduction {other}"),
     };
     report.scale = r.scale.clone();
