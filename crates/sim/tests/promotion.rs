@@ -118,7 +118,7 @@ fn overhead_at(r: &RunResult, name: &str, t_s: f64) -> f64 {
         .iter()
         .filter(|row| row.pid == Some(pid) && row.time_ns as f64 <= t_s * 1e9)
         .filter_map(|row| row.mmu_overhead)
-        .last()
+        .next_back()
         .expect("a sample")
 }
 
