@@ -583,3 +583,140 @@ fn kernel_build_with_a_heap_range_upside_down_is_refused() {
     );
     expect_bad(&text, "kernel_build[0].heap_max", &["at least heap_min"]);
 }
+
+/// `BASE` with an `[[app]]` table of `keys` appended.
+fn with_app(keys: &str) -> String {
+    format!("{BASE}\n[[app]]\n{keys}")
+}
+
+#[test]
+fn app_with_an_unknown_key_is_refused() {
+    expect_bad(
+        &with_app("model = \"cg.D\"\nmemory = \"64MiB\"\nrefs = 10\nthreads = 4\n"),
+        "app[0].threads",
+        &["unknown field `threads`", "expected one of `model`"],
+    );
+}
+
+#[test]
+fn app_with_an_unknown_or_missing_model_is_refused() {
+    expect_bad(
+        &with_app("model = \"cg\"\nmemory = \"64MiB\"\nrefs = 10\n"),
+        "app[0].model",
+        &["one of graph500, xsbench, cg.D, mg.D", "found \"cg\""],
+    );
+    expect_bad(
+        &with_app("memory = \"64MiB\"\nrefs = 10\n"),
+        "app[0].model",
+        &["one of graph500"],
+    );
+    expect_bad(
+        &with_app("model = 3\nmemory = \"64MiB\"\nrefs = 10\n"),
+        "app[0].model",
+        &["invalid type: integer `3`"],
+    );
+}
+
+#[test]
+fn app_memory_must_be_pages_within_the_machine() {
+    for (memory, found) in [
+        ("\"32MiB\"", "found 33554432"),
+        ("\"128MiB\"", "found 134217728"),
+        ("67112960", "found 67112960"),
+    ] {
+        expect_bad(
+            &with_app(&format!(
+                "model = \"random\"\nmemory = {memory}\nrefs = 10\n"
+            )),
+            "app[0].memory",
+            &[
+                "a multiple of 4 KiB from 64 MiB to the machine's memory",
+                found,
+            ],
+        );
+    }
+    expect_bad(
+        &with_app("model = \"random\"\nrefs = 10\n"),
+        "app[0].memory",
+        &["the memory the application uses"],
+    );
+    expect_bad(
+        &with_app("model = \"random\"\nmemory = true\nrefs = 10\n"),
+        "app[0].memory",
+        &["expected a size"],
+    );
+}
+
+#[test]
+fn app_needs_exactly_one_run_length() {
+    for keys in ["", "refs = 10\nduration_s = 1.0\n"] {
+        expect_bad(
+            &with_app(&format!("model = \"mg.D\"\nmemory = \"64MiB\"\n{keys}")),
+            "app[0].refs",
+            &["exactly one of `refs`", "`duration_s`"],
+        );
+    }
+    expect_bad(
+        &with_app("model = \"mg.D\"\nmemory = \"64MiB\"\nrefs = 0\n"),
+        "app[0].refs",
+        &["an integer from 1"],
+    );
+    expect_bad(
+        &with_app("model = \"mg.D\"\nmemory = \"64MiB\"\nduration_s = -1\n"),
+        "app[0].duration_s",
+        &["a number from"],
+    );
+    expect_bad(
+        &with_app("model = \"mg.D\"\nmemory = \"64MiB\"\nduration_s = nan\n"),
+        "app[0].duration_s",
+        &["a number from"],
+    );
+}
+
+#[test]
+fn app_names_and_counts_are_checked() {
+    expect_bad(
+        &with_app("model = \"xsbench\"\nname = \"a,b\"\nmemory = \"64MiB\"\nrefs = 10\n"),
+        "app[0].name",
+        &["without commas"],
+    );
+    expect_bad(
+        &with_app("model = \"xsbench\"\ncount = 0\nmemory = \"64MiB\"\nrefs = 10\n"),
+        "app[0].count",
+        &["an integer from 1 to 4096, found 0"],
+    );
+    expect_bad(
+        &with_app("model = \"xsbench\"\nmemory = \"64MiB\"\nrefs = 10\nstart_ms = -5\n"),
+        "app[0].start_ms",
+        &["a number from 0"],
+    );
+}
+
+#[test]
+fn a_redis_run_too_long_to_generate_is_refused() {
+    expect_bad(
+        &with_app("model = \"redis\"\nmemory = \"64MiB\"\nduration_s = 1e9\n"),
+        "app[0].duration_s",
+        &["a redis run of at most 100000 bursts"],
+    );
+    expect_bad(
+        &with_app("model = \"redis\"\nmemory = \"64MiB\"\nrefs = 9223372036854775807\n"),
+        "app[0].refs",
+        &["a redis run of at most"],
+    );
+}
+
+#[test]
+fn apps_run_and_are_named_after_their_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let machine = BASE.split("[[process]]").next().unwrap();
+    let text = machine.replacen("\"64MiB\"", "\"256MiB\"", 1)
+        + "[[app]]\nmodel = \"mg.D\"\nmemory = \"64MiB\"\nrefs = 1000\n\n\
+           [[app]]\nmodel = \"random\"\nname = \"r\"\ncount = 2\nmemory = \"64MiB\"\nrefs = 1000\n";
+    let (_, o) = run_text(&dir, &text);
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+    let summary = std::fs::read_to_string(dir.path().join("out/summary.json")).unwrap();
+    for name in ["\"mg.D\"", "\"r-0\"", "\"r-1\""] {
+        assert!(summary.contains(name), "{name} missing from {summary}");
+    }
+}

@@ -105,6 +105,14 @@ buffer = "x"
 pattern = "sequential"
 stride = 64
 refs = 100
+
+[[app]]
+model = "redis"
+name = "kv"
+count = 2
+memory = "64MiB"
+start_ms = 5
+duration_s = 0.5
 "#;
 
 const FILE: &str = "fuzz.toml";
@@ -158,6 +166,9 @@ const TOKENS: &[&str] = &[
     "\"zipf\"",
     "\"hot\"",
     "\"heap\"",
+    "\"redis\"",
+    "\"cg.D\"",
+    "1e9",
     "\"x\\ny\"",
     "\"prof.toml\"",
     "\"../../profiles/haswell-e5-2690v3.toml\"",
@@ -200,6 +211,8 @@ const KEYS: &[&str] = &[
     "position",
     "hot_fraction",
     "hot_share",
+    "model",
+    "duration_s",
     "machine",
     "sim",
     "process",
@@ -216,6 +229,7 @@ const HEADERS: &[&str] = &[
     "[sim.sampled]",
     "[[process]]",
     "[[process.phase]]",
+    "[[app]]",
     "[process]",
     "[[machine]]",
     "[bogus]",
@@ -348,7 +362,7 @@ fn check(text: &str) -> Result<(), TestCaseError> {
 #[test]
 fn valid_experiment_parses() {
     let loaded = parse(VALID, FILE, Path::new(".")).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(loaded.experiment.processes.len(), 3);
+    assert_eq!(loaded.experiment.processes.len(), 5);
     check(VALID).unwrap();
 }
 

@@ -74,6 +74,9 @@ pub fn pattern_label(p: Pattern, dependent: bool) -> String {
             hot_share,
             ..
         } => format!("hot-{hot_fraction}/{hot_share}-{dep}"),
+        Pattern::SweepGather { stride, every, .. } => {
+            format!("sweep-{stride}B-gather-1/{every}-{dep}")
+        }
     }
 }
 

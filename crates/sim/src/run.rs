@@ -564,55 +564,92 @@ fn apply_footprint(
     run: &mut AccessRun,
     coverage: SkipCoverage,
 ) -> std::result::Result<(), Stop> {
-    let b = run.phase.buffer.0;
-    let (base, pages) = match p.buffers[b].as_ref() {
-        Some(buf) => (buf.start, buf.bytes / 4096),
-        None => return Err(Stop::Error("skip over an unmapped buffer".into())),
-    };
-    let w = run.phase.write_fraction;
-    let epoch = p.pmu.references;
     match coverage {
         SkipCoverage::Pages {
             first_page,
             pages: n,
-        } => {
-            for k in 0..n {
-                let page = (first_page + k) % pages;
-                let write = w >= 1.0 || (w > 0.0 && coin(key(&[p.seed, page, epoch])) < w);
-                touch_page(ctx, p, base, page, write)?;
+        } => touch_range(ctx, p, run, first_page, n),
+        SkipCoverage::Random { refs } => random_footprint(ctx, p, run, refs),
+        SkipCoverage::Mixed { swept, refs } => {
+            for (first_page, n) in swept {
+                touch_range(ctx, p, run, first_page, n)?;
             }
-        }
-        SkipCoverage::Random { refs } => {
-            let pid = p.pid.expect("running process has a pid");
-            if p.buffers[b]
-                .as_ref()
-                .is_some_and(|buf| buf.maybe_unpopulated)
-            {
-                // First touches, eagerly, of the pages not yet present; their accessed
-                // bits, like everyone's, come from the lazy coverage below (setting a bit
-                // twice changes nothing).
-                let mut missing = false;
-                for page in 0..pages {
-                    let va = VirtAddr(base.0 + page * 4096);
-                    if ctx.kernel.peek(pid, va).is_some() {
-                        continue;
-                    }
-                    let k = key(&[p.seed, page, epoch]);
-                    match skipped_touch(&run.stream, page, refs, w, k) {
-                        Some(write) => touch_page(ctx, p, base, page, write)?,
-                        None => missing = true,
-                    }
-                }
-                p.buffers[b].as_mut().expect("checked").maybe_unpopulated = missing;
+            if refs > 0 {
+                random_footprint(ctx, p, run, refs)?;
             }
-            let regions = pages.div_ceil(512) as usize;
-            let seed = p.seed;
-            let buf = p.buffers[b].as_mut().expect("checked");
-            buf.coverage
-                .get_or_insert_with(|| LazyCoverage::new(run.stream.clone(), w, regions, seed))
-                .add(refs);
+            Ok(())
         }
     }
+}
+
+/// The start and the pages of the buffer `run` references.
+fn run_buffer(p: &Proc, run: &AccessRun) -> std::result::Result<(VirtAddr, u64), Stop> {
+    match p.buffers[run.phase.buffer.0].as_ref() {
+        Some(buf) => Ok((buf.start, buf.bytes / 4096)),
+        None => Err(Stop::Error("skip over an unmapped buffer".into())),
+    }
+}
+
+/// Touch the `n` pages from `first_page` (modulo the buffer's pages) in order, each a
+/// write with the phase's write fraction.
+fn touch_range(
+    ctx: &mut Ctx,
+    p: &mut Proc,
+    run: &AccessRun,
+    first_page: u64,
+    n: u64,
+) -> std::result::Result<(), Stop> {
+    let (base, pages) = run_buffer(p, run)?;
+    let w = run.phase.write_fraction;
+    let epoch = p.pmu.references;
+    for k in 0..n {
+        let page = (first_page + k) % pages;
+        let write = w >= 1.0 || (w > 0.0 && coin(key(&[p.seed, page, epoch])) < w);
+        touch_page(ctx, p, base, page, write)?;
+    }
+    Ok(())
+}
+
+/// The footprint of `refs` skipped random references: first touches eagerly, accessed
+/// bits lazily.
+fn random_footprint(
+    ctx: &mut Ctx,
+    p: &mut Proc,
+    run: &mut AccessRun,
+    refs: u64,
+) -> std::result::Result<(), Stop> {
+    let b = run.phase.buffer.0;
+    let (base, pages) = run_buffer(p, run)?;
+    let w = run.phase.write_fraction;
+    let epoch = p.pmu.references;
+    let pid = p.pid.expect("running process has a pid");
+    if p.buffers[b]
+        .as_ref()
+        .is_some_and(|buf| buf.maybe_unpopulated)
+    {
+        // First touches, eagerly, of the pages not yet present; their accessed
+        // bits, like everyone's, come from the lazy coverage below (setting a bit
+        // twice changes nothing).
+        let mut missing = false;
+        for page in 0..pages {
+            let va = VirtAddr(base.0 + page * 4096);
+            if ctx.kernel.peek(pid, va).is_some() {
+                continue;
+            }
+            let k = key(&[p.seed, page, epoch]);
+            match skipped_touch(&run.stream, page, refs, w, k) {
+                Some(write) => touch_page(ctx, p, base, page, write)?,
+                None => missing = true,
+            }
+        }
+        p.buffers[b].as_mut().expect("checked").maybe_unpopulated = missing;
+    }
+    let regions = pages.div_ceil(512) as usize;
+    let seed = p.seed;
+    let buf = p.buffers[b].as_mut().expect("checked");
+    buf.coverage
+        .get_or_insert_with(|| LazyCoverage::new(run.stream.clone(), w, regions, seed))
+        .add(refs);
     Ok(())
 }
 

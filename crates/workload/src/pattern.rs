@@ -6,7 +6,8 @@
 //! references without generating them; [`Stream::skip`] reports their footprint either as
 //! an exact page range (sequential sweeps) or as a per-page probability of having been
 //! touched ([`Stream::page_probability`]), which the engine applies to first touches and
-//! accessed bits.
+//! accessed bits. A sweep interleaved with gathers ([`Pattern::SweepGather`]) reports
+//! both: the sweep's pages exactly and the gathers as random references.
 
 use crate::spec::Pattern;
 use rand::RngCore;
@@ -41,6 +42,16 @@ pub enum SkipCoverage {
         /// Number of references skipped.
         refs: u64,
     },
+    /// Both: every page of up to two ranges `(first_page, pages)` was touched (a sweep
+    /// that wrapped inside its part of the buffer gives two), and `refs` random
+    /// references were drawn as [`SkipCoverage::Random`] says (for
+    /// [`Pattern::SweepGather`], [`Stream::page_share`] is the share of one gather).
+    Mixed {
+        /// Swept page ranges, `(first_page, pages)`; `pages` may be 0.
+        swept: [(u64, u64); 2],
+        /// Random references skipped.
+        refs: u64,
+    },
 }
 
 /// A generator of offsets for one access phase over one buffer.
@@ -53,6 +64,7 @@ pub struct Stream {
     cursor: u64,
     zipf: Option<ZipfPages>,
     hot: Option<HotRange>,
+    sg: Option<SweepGather>,
 }
 
 #[derive(Clone, Debug)]
@@ -61,6 +73,20 @@ struct ZipfPages {
     start_page: u64,
     exponent: f64,
     norm: f64,
+}
+
+/// [`Pattern::SweepGather`] in bytes and lines; the sweep's cursor is `Stream::cursor`,
+/// relative to `sweep_start`.
+#[derive(Clone, Copy, Debug)]
+struct SweepGather {
+    stride: u64,
+    sweep_start: u64,
+    sweep_len: u64,
+    gather_first_line: u64,
+    gather_lines: u64,
+    every: u32,
+    /// References since the last gather (0..every).
+    count: u32,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -89,6 +115,7 @@ impl Stream {
             cursor: 0,
             zipf: None,
             hot: None,
+            sg: None,
         };
         match pattern {
             Pattern::Uniform => {}
@@ -130,6 +157,7 @@ impl Stream {
                     hot_share,
                 });
             }
+            Pattern::SweepGather { .. } => s.sg = Some(SweepGather::new(pattern, len)?),
         }
         Some(s)
     }
@@ -159,7 +187,27 @@ impl Stream {
             }
             Pattern::Zipf { .. } => self.next_zipf(rng),
             Pattern::HotRange { .. } => self.next_hot(rng),
+            Pattern::SweepGather { .. } => self.next_sweep_gather(rng),
         }
+    }
+
+    #[inline]
+    fn next_sweep_gather(&mut self, rng: &mut impl RngCore) -> u64 {
+        let g = self
+            .sg
+            .as_mut()
+            .expect("sweep-gather stream has its ranges");
+        g.count += 1;
+        if g.count >= g.every {
+            g.count = 0;
+            return (g.gather_first_line + below(rng.next_u64(), g.gather_lines)) * LINE;
+        }
+        let off = g.sweep_start + self.cursor;
+        self.cursor += g.stride;
+        if self.cursor >= g.sweep_len {
+            self.cursor -= g.sweep_len;
+        }
+        off
     }
 
     fn next_zipf(&mut self, rng: &mut impl RngCore) -> u64 {
@@ -198,6 +246,23 @@ impl Stream {
                 self.cursor = ((self.cursor as u128 + bytes as u128) % self.len as u128) as u64;
                 SkipCoverage::Pages { first_page, pages }
             }
+            Pattern::SweepGather { .. } => {
+                let g = self
+                    .sg
+                    .as_mut()
+                    .expect("sweep-gather stream has its ranges");
+                let total = u64::from(g.count) + refs;
+                let gathers = total / u64::from(g.every);
+                g.count = (total % u64::from(g.every)) as u32;
+                let g = *g;
+                let swept = g.swept(self.cursor, refs - gathers);
+                let bytes = (refs - gathers) as u128 * g.stride as u128;
+                self.cursor = ((self.cursor as u128 + bytes) % g.sweep_len as u128) as u64;
+                SkipCoverage::Mixed {
+                    swept,
+                    refs: gathers,
+                }
+            }
             _ => SkipCoverage::Random { refs },
         }
     }
@@ -225,6 +290,15 @@ impl Stream {
                 let hot = h.hot_share * overlap as f64 / h.lines as f64;
                 hot + (1.0 - h.hot_share) / self.pages as f64
             }
+            Pattern::SweepGather { .. } => {
+                let g = self.sg.expect("sweep-gather stream has its ranges");
+                let lines_per_page = PAGE / LINE;
+                let (first, last) = (page * lines_per_page, (page + 1) * lines_per_page);
+                let overlap = last
+                    .min(g.gather_first_line + g.gather_lines)
+                    .saturating_sub(first.max(g.gather_first_line));
+                overlap as f64 / g.gather_lines as f64
+            }
         }
     }
 
@@ -238,6 +312,78 @@ impl Stream {
     /// references, a `write_fraction` of which are writes.
     pub fn page_write_probability(&self, page: u64, refs: u64, write_fraction: f64) -> f64 {
         at_least_once(self.page_share(page) * write_fraction, refs)
+    }
+}
+
+impl SweepGather {
+    /// The byte and line geometry of a [`Pattern::SweepGather`] over `len` bytes, or
+    /// `None` if its parameters are out of range.
+    fn new(p: Pattern, len: u64) -> Option<SweepGather> {
+        let Pattern::SweepGather {
+            stride,
+            sweep_position,
+            sweep_fraction,
+            gather_position,
+            gather_fraction,
+            every,
+        } = p
+        else {
+            return None;
+        };
+        let ok = |f: f64| (0.0..=1.0).contains(&f);
+        let fractions = [
+            sweep_position,
+            sweep_fraction,
+            gather_position,
+            gather_fraction,
+        ];
+        if every == 0 || stride == 0 || !fractions.into_iter().all(ok) {
+            return None;
+        }
+        let lines = len / LINE;
+        let sweep_len = (((sweep_fraction * len as f64) as u64) / PAGE * PAGE).clamp(PAGE, len);
+        let sweep_start =
+            (((sweep_position * len as f64) as u64) / PAGE * PAGE).min(len - sweep_len);
+        let gather_lines = ((gather_fraction * lines as f64) as u64).clamp(1, lines);
+        let gather_first_line = ((gather_position * lines as f64) as u64).min(lines - gather_lines);
+        if stride > sweep_len {
+            return None;
+        }
+        Some(SweepGather {
+            stride,
+            sweep_start,
+            sweep_len,
+            gather_first_line,
+            gather_lines,
+            every,
+            count: 0,
+        })
+    }
+
+    /// The pages `sweeps` sweep references from `cursor` cover, as at most two ranges
+    /// (the sweep wraps inside its own part of the buffer).
+    fn swept(&self, cursor: u64, sweeps: u64) -> [(u64, u64); 2] {
+        let range = |from: u64, to: u64| (from / PAGE, (to - 1) / PAGE - from / PAGE + 1);
+        let end = self.sweep_start + self.sweep_len;
+        let bytes = sweeps.saturating_mul(self.stride);
+        if sweeps == 0 {
+            return [(0, 0); 2];
+        }
+        if bytes >= self.sweep_len {
+            return [range(self.sweep_start, end), (0, 0)];
+        }
+        let from = self.sweep_start + cursor;
+        // The last reference starts `bytes - stride` after the first.
+        let to = from + bytes - self.stride + 1;
+        if to <= end {
+            [range(from, to), (0, 0)]
+        } else {
+            let wrapped = to - end;
+            [
+                range(from, end),
+                range(self.sweep_start, self.sweep_start + wrapped),
+            ]
+        }
     }
 }
 
@@ -397,8 +543,102 @@ mod tests {
         assert!((p1 - (1.0 - (1.0 - 1.0 / 1024.0f64).powi(100))).abs() < 1e-12);
     }
 
+    fn spmv(every: u32) -> Pattern {
+        Pattern::SweepGather {
+            stride: 8,
+            sweep_position: 0.0,
+            sweep_fraction: 0.5,
+            gather_position: 0.75,
+            gather_fraction: 0.25,
+            every,
+        }
+    }
+
+    #[test]
+    fn sweep_gather_interleaves_a_sweep_with_gathers_into_their_range() {
+        let mut s = Stream::new(spmv(3), 8 * MB).unwrap();
+        let mut r = rng();
+        let got: Vec<u64> = (0..9).map(|_| s.next_offset(&mut r)).collect();
+        for (i, o) in got.iter().enumerate() {
+            if i % 3 == 2 {
+                assert!((6 * MB..8 * MB).contains(o) && o % LINE == 0, "gather {o}");
+            } else {
+                assert_eq!(*o, (i as u64 - i as u64 / 3) * 8, "sweep {i}");
+            }
+        }
+        // Gathers only, uniform over their quarter of the buffer.
+        let mut g = Stream::new(spmv(1), 8 * MB).unwrap();
+        let high = (0..10_000)
+            .filter(|_| g.next_offset(&mut r) >= 7 * MB)
+            .count();
+        assert!(
+            (4_500..5_500).contains(&high),
+            "upper half of the range {high}"
+        );
+    }
+
+    #[test]
+    fn sweep_gather_skip_reports_swept_pages_and_gathers_and_keeps_the_cycle() {
+        let len = 8 * PAGE;
+        let p = Pattern::SweepGather {
+            stride: PAGE,
+            sweep_position: 0.25,
+            sweep_fraction: 0.5,
+            gather_position: 0.0,
+            gather_fraction: 0.25,
+            every: 2,
+        };
+        let mut s = Stream::new(p, len).unwrap();
+        let mut r = rng();
+        assert_eq!(s.next_offset(&mut r), 2 * PAGE);
+        // 5 more: references 2..=6 of the cycle; gathers at 2, 4, 6.
+        assert_eq!(
+            s.skip(5),
+            SkipCoverage::Mixed {
+                swept: [(3, 2), (0, 0)],
+                refs: 3
+            }
+        );
+        // Sweep at page 5, then wraps to page 2 inside the swept half.
+        assert_eq!(s.next_offset(&mut r), 5 * PAGE);
+        assert!(s.next_offset(&mut r) < 2 * PAGE, "a gather");
+        assert_eq!(s.next_offset(&mut r), 2 * PAGE);
+        assert_eq!(
+            s.skip(6),
+            SkipCoverage::Mixed {
+                swept: [(3, 3), (0, 0)],
+                refs: 3
+            }
+        );
+        // From page 2 again: one sweep, then one more, then three that wrap.
+        let mixed = |a: (u64, u64), b: (u64, u64), refs: u64| SkipCoverage::Mixed {
+            swept: [a, b],
+            refs,
+        };
+        assert_eq!(s.skip(3), mixed((2, 1), (0, 0), 2));
+        assert_eq!(s.skip(2), mixed((3, 1), (0, 0), 1));
+        assert_eq!(s.skip(6), mixed((4, 2), (2, 1), 3));
+        assert_eq!(
+            s.skip(20),
+            SkipCoverage::Mixed {
+                swept: [(2, 4), (0, 0)],
+                refs: 10
+            }
+        );
+    }
+
+    #[test]
+    fn sweep_gather_page_shares_are_the_gathers() {
+        let s = Stream::new(spmv(3), 8 * MB).unwrap();
+        let total: f64 = (0..s.pages()).map(|pg| s.page_share(pg)).sum();
+        assert!((total - 1.0).abs() < 1e-9);
+        assert_eq!(s.page_share(0), 0.0);
+        assert!(s.page_share(s.pages() - 1) > 0.0);
+    }
+
     #[test]
     fn bad_parameters_are_refused() {
+        assert!(Stream::new(spmv(0), MB).is_none());
         assert!(Stream::new(Pattern::Sequential { stride: 0 }, MB).is_none());
         assert!(Stream::new(
             Pattern::Zipf {

@@ -63,6 +63,26 @@ pub enum Pattern {
         /// clamped to end inside the buffer.
         position: f64,
     },
+    /// A sweep through one range of the buffer interleaved with uniformly random
+    /// references to another: a sparse matrix-vector product streaming the matrix and
+    /// gathering from the vector. Every `every`-th reference is a gather; the others
+    /// continue the sweep, `stride` bytes apart, wrapping at the end of its range.
+    SweepGather {
+        /// Distance between consecutive sweep references, in bytes (>= 1).
+        stride: u64,
+        /// Start of the swept range as a fraction of the buffer (0..=1).
+        sweep_position: f64,
+        /// Size of the swept range as a fraction of the buffer (0..=1, at least a page);
+        /// clamped to end inside the buffer.
+        sweep_fraction: f64,
+        /// Start of the gathered range as a fraction of the buffer (0..=1).
+        gather_position: f64,
+        /// Size of the gathered range as a fraction of the buffer (0..=1, at least a
+        /// line); clamped to end inside the buffer.
+        gather_fraction: f64,
+        /// One reference in `every` is a gather (>= 1; 1 means gathers only).
+        every: u32,
+    },
 }
 
 /// How long an access phase runs.

@@ -56,7 +56,7 @@ impl Validator<'_> {
         Ok(name)
     }
 
-    fn start(&self, key: &str, v: &mut Option<f64>) -> R<Nanos> {
+    pub(super) fn start(&self, key: &str, v: &mut Option<f64>) -> R<Nanos> {
         let ms = self.float(key, *v, 0.0, 0.0, 1e12)?;
         *v = Some(ms);
         Ok(Nanos((ms * 1e6) as u64))

@@ -3,6 +3,7 @@
 //!
 //! Every error names the file, the key and what was expected (STYLE.md 6).
 
+mod apps;
 mod kernel;
 mod policies;
 pub mod raw;

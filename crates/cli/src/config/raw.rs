@@ -79,6 +79,9 @@ pub struct RawExperiment {
     /// memhogs.
     #[serde(default, rename = "memhog", skip_serializing_if = "Vec::is_empty")]
     pub memhogs: Vec<RawMemhog>,
+    /// Models of the papers' applications (generated processes).
+    #[serde(default, rename = "app", skip_serializing_if = "Vec::is_empty")]
+    pub apps: Vec<RawApp>,
 }
 
 /// `[reproduce]`.
@@ -191,6 +194,29 @@ pub struct RawMemhog {
     pub size: Option<RawSize>,
     /// How long it is held (ms).
     pub hold_ms: Option<f64>,
+}
+
+/// `[[app]]`: see `hugemm_workload::apps` for each model.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawApp {
+    /// Which model: graph500, xsbench, cg.D, mg.D, random, sequential, redis.
+    pub model: Option<String>,
+    /// Process name (default: the model's name).
+    pub name: Option<String>,
+    /// Identical instances (named `name-0`, `name-1`, ...).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub count: Option<i64>,
+    /// Memory the application allocates and initialises.
+    pub memory: Option<RawSize>,
+    /// Start time (ms).
+    pub start_ms: Option<f64>,
+    /// Run length after initialisation: memory references.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refs: Option<i64>,
+    /// Run length after initialisation: simulated seconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duration_s: Option<f64>,
 }
 
 /// `[machine]`.

@@ -233,10 +233,11 @@ impl Validator<'_> {
             && raw.kernel_builds.is_empty()
             && raw.file_readers.is_empty()
             && raw.memhogs.is_empty()
+            && raw.apps.is_empty()
         {
             return Err(self.bad(
                 "process",
-                "at least one [[process]], [[kernel_build]], [[file_reader]] or [[memhog]] table",
+                "at least one [[process]], [[kernel_build]], [[file_reader]], [[memhog]] or [[app]] table",
             ));
         }
         let mut processes = Vec::new();
@@ -253,6 +254,9 @@ impl Validator<'_> {
         }
         for (i, m) in raw.memhogs.iter_mut().enumerate() {
             processes.push(self.memhog(i, m, memory_bytes)?);
+        }
+        for (i, a) in raw.apps.iter_mut().enumerate() {
+            processes.extend(self.app(i, a, memory_bytes)?);
         }
         raw.machine.profile = Some(
             raw.machine

@@ -1,0 +1,524 @@
+//! Models of the applications in HawkEye's evaluation (ASPLOS'19 §2.4 and §4): Graph500,
+//! XSBench, NPB cg.D and mg.D, the random and sequential microbenchmarks of Table 9, and a
+//! lightly loaded Redis server (Figure 8).
+//!
+//! Each model turns a few parameters ([`App`]: name, memory, start, run length) into a
+//! [`ProcessSpec`] built from the ordinary phase and pattern vocabulary. What a model
+//! fixes — its layout, where its hot data lies, whether its references wait for each
+//! other, what it computes between them — comes from what the real program does, written
+//! beside each constant; none is fitted to a result in the paper. The MMU overheads the
+//! models show are whatever the hardware model makes of these patterns.
+//!
+//! Every model first maps its memory and writes every page in address order (the
+//! programs allocate and initialise all their data before the measured work), then runs
+//! its work phase for [`App::run`]: a number of memory references, or a duration of
+//! simulated time.
+//!
+//! References are made at the granularity the program makes them: a sweep over an array
+//! of doubles references every 8 bytes (seven of eight hit the line the first brought),
+//! a random probe one cache line.
+
+use crate::builtin::touch;
+use crate::spec::*;
+use hugemm_hw::Nanos;
+
+const MIB: u64 = 1 << 20;
+
+/// Which application.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AppModel {
+    /// Graph500 breadth-first search ([`graph500`]).
+    Graph500,
+    /// XSBench cross-section lookups ([`xsbench`]).
+    XsBench,
+    /// NPB CG, class D ([`cg_d`]).
+    CgD,
+    /// NPB MG, class D ([`mg_d`]).
+    MgD,
+    /// HawkEye's random-access microbenchmark ([`random`]).
+    Random,
+    /// HawkEye's sequential microbenchmark ([`sequential`]).
+    Sequential,
+    /// A lightly loaded Redis server ([`redis`]).
+    Redis,
+}
+
+impl AppModel {
+    /// Every model, in the order of [`AppModel::NAMES`].
+    pub const ALL: [AppModel; 7] = [
+        AppModel::Graph500,
+        AppModel::XsBench,
+        AppModel::CgD,
+        AppModel::MgD,
+        AppModel::Random,
+        AppModel::Sequential,
+        AppModel::Redis,
+    ];
+
+    /// The names used in experiment files.
+    pub const NAMES: [&'static str; 7] = [
+        "graph500",
+        "xsbench",
+        "cg.D",
+        "mg.D",
+        "random",
+        "sequential",
+        "redis",
+    ];
+
+    /// The model called `name` in experiment files.
+    pub fn from_name(name: &str) -> Option<AppModel> {
+        let i = Self::NAMES.iter().position(|n| *n == name)?;
+        Some(Self::ALL[i])
+    }
+
+    /// Its name in experiment files.
+    pub fn name(self) -> &'static str {
+        let i = Self::ALL
+            .iter()
+            .position(|m| *m == self)
+            .expect("every model is in ALL");
+        Self::NAMES[i]
+    }
+}
+
+/// One application instance to generate.
+#[derive(Clone, Debug, PartialEq)]
+pub struct App {
+    /// Which model.
+    pub model: AppModel,
+    /// Process name.
+    pub name: String,
+    /// Memory the program allocates and initialises, in bytes (a multiple of 4 KiB, at
+    /// least [`App::MIN_BYTES`]).
+    pub bytes: u64,
+    /// When it starts.
+    pub start: Nanos,
+    /// How long its work phase runs after initialisation: references, or simulated time.
+    pub run: Amount,
+}
+
+impl App {
+    /// The smallest memory a model accepts: every model's layout has room for its parts
+    /// (cg.D's 12 MiB vector among them) from here on.
+    pub const MIN_BYTES: u64 = 64 * MIB;
+
+    /// The process.
+    pub fn process(&self) -> ProcessSpec {
+        let (bytes, run) = (self.bytes, self.run);
+        let phases = match self.model {
+            AppModel::Graph500 => graph500(bytes, run),
+            AppModel::XsBench => xsbench(bytes, run),
+            AppModel::CgD => cg_d(bytes, run),
+            AppModel::MgD => mg_d(bytes, run),
+            AppModel::Random => random(bytes, run),
+            AppModel::Sequential => sequential(bytes, run),
+            AppModel::Redis => redis(bytes, run, &Redis::default()),
+        };
+        ProcessSpec {
+            name: self.name.clone(),
+            start: self.start,
+            core: None,
+            phases,
+        }
+    }
+}
+
+/// Map buffer `id` of `bytes` and write every page of it, in address order.
+fn init(id: usize, bytes: u64) -> [Phase; 2] {
+    let buffer = BufferId(id);
+    [
+        Phase::Mmap {
+            buffer,
+            bytes,
+            advice: Advice::Default,
+        },
+        Phase::Access(touch(buffer, bytes)),
+    ]
+}
+
+/// `bytes * share`, rounded down to whole pages, at least one page.
+fn pages_of(bytes: u64, share: f64) -> u64 {
+    (((bytes as f64 * share) as u64) / 4096 * 4096).max(4096)
+}
+
+/// An access phase over `buffer`, no compute between references.
+fn work(buffer: usize, pattern: Pattern, run: Amount, dependent: bool, writes: f64) -> Phase {
+    Phase::Access(AccessPhase {
+        buffer: BufferId(buffer),
+        pattern,
+        amount: run,
+        dependent,
+        write_fraction: writes,
+        compute: Nanos::ZERO,
+    })
+}
+
+/// Graph500's reference BFS (`seq-csr`, edge factor 16) over a graph filling `bytes`.
+///
+/// The program generates an edge list (two 8-byte vertex ids per edge, 16 edges per
+/// vertex: 256 bytes a vertex), builds a CSR graph from it (an offsets array, 16 bytes a
+/// vertex, and adjacency lists holding each undirected edge twice, 256 bytes a vertex),
+/// then runs breadth-first searches writing a parent array (8 bytes a vertex) and a
+/// visited bitmap. Per vertex that is 536 bytes, of which the edge list (48%) is cold
+/// during the searches.
+///
+/// The model maps the edge list first and the graph second, so the graph lies higher in
+/// the address space, and touches both. During a search each vertex taken from the
+/// frontier reads its offsets, then its adjacency list (32 entries, 4 cache lines in one
+/// random place), and checks the parent of every neighbour (32 random probes). The
+/// parents, offsets and bitmap are the hot set: 24 of the graph's 280 bytes a vertex
+/// (8.6%), placed at its top (HawkEye's Figure 6: Graph500's hot regions are in its high
+/// virtual addresses); they take 33 of the 37 line references a vertex (89%), the
+/// adjacency lists the rest, modelled as random lines over the graph. Probes are
+/// dependent: each is followed by a data-dependent branch on the visited check that
+/// often mispredicts, which keeps searches from overlapping misses much. One probe in
+/// 37 writes (a vertex's parent, set once). The result validation pass is not modelled.
+pub fn graph500(bytes: u64, run: Amount) -> Vec<Phase> {
+    let edges = pages_of(bytes, 256.0 / 536.0);
+    let graph = bytes.saturating_sub(edges).max(4096);
+    let hot = Pattern::HotRange {
+        hot_fraction: 24.0 / 280.0,
+        hot_share: 33.0 / 37.0,
+        position: 1.0,
+    };
+    let mut v = Vec::new();
+    v.extend(init(0, edges));
+    v.extend(init(1, graph));
+    v.push(work(1, hot, run, true, 1.0 / 37.0));
+    v
+}
+
+/// XSBench's event-based cross-section lookups ("large" problem: 355 nuclides, 11,303
+/// energy points each).
+///
+/// The program builds per-nuclide grids (6 doubles a point: 192 MB), a unionized energy
+/// grid (one double per point of every nuclide: 32 MB) and its index grid (one 4-byte
+/// index per nuclide per unionized point: 5.7 GB), 96.2% / 0.5% / 3.2% of its memory.
+/// A lookup binary-searches the unionized grid (about 22 dependent probes), reads one
+/// row of the index grid (1.4 KB, one page), then for each nuclide of the sampled
+/// material (about 55 on average) reads the two bracketing points of its grid.
+///
+/// The model lays the index grid low and the energy and nuclide grids on top (HawkEye's
+/// Figure 6: XSBench's hot regions are in its high virtual addresses). Per lookup that is
+/// about 132 random probes of the top 3.8% (binary search and nuclide grids) and one
+/// random page of the index grid (its other lines hit the same page): 99% of references
+/// go to the hot range. Probes are dependent: the binary search is a chain, and the
+/// nuclide loop's bounds come from it. Lookups only read (results stay in registers).
+pub fn xsbench(bytes: u64, run: Amount) -> Vec<Phase> {
+    let hot = Pattern::HotRange {
+        hot_fraction: 0.5 / 100.0 + 3.2 / 100.0,
+        hot_share: 132.0 / 133.0,
+        position: 1.0,
+    };
+    let mut v = init(0, bytes).to_vec();
+    v.push(work(0, hot, run, true, 0.0));
+    v
+}
+
+/// Bytes of NPB CG class D's vectors: `na` = 1,500,000 doubles (plus 2).
+pub const CG_D_VECTOR_BYTES: u64 = 12 * MIB;
+
+/// Share of cg.D's memory the conjugate-gradient iterations use: HawkEye's Table 3
+/// gives 7-8 GB of working set in 16 GB resident (matrix construction's scratch arrays
+/// are written once and left). An input of the model, not a result.
+pub const CG_D_WORKING_SHARE: f64 = 7.5 / 16.0;
+
+/// NPB CG class D: conjugate gradient on a random sparse matrix (1.5 M rows).
+///
+/// The program builds the matrix in scratch arrays, compresses it to CSR (an 8-byte value
+/// and a 4-byte column index per non-zero), then iterates sparse matrix-vector products
+/// `q = A p`: a stream through the values and column indices, and for each non-zero a
+/// load of `p[col]`, where the columns are uniformly random (`makea` draws them so).
+///
+/// The model's buffer holds the scratch at the bottom, then the matrix and the five
+/// vectors on top (together [`CG_D_WORKING_SHARE`] of it), all touched at start. The work is a
+/// [`Pattern::SweepGather`]: two sweep references a non-zero (its value and its index,
+/// 12 bytes: a stride of 6) and one gather, uniform over `p`. `p` keeps its class-D size
+/// ([`CG_D_VECTOR_BYTES`]) whatever the memory, because the TLB behaviour depends on
+/// the vector's size against the TLB's reach; the matrix scales with the memory.
+/// References are independent (successive gathers do not wait for each other) and read
+/// only (the few writes of `q` and the vector updates are left out).
+pub fn cg_d(bytes: u64, run: Amount) -> Vec<Phase> {
+    let len = bytes as f64;
+    let vector = CG_D_VECTOR_BYTES as f64 / len;
+    // The other vectors (x, z, q, r) sit above p.
+    let vectors = (5.0 * vector).min(0.5);
+    let matrix = (CG_D_WORKING_SHARE - vectors).max(vector);
+    let pattern = Pattern::SweepGather {
+        stride: 6,
+        sweep_position: 1.0 - vectors - matrix,
+        sweep_fraction: matrix,
+        gather_position: 1.0 - vectors,
+        gather_fraction: vector,
+        every: 3,
+    };
+    let mut v = init(0, bytes).to_vec();
+    v.push(work(0, pattern, run, false, 0.0));
+    v
+}
+
+/// NPB MG class D: multigrid V-cycles on a 1024^3 grid.
+///
+/// The program keeps three grids of doubles (the solution `u`, the right-hand side `v`
+/// and the residual `r`, 8 GB each at the finest level, plus coarser levels of 1/8 the
+/// size each), and spends its time in stencil sweeps (`resid`, `psinv`, `rprj3`,
+/// `interp`) that run through them in address order: HawkEye's Table 3 gives 24 GB of
+/// working set in 26 GB resident.
+///
+/// The model sweeps its whole buffer in address order, one reference per double
+/// (stride 8), independent references (a stencil's loads do not wait for each other),
+/// one in three a write (`r = v - A u` reads two grids and writes one). The stencil's
+/// reuse of neighbouring points from the L1 cache is not modelled as references: it would
+/// add cache hits only.
+pub fn mg_d(bytes: u64, run: Amount) -> Vec<Phase> {
+    let mut v = init(0, bytes).to_vec();
+    v.push(work(
+        0,
+        Pattern::Sequential { stride: 8 },
+        run,
+        false,
+        1.0 / 3.0,
+    ));
+    v
+}
+
+/// HawkEye's `random` microbenchmark (Table 9: 4 GB, 60% MMU overhead at 4 KB).
+///
+/// The paper gives no code. The model reads 8-byte words at uniformly random lines of
+/// its buffer, each address computed from the previous word read (a random pointer
+/// chase, the usual way to defeat the out-of-order core), after touching it all.
+pub fn random(bytes: u64, run: Amount) -> Vec<Phase> {
+    let mut v = init(0, bytes).to_vec();
+    v.push(work(0, Pattern::Uniform, run, true, 0.0));
+    v
+}
+
+/// HawkEye's `sequential` microbenchmark (Table 9: 4 GB, under 1% MMU overhead).
+///
+/// The paper gives no code. The model reads its buffer in address order, one 8-byte word
+/// per reference, independent references (a summing loop), wrapping at the end.
+pub fn sequential(bytes: u64, run: Amount) -> Vec<Phase> {
+    let mut v = init(0, bytes).to_vec();
+    v.push(work(0, Pattern::Sequential { stride: 8 }, run, false, 0.0));
+    v
+}
+
+/// The request stream of the Redis model ([`redis`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Redis {
+    /// Requests a second. Default 10,000: HawkEye §4 (Figure 8), "servicing 10K requests
+    /// per second".
+    pub requests_per_s: f64,
+    /// Memory references a request makes to the dataset. Default 4: a `GET` walks the
+    /// hash table's bucket, the dict entry, the key and the value object, each a
+    /// dependent random line (the 1 KB value's further lines are in the same page).
+    pub refs_per_request: u64,
+    /// CPU time of a request apart from those references. Default 10 us: a Redis core
+    /// serves about 100,000 unpipelined `GET`s a second (redis.io, "Redis benchmark"), the
+    /// time going to the network stack, parsing and reply.
+    pub cpu_per_request: Nanos,
+    /// Requests are served in bursts, one every `batch`, idle in between. Default 100 ms.
+    pub batch: Nanos,
+}
+
+impl Redis {
+    /// Most bursts a run may have: each is two phases of the process.
+    pub const MAX_BATCHES: u64 = 100_000;
+
+    /// References of one burst (at least one request's).
+    pub fn refs_per_batch(&self) -> u64 {
+        let requests = (self.requests_per_s.max(0.0) * self.batch.0 as f64 / 1e9) as u64;
+        requests.max(1) * self.refs_per_request.max(1)
+    }
+
+    /// The bursts of a run of length `run` (at least one; callers keep it below
+    /// [`Redis::MAX_BATCHES`]).
+    pub fn batches(&self, run: Amount) -> u64 {
+        match run {
+            Amount::Refs(n) => n.div_ceil(self.refs_per_batch()),
+            Amount::Duration(d) => d.0.div_ceil(self.batch.0.max(1)),
+        }
+        .max(1)
+    }
+}
+
+impl Default for Redis {
+    fn default() -> Self {
+        Redis {
+            requests_per_s: 10_000.0,
+            refs_per_request: 4,
+            cpu_per_request: Nanos(10_000),
+            batch: Nanos::from_millis(100),
+        }
+    }
+}
+
+/// A lightly loaded Redis server (HawkEye §4, Figure 8: 40 M keys of 1 KB, 10K requests a
+/// second of randomly chosen keys).
+///
+/// The dataset fills the buffer and is written once at start (the load phase). The
+/// server then handles requests in bursts: every `batch` it serves that period's
+/// requests — `refs_per_request` dependent references to uniformly random lines of the
+/// dataset, `cpu_per_request` of computation spread between them — and sleeps for the
+/// rest of the period (an idle server is not running, so its PMU counts no cycles). The
+/// burst's own duration is not subtracted from the sleep, so the achieved rate is
+/// slightly below the nominal one. Every huge-page region is referenced (high access
+/// coverage over time), but few references per second reach the TLB.
+///
+/// `run` counts references (`Amount::Refs`) or simulated time (`Amount::Duration`); either
+/// becomes whole bursts, at least one.
+pub fn redis(bytes: u64, run: Amount, r: &Redis) -> Vec<Phase> {
+    let per_request = r.refs_per_request.max(1);
+    let per_batch = r.refs_per_batch();
+    let batches = r.batches(run);
+    let compute = Nanos(r.cpu_per_request.0 / per_request);
+    let busy = r.cpu_per_request.0 * (per_batch / per_request);
+    let idle = Nanos(r.batch.0.saturating_sub(busy));
+    let serve = Phase::Access(AccessPhase {
+        buffer: BufferId(0),
+        pattern: Pattern::Uniform,
+        amount: Amount::Refs(per_batch),
+        dependent: true,
+        write_fraction: 0.0,
+        compute,
+    });
+    let mut v = init(0, bytes).to_vec();
+    for _ in 0..batches {
+        v.push(serve.clone());
+        if idle.0 > 0 {
+            v.push(Phase::Sleep(idle));
+        }
+    }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Stream;
+
+    const GIB: u64 = 1 << 30;
+
+    fn app(model: AppModel, bytes: u64) -> ProcessSpec {
+        App {
+            model,
+            name: model.name().into(),
+            bytes,
+            start: Nanos::ZERO,
+            run: Amount::Refs(1_000_000),
+        }
+        .process()
+    }
+
+    fn access_phases(phases: &[Phase]) -> Vec<AccessPhase> {
+        phases
+            .iter()
+            .filter_map(|ph| match ph {
+                Phase::Access(a) => Some(*a),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for m in AppModel::ALL {
+            assert_eq!(AppModel::from_name(m.name()), Some(m));
+        }
+        assert_eq!(AppModel::from_name("cg"), None);
+    }
+
+    #[test]
+    fn every_model_maps_and_touches_all_its_memory_before_working() {
+        for m in AppModel::ALL {
+            for bytes in [App::MIN_BYTES, 3 * GIB + 4096] {
+                let p = app(m, bytes);
+                let mapped: u64 = p
+                    .phases
+                    .iter()
+                    .filter_map(|ph| match ph {
+                        Phase::Mmap { bytes, .. } => Some(*bytes),
+                        _ => None,
+                    })
+                    .sum();
+                assert_eq!(mapped, bytes, "{m:?}");
+                let touched: u64 = access_phases(&p.phases)
+                    .iter()
+                    .filter(|a| a.write_fraction == 1.0)
+                    .map(|a| match a.amount {
+                        Amount::Refs(n) => n * 4096,
+                        Amount::Duration(_) => 0,
+                    })
+                    .sum();
+                assert_eq!(touched, bytes, "{m:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn every_pattern_fits_its_buffer() {
+        for m in AppModel::ALL {
+            for bytes in [App::MIN_BYTES, 16 * GIB] {
+                let p = app(m, bytes);
+                let mut sizes = Vec::new();
+                for ph in &p.phases {
+                    match ph {
+                        Phase::Mmap { bytes, .. } => sizes.push(*bytes),
+                        Phase::Access(a) => {
+                            assert!(Stream::new(a.pattern, sizes[a.buffer.0]).is_some(), "{m:?}")
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn hot_sets_of_graph500_and_xsbench_lie_in_high_addresses() {
+        for m in [AppModel::Graph500, AppModel::XsBench] {
+            let p = app(m, GIB);
+            let work = *access_phases(&p.phases).last().unwrap();
+            let Pattern::HotRange { position, .. } = work.pattern else {
+                panic!("{m:?} works on a hot range");
+            };
+            assert_eq!(position, 1.0);
+            // The graph500 work buffer is the second, mapped above the edge list.
+            assert_eq!(work.buffer.0, p.buffer_count() - 1);
+        }
+    }
+
+    #[test]
+    fn cg_gathers_from_a_class_d_vector_at_any_scale() {
+        for bytes in [App::MIN_BYTES, GIB, 16 * GIB] {
+            let p = app(AppModel::CgD, bytes);
+            let work = *access_phases(&p.phases).last().unwrap();
+            let s = Stream::new(work.pattern, bytes).unwrap();
+            let gathered = (0..s.pages()).filter(|pg| s.page_share(*pg) > 0.0).count() as u64;
+            let want = CG_D_VECTOR_BYTES / 4096;
+            assert!(gathered.abs_diff(want) <= 1, "{bytes}: {gathered} pages");
+            assert!(!work.dependent);
+        }
+    }
+
+    #[test]
+    fn redis_serves_in_bursts_at_its_request_rate() {
+        let r = Redis::default();
+        let p = redis(GIB, Amount::Duration(Nanos::from_millis(1_000)), &r);
+        let serve = access_phases(&p)[1..].to_vec();
+        assert_eq!(serve.len(), 10);
+        assert_eq!(serve[0].amount, Amount::Refs(4_000));
+        assert_eq!(serve[0].compute, Nanos(2_500));
+        let sleeps: Vec<Nanos> = p
+            .iter()
+            .filter_map(|ph| match ph {
+                Phase::Sleep(d) => Some(*d),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(sleeps, vec![Nanos::from_millis(90); 10]);
+        let by_refs = redis(GIB, Amount::Refs(8_001), &r);
+        assert_eq!(access_phases(&by_refs).len(), 1 + 3);
+    }
+}
