@@ -3,6 +3,7 @@
 //!
 //! Every error names the file, the key and what was expected (STYLE.md 6).
 
+mod freebsd;
 mod kernel;
 pub mod raw;
 pub mod size;

@@ -208,6 +208,19 @@ pub struct RawPolicy {
     /// `[policy.linux]`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub linux: Option<RawLinux>,
+    /// `[policy.freebsd]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub freebsd: Option<RawFreeBsd>,
+}
+
+/// `[policy.freebsd]`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawFreeBsd {
+    /// Superpage reservations at fault time.
+    pub reservations: Option<bool>,
+    /// `vm.pmap.pg_ps_enabled`: promote full reservations in place.
+    pub pg_ps_enabled: Option<bool>,
 }
 
 /// `[policy.linux]`.

@@ -328,7 +328,11 @@ impl Validator<'_> {
                 ),
             ));
         }
-        p.name = Some(name);
+        p.name = Some(name.clone());
+        if name == "freebsd" {
+            return self.freebsd(p);
+        }
+        self.only_table_of(p, "linux")?;
         let l = p.linux.get_or_insert_with(Default::default);
         let enabled = self.choice(
             "policy.linux.enabled",
