@@ -146,8 +146,9 @@ impl Mem<'_> {
     /// cache, up to `high`.
     pub fn wake_kswapd(&mut self) {
         let free = self.phys.frames_free();
-        let breakable = self.reserv.oldest_partial().is_some();
-        if free >= self.wmark.low || (self.cache.pages() == 0 && !breakable) {
+        if free >= self.wmark.low
+            || (self.cache.pages() == 0 && self.reserv.oldest_partial().is_none())
+        {
             return;
         }
         self.stats.kswapd_wakes += 1;

@@ -246,9 +246,10 @@ impl ReservTable {
     /// The indexes agree with the reservations (for the invariant checker).
     pub fn check(&self) -> Result<()> {
         let bad = |what, at| Err(MmError::Invariant { what, at });
-        let mut live = 0u64;
+        let (mut live, mut partial) = (0u64, 0u64);
         for (id, r) in self.iter() {
             live += 1;
+            partial += ((r.pop as u64) < self.fanout) as u64;
             let block = (r.base.0 >> self.order) as usize;
             if r.base.0 % self.fanout != 0 || self.by_block.get(block) != Some(&(id + 1)) {
                 return bad("reservation block index differs", r.base.0);
@@ -264,7 +265,7 @@ impl ReservTable {
         }
         let blocks = self.by_block.iter().filter(|&&b| b != 0).count() as u64;
         let listed = self.by_region.len() as u64;
-        if blocks != live || listed != live || self.partpop.len() as u64 > live {
+        if blocks != live || listed != live || self.partpop.len() as u64 != partial {
             return bad("reservation indexes hold stale entries", blocks);
         }
         Ok(())

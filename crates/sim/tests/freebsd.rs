@@ -76,7 +76,7 @@ fn touch_every(name: &str, bytes: u64, stride: u64, idle: Nanos, start: Nanos) -
 fn a_dense_buffer_ends_in_huge_pages_promoted_in_place_at_4k_fault_costs() {
     let gups = builtin::random_access("gups", 64 * MIB, 400_000, hugemm_workload::Advice::Default);
     let [bsd, never, always] =
-        [Pol::FreeBsd, Pol::Never, Pol::Always].map(|p| run(GIB, p, &[gups.clone()]));
+        [Pol::FreeBsd, Pol::Never, Pol::Always].map(|p| run(GIB, p, std::slice::from_ref(&gups)));
     let (b, n, a) = (
         &bsd.summary.processes[0],
         &never.summary.processes[0],
