@@ -720,3 +720,69 @@ fn apps_run_and_are_named_after_their_table() {
         assert!(summary.contains(name), "{name} missing from {summary}");
     }
 }
+
+#[test]
+fn unknown_key_in_policy_freebsd() {
+    expect_bad(
+        &format!("{BASE}\n[policy]\nname = \"freebsd\"\n[policy.freebsd]\npromote = true\n"),
+        "policy.freebsd.promote",
+        &[
+            "unknown field `promote`",
+            "expected `reservations` or `pg_ps_enabled`",
+        ],
+    );
+}
+
+#[test]
+fn freebsd_knob_of_wrong_type() {
+    expect_bad(
+        &format!("{BASE}\n[policy]\nname = \"freebsd\"\n[policy.freebsd]\npg_ps_enabled = 1\n"),
+        "policy.freebsd.pg_ps_enabled",
+        &["invalid type: integer `1`", "expected a boolean"],
+    );
+    expect_bad(
+        &format!(
+            "{BASE}\n[policy]\nname = \"freebsd\"\n[policy.freebsd]\nreservations = \"yes\"\n"
+        ),
+        "policy.freebsd.reservations",
+        &["invalid type: string \"yes\"", "expected a boolean"],
+    );
+}
+
+#[test]
+fn a_freebsd_run_reports_in_place_promotions_and_its_resolved_config_reproduces_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, o) = run_text(&dir, &format!("{BASE}\n[policy]\nname = \"freebsd\"\n"));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = dir.path().join("out");
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    let system = &summary["system"];
+    // BASE touches 4 MiB: two regions reserved, filled and promoted in place.
+    assert_eq!(system["policy"], "freebsd");
+    assert_eq!(system["promotions_in_place"], 2, "{system}");
+    assert_eq!(system["reservations_made"], 2, "{system}");
+    assert_eq!(system["collapses"], 0);
+    assert_eq!(system["kernel"]["promotions_in_place"], 2);
+    assert_eq!(summary["processes"][0]["faults_2m"], 0);
+    assert_eq!(summary["processes"][0]["huge_pages_end"], 2);
+    let resolved = std::fs::read_to_string(out.join("config.resolved.toml")).unwrap();
+    assert!(
+        resolved.contains("[policy.freebsd]\nreservations = true\npg_ps_enabled = true"),
+        "{resolved}"
+    );
+    assert!(!resolved.contains("[policy.linux]"), "{resolved}");
+    let out2 = dir.path().join("out2");
+    let o = hugemm(&[
+        "run".as_ref(),
+        out.join("config.resolved.toml").as_os_str(),
+        "--out".as_ref(),
+        out2.as_os_str(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        std::fs::read(out.join("summary.json")).unwrap()
+            == std::fs::read(out2.join("summary.json")).unwrap(),
+        "summary.json differs between the run and the run of its resolved config"
+    );
+}

@@ -171,6 +171,8 @@ const TOKENS: &[&str] = &[
     "1e9",
     "\"x\\ny\"",
     "\"prof.toml\"",
+    "\"freebsd\"",
+    "\"linux\"",
     "\"../../profiles/haswell-e5-2690v3.toml\"",
 ];
 
@@ -185,6 +187,8 @@ const KEYS: &[&str] = &[
     "pages_to_scan",
     "scan_sleep_ms",
     "max_ptes_none",
+    "reservations",
+    "pg_ps_enabled",
     "mode",
     "seed",
     "time_limit_s",
@@ -225,6 +229,7 @@ const HEADERS: &[&str] = &[
     "[policy]",
     "[policy.linux]",
     "[policy.linux.khugepaged]",
+    "[policy.freebsd]",
     "[sim]",
     "[sim.sampled]",
     "[[process]]",

@@ -3,7 +3,7 @@
 //!
 //! Owns vocabulary only; it must not hold state or behaviour beyond trivial accessors.
 
-use hugemm_hw::{Nanos, PageSize, Pid, VirtAddr};
+use hugemm_hw::{Nanos, PageSize, Pfn, Pid, VirtAddr};
 use serde::{Deserialize, Serialize};
 
 /// Huge-page advice of a VMA (`VM_HUGEPAGE` / `VM_NOHUGEPAGE`). The kernel model records
@@ -59,6 +59,70 @@ pub struct FaultInfo {
     pub region_empty: bool,
     /// The region maps the huge zero page.
     pub region_huge_zero: bool,
+    /// The region has a superpage reservation (FreeBSD): its 4 KB faults take their
+    /// frames from it whatever the policy answers.
+    pub region_reserved: bool,
+}
+
+/// What a fault asks of the kernel, built fluently:
+/// `FaultRequest::new(PageSize::Base).reserve(true)`.
+///
+/// `size` is the page size wanted (as [`Kernel::fault`](crate::Kernel::fault) takes it);
+/// `reserve` asks a 4 KB fault in an empty region lying wholly inside its VMA to reserve
+/// an order-9 block for the region (FreeBSD's `vm_reserv_alloc_page`); `promote` lets a
+/// fault that maps the last base page of a reservation promote the region in place
+/// (FreeBSD's `pmap_promote_pde`, `vm.pmap.pg_ps_enabled`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FaultRequest {
+    /// The page size wanted.
+    pub size: PageSize,
+    /// Reserve an order-9 block at a 4 KB fault where one can be reserved.
+    pub reserve: bool,
+    /// Promote a reservation in place once all its base pages are mapped.
+    pub promote: bool,
+}
+
+impl FaultRequest {
+    /// A fault wanting `size`: no new reservation, promotion of full ones allowed.
+    pub fn new(size: PageSize) -> FaultRequest {
+        FaultRequest {
+            size,
+            reserve: false,
+            promote: true,
+        }
+    }
+
+    /// Set whether to reserve.
+    pub fn reserve(mut self, yes: bool) -> FaultRequest {
+        self.reserve = yes;
+        self
+    }
+
+    /// Set whether a full reservation is promoted in place.
+    pub fn promote(mut self, yes: bool) -> FaultRequest {
+        self.promote = yes;
+        self
+    }
+}
+
+/// A superpage reservation as observers see it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReservationInfo {
+    /// First frame of the reserved order-9 block.
+    pub base: Pfn,
+    /// Base pages of the region mapped from it.
+    pub populated: u32,
+}
+
+/// All reservations now.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ReservationCensus {
+    /// Live reservations.
+    pub live: u64,
+    /// Of those, fully populated (not promoted: promotion was off).
+    pub full: u64,
+    /// Reserved frames no page maps: allocated for the buddy allocator, unused.
+    pub unused_frames: u64,
 }
 
 /// The kind of fault that was served.
@@ -85,7 +149,8 @@ pub enum FaultKind {
 pub struct FaultOutcome {
     /// What was done.
     pub kind: FaultKind,
-    /// The size of the new mapping.
+    /// The size of the new mapping (`Huge` also when a 4 KB fault completed a
+    /// reservation and promoted it in place).
     pub size: PageSize,
     /// Time charged to the faulting process.
     pub cost: Nanos,

@@ -344,6 +344,39 @@ impl PhysMem {
         Ok(())
     }
 
+    /// The inverse of [`PhysMem::split_compound`]: make the `2^order` allocated order-0
+    /// frames of one owner from `pfn` (aligned) one compound block, keeping reverse maps
+    /// and zeroed bits (an in-place promotion). Fails, changing nothing, unless every
+    /// frame is an order-0 block head of the same owner.
+    pub(crate) fn make_compound(&mut self, pfn: Pfn, order: Order) -> Result<()> {
+        let n = 1u64 << order.0;
+        let bad = Err(MmError::Invariant {
+            what: "compound of frames that are not order-0 blocks of one owner",
+            at: pfn.0,
+        });
+        if order.0 > self.max_order || pfn.0 % n != 0 || pfn.0 + n > self.frames_total() {
+            return bad;
+        }
+        let owner = self.frames.at(pfn.0 as u32).owner();
+        let same = self.frames.range(pfn.0 as u32, n as u32).all(|f| {
+            matches!(f.state(), FrameState::Allocated { order: Order(0), owner: o } if Some(o) == owner)
+        });
+        let Some(owner) = owner.filter(|_| same) else {
+            return bad;
+        };
+        self.frames.update_range(pfn.0 as u32, n as u32, |i, f| {
+            let rmap = f.rmap();
+            match i {
+                0 => f.set_allocated(order.0, owner),
+                _ => f.set_allocated_tail(owner),
+            }
+            if let Some((pid, vpn)) = rmap {
+                f.set_rmap(pid, vpn);
+            }
+        });
+        Ok(())
+    }
+
     /// Record the reverse map of `count` frames from `pfn`: frame `i` maps `vpn + i`.
     /// Also clears their zeroed bit: their content now belongs to the mapping.
     pub(crate) fn map_frames(&mut self, pfn: Pfn, count: u64, pid: Pid, vpn: Vpn) {

@@ -9,8 +9,11 @@
 //! page-table page are freed, and a TLB flush is recorded. The new PMD is young and dirty
 //! (`mk_huge_pmd` on x86 sets the accessed bit; the collapse sets dirty).
 //!
+//! A superpage reservation of the region is broken once the new block is allocated (its
+//! unused frames freed; its used ones are copied and freed like any others).
+//!
 //! Cost: allocation + copies + zero-fill + PTE writes (each present PTE cleared, the PMD
-//! written) + the flush. Owns only the mechanism; which regions to collapse is policy.
+//! written) + the flush (+ breaking a reservation). Owns only the mechanism; which regions to collapse is policy.
 
 use crate::addrspace::AddressSpace;
 use crate::api::CollapseOutcome;
@@ -19,6 +22,7 @@ use crate::error::CollapseError;
 use crate::kernel::Kernel;
 use crate::mech::Mech;
 use crate::pagetable::{PteTable, Slot};
+use crate::reserv::break_range;
 use hugemm_hw::{Nanos, Order, Pfn, Pid, VirtAddr};
 
 impl Kernel {
@@ -52,6 +56,7 @@ fn collapse_region(
     check_collapsible(space, m, region)?;
     let req = AllocRequest::new(Order(m.layout.huge_order())).prefer_zeroed(true);
     let (block, _) = m.alloc(&req).map_err(|_| CollapseError::NoMemory)?;
+    let unreserve = break_range(m, region, region + 1);
     let huge = Slot::Huge {
         pfn: block.pfn,
         accessed: true,
@@ -68,7 +73,7 @@ fn collapse_region(
     let copies = Nanos(m.costs.copy_time(m.layout.base_bytes()).0 * copied as u64);
     let ptes = m.pte_updates(table.present() as u64 + 1);
     let flush = m.flush(region, region + m.layout.region_bytes());
-    let cost = m.costs.alloc + copies + zero_fill + ptes + flush;
+    let cost = m.costs.alloc + copies + zero_fill + ptes + flush + unreserve;
     Ok(CollapseOutcome {
         cost,
         copied,

@@ -6,7 +6,8 @@
 //! time; it skips free blocks and compound pages by their order, and for direct
 //! compaction (async) only scans Movable pageblocks (`suitable_migration_source`), while
 //! full (`compact_memory`) and proactive compaction scan every pageblock. The free scanner
-//! goes down from the top a pageblock at a time, taking free frames from pageblocks that
+//! goes down from the top a pageblock at a time (frames of a superpage reservation are
+//! skipped like compound pages: `reserv.rs`), taking free frames from pageblocks that
 //! are `suitable_migration_target` (Movable, and not starting with a free block of at
 //! least the request's order, or the pageblock order for whole-zone runs). Each isolated
 //! page migrates to the next free frame (`migrate.rs`). A run ends when the scanners meet
@@ -298,7 +299,7 @@ impl Kernel {
                 FrameState::Allocated {
                     order: Order(0),
                     owner,
-                } if owner.is_movable() => {
+                } if owner.is_movable() && !self.reserv.holds(Pfn(pfn)) => {
                     batch.push((Pfn(pfn), owner));
                     1
                 }

@@ -12,6 +12,10 @@
 //!   huge-zero region first splits it into a table of zero-page PTEs, then copies on
 //!   write, as `do_huge_pmd_wp_page` falls back (`__split_huge_pmd`, `VM_FAULT_FALLBACK`).
 //!
+//! - With [`FaultRequest::reserve`] or a reservation already in the region, a 4 KB
+//!   fault's frame comes from the region's superpage reservation, and the fault that maps
+//!   its last page promotes it in place when [`FaultRequest::promote`] (`reserv.rs`).
+//!
 //! Cost: trap + allocations (each an `alloc`, plus clearing unless every frame was known
 //! zero, plus any direct reclaim of page cache; page-table pages included) + PTE writes +
 //! flushes. With no frame at all the
@@ -19,11 +23,12 @@
 //! This module must not choose page sizes.
 
 use crate::addrspace::AddressSpace;
-use crate::api::{FaultKind, FaultOutcome};
+use crate::api::{FaultKind, FaultOutcome, FaultRequest};
 use crate::kernel::Kernel;
 use crate::mech::{Alloc, Mech};
 use crate::pagetable::{PteTable, Slot};
 use crate::pte::Pte;
+use crate::reserv::{anon_frame, promote_if_full};
 use crate::split::install_zero_table;
 use crate::stats::NoOp;
 use hugemm_hw::{Nanos, PageSize, Pid, VirtAddr};
@@ -48,9 +53,21 @@ impl Kernel {
     /// A fault outside every VMA, or on an address already mapped, maps nothing: it is
     /// reported as kind `Base` with the trap's cost and counted apart in the stats.
     pub fn fault(&mut self, pid: Pid, va: VirtAddr, write: bool, want: PageSize) -> FaultOutcome {
+        self.fault_with(pid, va, write, FaultRequest::new(want))
+    }
+
+    /// Serve a fault as [`Kernel::fault`] does, with the superpage-reservation options of
+    /// `req` (see [`FaultRequest`] and `reserv.rs`).
+    pub fn fault_with(
+        &mut self,
+        pid: Pid,
+        va: VirtAddr,
+        write: bool,
+        req: FaultRequest,
+    ) -> FaultOutcome {
         let trap = self.costs.fault_trap;
         let served = match self.parts(pid) {
-            Some((space, mut m)) => fault_in(space, &mut m, va.0, write, want),
+            Some((space, mut m)) => fault_in(space, &mut m, va.0, write, req),
             None => noop(NoOp::Segfault, trap, PageSize::Base),
         };
         match served {
@@ -95,7 +112,7 @@ fn fault_in(
     m: &mut Mech<'_>,
     va: u64,
     write: bool,
-    want: PageSize,
+    req: FaultRequest,
 ) -> Served {
     let trap = m.costs.fault_trap;
     if space.vma(va).is_none() {
@@ -105,15 +122,21 @@ fn fault_in(
     let fits = space
         .vma_covering(region, m.layout.region_bytes())
         .is_some();
-    if want == PageSize::Base || !fits || !space.pt.is_empty(region) {
-        return fault_base(space, m, va, write, trap, false);
+    if req.size == PageSize::Base || !fits || !space.pt.is_empty(region) {
+        return fault_base(space, m, va, write, trap, false, req);
     }
-    fault_huge(space, m, va, write)
+    fault_huge(space, m, va, write, req)
 }
 
 /// The 2 MB path: the huge zero page on a read, an order-9 block on a write, 4 KB when
 /// no block is free.
-fn fault_huge(space: &mut AddressSpace, m: &mut Mech<'_>, va: u64, write: bool) -> Served {
+fn fault_huge(
+    space: &mut AddressSpace,
+    m: &mut Mech<'_>,
+    va: u64,
+    write: bool,
+    req: FaultRequest,
+) -> Served {
     let (region, trap) = (m.layout.region_of(va), m.costs.fault_trap);
     if !write {
         space.pt.replace(region, Slot::HugeZero { accessed: true });
@@ -132,7 +155,7 @@ fn fault_huge(space: &mut AddressSpace, m: &mut Mech<'_>, va: u64, write: bool) 
             let cost = trap + a.cost + m.pte_updates(1);
             Served::Done(outcome(FaultKind::Huge, PageSize::Huge, cost))
         }
-        Err(_) => fault_base(space, m, va, write, trap + m.costs.alloc, true),
+        Err(_) => fault_base(space, m, va, write, trap + m.costs.alloc, true, req),
     }
 }
 
@@ -172,6 +195,7 @@ fn fault_base(
     write: bool,
     cost: Nanos,
     fallback: bool,
+    req: FaultRequest,
 ) -> Served {
     let (region, idx) = (m.layout.region_of(va), m.layout.page_index(va));
     let now = now_at(space, region, idx);
@@ -184,26 +208,38 @@ fn fault_base(
         return noop(NoOp::Spurious, cost, size);
     };
     let page = va & !(m.layout.base_bytes() - 1);
-    let (table, data) = match allocate(m, now, region, write.then_some(page)) {
+    let page = write.then_some(page);
+    let (table, data) = match allocate(space, m, now, region, page, req.reserve) {
         Ok(allocs) => allocs,
         Err(spent) => return oom(kind, cost + spent),
     };
     let mut cost = cost + install_table(space, m, region, now, table);
     cost += map_page(space, m, region, idx, data);
-    if kind == FaultKind::CowZeroPage {
+    if let (FaultKind::CowZeroPage, Some(page)) = (kind, page) {
         // wp_page_copy replaces the zero-page PTE with ptep_clear_flush.
         cost += m.flush(page, page + m.layout.base_bytes());
     }
-    Served::Done(outcome(kind, PageSize::Base, cost))
+    let promoted = match (req.promote, data) {
+        (true, Some(_)) => promote_if_full(space, m, region),
+        _ => None,
+    };
+    match promoted {
+        Some(p) => Served::Done(outcome(kind, PageSize::Huge, cost + p)),
+        None => Served::Done(outcome(kind, PageSize::Base, cost)),
+    }
 }
 
 /// Allocate what a 4 KB fault needs, all or nothing: a page-table page when the region
-/// has no table, a frame when `page` (a write) is given. `Err` carries the time spent.
+/// has no table, a frame when `page` (a write) is given, from the region's reservation
+/// if it has one (or gets one, when `reserve`). The table comes first: allocating it may
+/// break reservations under pressure. `Err` carries the time spent.
 fn allocate(
+    space: &AddressSpace,
     m: &mut Mech<'_>,
     now: Now,
     region: u64,
     page: Option<u64>,
+    reserve: bool,
 ) -> Result<(Option<Alloc>, Option<Alloc>), Nanos> {
     let table = match now {
         Now::NoTable | Now::HugeZero { .. } => {
@@ -214,7 +250,7 @@ fn allocate(
     let Some(page) = page else {
         return Ok((table, None));
     };
-    match m.alloc_anon(0, page) {
+    match anon_frame(space, m, page, reserve) {
         Ok(a) => Ok((table, Some(a))),
         Err(_) => {
             let spent = table.map_or(Nanos::ZERO, |t| {

@@ -10,8 +10,9 @@
 //! page-table frame; no anonymous or page-table frame is unaccounted for; resident and
 //! huge counters match a recount. Page cache: every cached page's frame is an allocated
 //! order-0 page-cache frame whose reverse map names that file and index, every
-//! page-cache frame is cached, and the LRU lists agree with the index. It must not
-//! modify anything.
+//! page-cache frame is cached, and the LRU lists agree with the index. Superpage
+//! reservations: see `check_reservations`; anonymous frames are those mapped
+//! plus the unused reserved ones. It must not modify anything.
 
 use crate::addrspace::AddressSpace;
 use crate::buddy::PhysMem;
@@ -61,9 +62,10 @@ impl Kernel {
                 tables += t;
             }
         }
+        let unused = self.check_reservations()?;
         ensure(
-            census.anon == anon,
-            "anonymous frames not all mapped exactly once",
+            census.anon == anon + unused,
+            "anonymous frames not all mapped exactly once or reserved",
             census.anon,
         )?;
         ensure(
@@ -72,6 +74,47 @@ impl Kernel {
             census.tables,
         )?;
         self.check_page_cache(census.cached)
+    }
+
+    /// Every reservation: its indexes agree; its process is live and its region lies in
+    /// one VMA and is a table; each of its frames is an order-0 anonymous frame (so on no
+    /// free list, and in no other block or reservation) that the PTE at its offset maps
+    /// if populated, and that nothing maps (no reverse map) if not; no other frame is
+    /// mapped in the region. Returns the unused reserved frames.
+    fn check_reservations(&self) -> Result<u64> {
+        self.reserv.check()?;
+        let l = &self.layout;
+        let mut unused = 0;
+        for (_, r) in self.reserv.iter() {
+            let space = self.space(r.pid).ok_or(MmError::Invariant {
+                what: "reservation of a dead process",
+                at: r.region,
+            })?;
+            let inside = space.vma_covering(r.region, l.region_bytes()).is_some();
+            ensure(inside, "reserved region not inside one VMA", r.region)?;
+            let Some(Slot::Table(t)) = space.slot(r.region) else {
+                return fail("reserved region not a table", r.region);
+            };
+            ensure(r.pop > 0, "reservation with nothing populated", r.region)?;
+            for i in 0..l.fanout {
+                let pfn = Pfn(r.base.0 + i);
+                let populated = r.is_populated(i);
+                unused += !populated as u64;
+                let vpn = Vpn((r.region >> l.base_shift) + i);
+                check_reserved_frame(&self.phys, pfn, r.pid, vpn, populated)?;
+                let pte = t.get(i as usize);
+                let ok = match populated {
+                    true => pte.is_frame() && pte.pfn() == pfn,
+                    false => !pte.is_frame(),
+                };
+                ensure(
+                    ok,
+                    "reserved region's PTE does not match the population map",
+                    pfn.0,
+                )?;
+            }
+        }
+        Ok(unused)
     }
 
     fn check_page_cache(&self, frames: u64) -> Result<()> {
@@ -91,6 +134,22 @@ impl Kernel {
         )?;
         ensure(self.cache.lists_consistent(), "LRU lists corrupt", 0)
     }
+}
+
+/// Frame `pfn`, backing the page at `va` in a reservation of `pid`: an order-0
+/// anonymous frame whose reverse map names that page if `populated`, nothing if not.
+fn check_reserved_frame(p: &PhysMem, pfn: Pfn, pid: Pid, vpn: Vpn, populated: bool) -> Result<()> {
+    let anon = FrameState::Allocated {
+        order: Order(0),
+        owner: OwnerKind::Anon,
+    };
+    let rmap = populated.then_some((pid, vpn));
+    let found = p.frame(pfn).map(|f| (f.state(), f.rmap()));
+    ensure(
+        found == Some((anon, rmap)),
+        "reserved frame not order-0 anon with its page's (or no) reverse map",
+        pfn.0,
+    )
 }
 
 fn check_phys(p: &PhysMem) -> Result<Census> {

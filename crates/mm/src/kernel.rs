@@ -20,6 +20,7 @@ use crate::mech::Mech;
 use crate::pagetable::{Slot, VaLayout, ZeroPages};
 use crate::pte::Pte;
 use crate::reclaim::{Mem, Watermarks};
+use crate::reserv::ReservTable;
 use crate::stats::KernelStats;
 use crate::vma::{align_up, Vma};
 use hugemm_hw::{Geometry, Order, PageSize, Pfn, Pid, VirtAddr};
@@ -50,6 +51,7 @@ pub struct Kernel {
     pub(crate) frag: FragCosts,
     pub(crate) wmark: Watermarks,
     pub(crate) compact: CompactState,
+    pub(crate) reserv: ReservTable,
 }
 
 impl Kernel {
@@ -67,6 +69,11 @@ impl Kernel {
         let phys = PhysMem::new(cfg.bytes / base, cfg.geometry)?;
         let wmark = Watermarks::for_zone(phys.frames_total(), base);
         let compact = CompactState::new(&phys);
+        let reserv = ReservTable::new(
+            phys.frames_total(),
+            layout.huge_order(),
+            layout.region_bytes(),
+        );
         let huge =
             align_up(cfg.bytes + base, layout.region_bytes()).ok_or(MmError::InvalidConfig {
                 what: "memory size too large",
@@ -87,6 +94,7 @@ impl Kernel {
             frag: FragCosts::derived(&costs, base),
             wmark,
             compact,
+            reserv,
         })
     }
 
@@ -121,6 +129,8 @@ impl Kernel {
             frag: &self.frag,
             wmark: self.wmark,
             frame_bytes: self.layout.base_bytes(),
+            reserv: &mut self.reserv,
+            costs: &self.costs,
         }
     }
 
@@ -148,6 +158,7 @@ impl Kernel {
             cache: &mut self.cache,
             frag: &self.frag,
             wmark: self.wmark,
+            reserv: &mut self.reserv,
         };
         Some((space, mech))
     }
@@ -198,6 +209,7 @@ impl Kernel {
                 .is_some(),
             region_empty: matches!(slot, None | Some(Slot::Empty)),
             region_huge_zero: matches!(slot, Some(Slot::HugeZero { .. })),
+            region_reserved: self.reserv.find(pid, region).is_some(),
         })
     }
 
@@ -441,7 +453,8 @@ mod tests {
                 advice: HugeAdvice::Hugepage,
                 huge_fits: true,
                 region_empty: true,
-                region_huge_zero: false
+                region_huge_zero: false,
+                region_reserved: false
             }
         );
         assert!(!k.fault_info(pid, VirtAddr(va.0 + HUGE)).unwrap().huge_fits);

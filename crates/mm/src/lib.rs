@@ -1,7 +1,8 @@
 //! hugemm's kernel model: physical memory (frames, the buddy allocator, pageblocks and
 //! their fallback policy), per-process address spaces (VMAs and page tables with accessed
 //! and dirty bits), and the mechanisms policies drive: faults (4 KB, 2 MB, zero page,
-//! copy-on-write of the zero page), collapse, split, unmap and `madvise`; kernel
+//! copy-on-write of the zero page), collapse, split, unmap and `madvise`; FreeBSD's
+//! superpage reservations and in-place promotion; kernel
 //! allocations, the page cache and its reclaim, page migration, compaction and the
 //! fragmentation metrics of APSys'16.
 //!
@@ -36,6 +37,7 @@ pub mod pagecache;
 mod pagetable;
 pub mod pte;
 pub mod reclaim;
+mod reserv;
 mod split;
 pub mod stats;
 mod steal;
@@ -45,8 +47,8 @@ mod unmap;
 pub mod vma;
 
 pub use api::{
-    CollapseOutcome, FaultInfo, FaultKind, FaultOutcome, HugeAdvice, Madvise, RegionInfo,
-    RegionState, TlbFlush, Touch, Translation,
+    CollapseOutcome, FaultInfo, FaultKind, FaultOutcome, FaultRequest, HugeAdvice, Madvise,
+    RegionInfo, RegionState, ReservationCensus, ReservationInfo, TlbFlush, Touch, Translation,
 };
 pub use buddy::{AllocRequest, Block, PhysMem};
 pub use compaction::{CompactOutcome, CompactRequest};

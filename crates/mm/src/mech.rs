@@ -15,6 +15,7 @@ use crate::lru::PageCache;
 use crate::pageblock::MigrateType;
 use crate::pagetable::VaLayout;
 use crate::reclaim::{Mem, Watermarks};
+use crate::reserv::ReservTable;
 use crate::stats::KernelStats;
 use hugemm_hw::{Nanos, Order, Pfn, Pid, VirtAddr, Vpn};
 
@@ -37,6 +38,7 @@ pub(crate) struct Mech<'a> {
     pub cache: &'a mut PageCache,
     pub frag: &'a FragCosts,
     pub wmark: Watermarks,
+    pub reserv: &'a mut ReservTable,
 }
 
 impl Mech<'_> {
@@ -82,6 +84,8 @@ impl Mech<'_> {
             frag: self.frag,
             wmark: self.wmark,
             frame_bytes: self.layout.base_bytes(),
+            reserv: self.reserv,
+            costs: self.costs,
         }
         .alloc(req)
     }

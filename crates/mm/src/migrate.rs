@@ -8,7 +8,9 @@
 //! flush); a page-cache page's index entry is repointed (`folio_migrate_mapping`). The old
 //! frame is freed. Cost: a copy of the page + one PTE (or index) write + the flush for
 //! anonymous pages; the caller adds the allocation if it made one. Compound pages (a
-//! mapped huge page) and kernel frames are not migrated, and the zero pages have no frame.
+//! mapped huge page), frames of a superpage reservation (`reserv.rs`: a reserved frame
+//! must stay at its offset) and kernel frames are not migrated, and the zero pages have
+//! no frame.
 //!
 //! [`Kernel::evacuate_pageblock`] migrates every movable order-0 page out of one
 //! pageblock to movable frames allocated elsewhere (APSys'16 section 4.1, active
@@ -55,10 +57,10 @@ impl Kernel {
             Some(FrameState::Allocated {
                 order: Order(0),
                 owner,
-            }) if owner.is_movable() => owner,
+            }) if owner.is_movable() && !self.reserv.holds(src) => owner,
             _ => {
                 return Err(MmError::InvalidArgument {
-                    what: "only movable order-0 frames migrate",
+                    what: "only movable order-0 frames outside reservations migrate",
                 })
             }
         };
@@ -167,7 +169,10 @@ impl Kernel {
                 FrameState::Allocated {
                     order: Order(0),
                     owner,
-                } if owner.is_movable() && !held[(pfn - lo) as usize] => {
+                } if owner.is_movable()
+                    && !held[(pfn - lo) as usize]
+                    && !self.reserv.holds(Pfn(pfn)) =>
+                {
                     self.evacuate_one(Pfn(pfn), owner, (lo, hi), &mut held, &mut out);
                     1
                 }

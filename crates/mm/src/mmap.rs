@@ -5,7 +5,9 @@
 //! (0x7000_0000_0000 on x86-64), 2 MB-aligned when the length is at least 2 MB (like
 //! `thp_get_unmapped_area`). Adjacent VMAs with the same advice merge. `madvise` of a
 //! range with holes applies to the mapped parts and does not report the holes (Linux
-//! applies it and returns `ENOMEM`). This module must not decide page sizes.
+//! applies it and returns `ENOMEM`). Advice cutting a VMA through a region with a
+//! superpage reservation breaks the reservation (a huge mapping cannot span two VMAs).
+//! This module must not decide page sizes.
 
 use crate::addrspace::AddressSpace;
 use crate::api::{HugeAdvice, Madvise};
@@ -13,6 +15,7 @@ use crate::error::{MmError, Result};
 use crate::kernel::Kernel;
 use crate::mech::Mech;
 use crate::pagetable::{Slot, VaLayout};
+use crate::reserv::break_if_cut;
 use crate::split::split_region;
 use crate::unmap::zap_range;
 use crate::vma::{align_up, Vma};
@@ -121,8 +124,12 @@ impl Kernel {
             Madvise::NoHugepage => HugeAdvice::NoHugepage,
             Madvise::DontNeed => return Ok(zap_range(space, &mut m, s, e, true)),
         };
-        let cost = split_at_boundaries(space, &mut m, s, e)?;
+        let mut cost = split_at_boundaries(space, &mut m, s, e)?;
         space.vmas.set_advice(s, e, advice);
+        for cut in [s, e] {
+            let region = m.layout.region_of(cut);
+            cost += break_if_cut(space, &mut m, region);
+        }
         Ok(cost)
     }
 

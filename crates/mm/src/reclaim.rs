@@ -18,6 +18,13 @@
 //!   until free frames reach `high` (`wakeup_kswapd`, `balance_pgdat`). The model runs it
 //!   at once; its time goes to `KernelStats::kswapd_time`, not to the caller.
 //!
+//! Superpage reservations (`reserv.rs`) come first, as FreeBSD's `vm_page_alloc` calls
+//! `vm_reserv_reclaim_inactive` when the physical allocator fails: a failed allocation
+//! of order <= 3 breaks the least recently changed partially populated reservation and
+//! retries before reclaiming page cache (time to the caller, not an `allocstall`), and
+//! kswapd breaks such reservations up to `high` before shrinking the page cache (their
+//! unused frames count as allocated here, unlike FreeBSD, which counts them free).
+//!
 //! Allocations are not refused below `min` (no `ALLOC_WMARK_MIN` check: the model has no
 //! atomic reserves to protect), so an allocation only fails when no block is free.
 //! Only clean page cache is reclaimable: anonymous memory has no swap, and reclaimable
@@ -26,10 +33,11 @@
 //! LRU order is `lru.rs`'s.
 
 use crate::buddy::{AllocRequest, Block, PhysMem};
-use crate::costs::FragCosts;
+use crate::costs::{FragCosts, MmCosts};
 use crate::error::{MmError, Result};
 use crate::kernel::Kernel;
 use crate::lru::{int_sqrt, PageCache};
+use crate::reserv::{break_cost, break_reservation, ReservTable};
 use crate::stats::KernelStats;
 use hugemm_hw::{Nanos, Order};
 use serde::Serialize;
@@ -85,6 +93,8 @@ pub(crate) struct Mem<'a> {
     pub frag: &'a FragCosts,
     pub wmark: Watermarks,
     pub frame_bytes: u64,
+    pub reserv: &'a mut ReservTable,
+    pub costs: &'a MmCosts,
 }
 
 impl Mem<'_> {
@@ -96,6 +106,9 @@ impl Mem<'_> {
         let block = loop {
             match self.phys.alloc(req) {
                 Ok(b) => break b,
+                Err(MmError::OutOfMemory) if retry && self.reserv.oldest_partial().is_some() => {
+                    spent += self.reclaim_reservation();
+                }
                 Err(MmError::OutOfMemory) if retry && self.cache.pages() > 0 => {
                     self.stats.allocstall += !std::mem::replace(&mut stalled, true) as u64;
                     spent += self.direct_reclaim();
@@ -116,14 +129,38 @@ impl Mem<'_> {
         cost
     }
 
-    /// kswapd: below `low`, reclaim up to `high`.
+    /// Break the least recently changed partially populated reservation, returning its
+    /// unused frames (`vm_reserv_reclaim_inactive`); returns its time.
+    fn reclaim_reservation(&mut self) -> Nanos {
+        let Some(id) = self.reserv.oldest_partial() else {
+            return Nanos::ZERO;
+        };
+        let b = break_reservation(self.reserv, self.phys, self.stats, id);
+        let cost = break_cost(self.costs.alloc, b);
+        self.stats.reservations_reclaimed += 1;
+        self.stats.reserv_break_time += cost;
+        cost
+    }
+
+    /// kswapd: below `low`, break partially populated reservations, then reclaim page
+    /// cache, up to `high`.
     pub fn wake_kswapd(&mut self) {
         let free = self.phys.frames_free();
-        if free >= self.wmark.low || self.cache.pages() == 0 {
+        if free >= self.wmark.low
+            || (self.cache.pages() == 0 && self.reserv.oldest_partial().is_none())
+        {
+            return;
+        }
+        self.stats.kswapd_wakes += 1;
+        while self.phys.frames_free() < self.wmark.high && self.reserv.oldest_partial().is_some() {
+            let t = self.reclaim_reservation();
+            self.stats.kswapd_time += t;
+        }
+        let free = self.phys.frames_free();
+        if free >= self.wmark.high || self.cache.pages() == 0 {
             return;
         }
         let freed = self.shrink(self.wmark.high - free);
-        self.stats.kswapd_wakes += 1;
         self.stats.pgsteal_kswapd += freed;
         self.stats.kswapd_time += self.reclaim_time(freed);
     }

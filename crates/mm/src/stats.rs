@@ -129,6 +129,25 @@ pub struct KernelStats {
     pub evacuations: u64,
     /// Time spent evacuating pageblocks.
     pub evacuate_time: Nanos,
+    /// Superpage reservations made at a 4 KB fault (FreeBSD `vm_reserv_alloc_page`
+    /// reserving an order-9 block).
+    pub reservations_made: u64,
+    /// Reservations that ended without promotion, for any reason: memory pressure, an
+    /// unmap or `MADV_DONTNEED` touching the region, process exit, a VMA cut through it,
+    /// a collapse (FreeBSD's `vm.reserv.broken` plus `vm.reserv.freed`).
+    pub reservations_broken: u64,
+    /// Of those, broken under memory pressure, least recently changed first
+    /// (`vm_reserv_reclaim_inactive`, FreeBSD's `vm.reserv.reclaimed`).
+    pub reservations_reclaimed: u64,
+    /// Reserved frames no page mapped, returned to the buddy allocator by breaking.
+    pub reserv_frames_returned: u64,
+    /// Time spent breaking reservations (charged to the caller, or to kswapd).
+    pub reserv_break_time: Nanos,
+    /// Fully populated reservations promoted in place to a huge mapping, no copy
+    /// (`pmap_promote_pde`, FreeBSD's `vm.pmap.pde.promotions`). Not in `collapses`.
+    pub promotions_in_place: u64,
+    /// Time charged by in-place promotions (to the fault that mapped the last page).
+    pub promotion_time: Nanos,
 }
 
 /// Pageblock fallback events (`__rmqueue_fallback`), counted by the stealing mechanism

@@ -6,7 +6,9 @@
 //! the rest with PTEs and leaves the frames to the deferred-split shrinker; the model
 //! does not queue them). Tables left empty free their page-table page. Cost: one PTE write
 //! per entry cleared (a huge entry counts one), the page-table pages a split needs, and
-//! one TLB flush if anything was unmapped. Owns this mechanism only; VMAs are changed by
+//! one TLB flush if anything was unmapped. A superpage reservation of a region the range
+//! touches is broken first (its unused frames freed, `reserv.rs`), at one buddy
+//! operation per run of unused frames. Owns this mechanism only; VMAs are changed by
 //! the callers.
 
 use crate::addrspace::AddressSpace;
@@ -14,6 +16,7 @@ use crate::kernel::Kernel;
 use crate::mech::Mech;
 use crate::pagetable::{PteTable, Slot};
 use crate::pte::Pte;
+use crate::reserv::break_range;
 use hugemm_hw::{Nanos, Pfn, Pid};
 
 impl Kernel {
@@ -41,7 +44,8 @@ pub(crate) fn zap_range(
     end: u64,
     flush: bool,
 ) -> Nanos {
-    let (mut cost, mut cleared) = (Nanos::ZERO, 0u64);
+    let mut cost = break_range(m, start, end);
+    let mut cleared = 0u64;
     for region in space.pt.mapped_regions(start, end) {
         let rb = m.layout.region_bytes();
         let lo = (start.max(region) - region) >> m.layout.base_shift;

@@ -9,6 +9,7 @@
 //! model's internals: everything goes through [`MemoryOps`].
 
 pub mod access;
+pub mod freebsd;
 pub mod hawkeye;
 pub mod ingens;
 pub mod linux;
@@ -17,6 +18,7 @@ pub mod ops;
 use hugemm_hw::{Nanos, PageSize, Pid, VirtAddr};
 use hugemm_mm::FaultInfo;
 
+pub use freebsd::{FreeBsdConfig, FreeBsdPolicy};
 pub use hawkeye::{HawkeyeConfig, HawkeyePolicy, Variant as HawkeyeVariant};
 pub use ingens::{IngensConfig, IngensPolicy};
 pub use linux::{DefragMode, KhugepagedConfig, LinuxConfig, LinuxPolicy, ThpMode};
@@ -52,7 +54,7 @@ pub struct DaemonRun {
     pub sleep: Nanos,
 }
 
-/// A huge-page management policy (the catalogue: `linux`, and later `freebsd`, `ingens`,
+/// A huge-page management policy (the catalogue: `linux`, `freebsd`, and later `ingens`,
 /// `hawkeye`, `hpolicy`, `nimble`).
 pub trait Policy {
     /// The policy's name, as written in experiment files.
@@ -67,6 +69,24 @@ pub trait Policy {
     fn fault_defrag(&self, info: &FaultInfo) -> Defrag {
         let _ = info;
         Defrag::Never
+    }
+
+    /// Whether a 4 KB fault at `info` (consulted when [`Policy::fault_size`] returned
+    /// [`PageSize::Base`]) should reserve an order-9 block for its region, FreeBSD's
+    /// superpage reservation. The kernel reserves only where it can: a region lying
+    /// wholly inside the VMA, mapping no frame, without a reservation, with a free
+    /// order-9 block. A region that has one (`info.region_reserved`) takes its frames
+    /// from it whatever this says. Default: never.
+    fn reserve_at_fault(&mut self, pid: Pid, info: &FaultInfo) -> bool {
+        let _ = (pid, info);
+        false
+    }
+
+    /// Whether a fault that maps the last base page of a reservation promotes the region
+    /// to a huge mapping in place (FreeBSD's `vm.pmap.pg_ps_enabled`). Default: yes
+    /// (only policies that reserve create reservations).
+    fn promote_reservations(&self) -> bool {
+        true
     }
 
     /// The daemons this policy runs, indexed by position in the returned list.
@@ -107,11 +127,13 @@ pub enum PolicyConfig {
     Ingens(IngensConfig),
     /// HawkEye (G or PMU).
     Hawkeye(HawkeyeConfig),
+    /// FreeBSD superpage reservations with in-place promotion.
+    FreeBsd(FreeBsdConfig),
 }
 
 impl PolicyConfig {
     /// The names of the policies that can be built, for error messages.
-    pub const NAMES: &'static [&'static str] = &["linux", "ingens", "hawkeye"];
+    pub const NAMES: &'static [&'static str] = &["linux", "freebsd", "ingens", "hawkeye"];
 
     /// Build the policy.
     pub fn build(&self) -> Box<dyn Policy> {
@@ -119,6 +141,7 @@ impl PolicyConfig {
             PolicyConfig::Linux(cfg) => Box::new(LinuxPolicy::new(*cfg)),
             PolicyConfig::Ingens(cfg) => Box::new(IngensPolicy::new(*cfg)),
             PolicyConfig::Hawkeye(cfg) => Box::new(HawkeyePolicy::new(*cfg)),
+            PolicyConfig::FreeBsd(cfg) => Box::new(FreeBsdPolicy::new(*cfg)),
         }
     }
 }

@@ -1,7 +1,7 @@
 //! What a run reports: `summary.json` (per process and for the system) and the rows of
 //! `timeseries.csv`. The schema is documented in `docs/output.md`; change both together.
 
-use hugemm_mm::{FallbackStats, FragMetrics, KernelStats};
+use hugemm_mm::{FallbackStats, FragMetrics, KernelStats, ReservationCensus};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -84,6 +84,17 @@ pub struct SystemSummary {
     pub collapse_failures: u64,
     /// Huge mappings split.
     pub splits: u64,
+    /// Fully populated superpage reservations promoted in place (no copy; not in
+    /// `collapses`).
+    pub promotions_in_place: u64,
+    /// Superpage reservations made at faults.
+    pub reservations_made: u64,
+    /// Reservations broken before promotion (pressure, unmap, exit...).
+    pub reservations_broken: u64,
+    /// Unused reserved frames those breaks returned to the buddy allocator.
+    pub reserv_frames_returned: u64,
+    /// Reservations live at the end, full ones and their unused frames.
+    pub reservations_end: ReservationCensus,
     /// Out-of-memory events.
     pub oom_events: u64,
     /// CPU time of each kernel daemon (ns).

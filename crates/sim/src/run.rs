@@ -10,7 +10,7 @@ use crate::sampling::{whole, Sampler, Stage, WindowAcc};
 use crate::Result;
 use hugemm_hw::{AccessCost, Picos, Pmu, Reference, TlbOutcome, VirtAddr};
 use hugemm_hw::{Nanos, PageSize};
-use hugemm_mm::{FaultInfo, FaultKind, Kernel, Madvise, Touch};
+use hugemm_mm::{FaultInfo, FaultKind, FaultRequest, Kernel, Madvise, Touch};
 use hugemm_policy::{Defrag, Policy};
 use hugemm_workload::{Advice, Amount, MadviseKind, Phase, SkipCoverage, Stream};
 use rand::RngCore;
@@ -59,7 +59,8 @@ impl Ctx<'_> {
         Err(Stop::Error(format!("fault at {:#x} did not resolve", va.0)))
     }
 
-    /// Take one fault: ask the policy for the page size, let the kernel map it.
+    /// Take one fault: ask the policy for the page size (and, for 4 KB, whether to
+    /// reserve a superpage), let the kernel map it.
     fn fault(
         &mut self,
         p: &mut Proc,
@@ -75,7 +76,11 @@ impl Ctx<'_> {
         };
         let want = self.policy.fault_size(pid, &info);
         let stall = self.defrag(want, &info);
-        let out = self.kernel.fault(pid, va, write, want);
+        let reserve = want == PageSize::Base && self.policy.reserve_at_fault(pid, &info);
+        let req = FaultRequest::new(want)
+            .reserve(reserve)
+            .promote(self.policy.promote_reservations());
+        let out = self.kernel.fault_with(pid, va, write, req);
         p.fault_time += out.cost + stall;
         self.core.now += Picos::from(stall);
         if out.oom {

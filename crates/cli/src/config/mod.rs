@@ -4,6 +4,7 @@
 //! Every error names the file, the key and what was expected (STYLE.md 6).
 
 mod apps;
+mod freebsd;
 mod kernel;
 mod policies;
 pub mod raw;

@@ -247,6 +247,9 @@ pub struct RawPolicy {
     /// `[policy.hawkeye]`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hawkeye: Option<RawHawkeye>,
+    /// `[policy.freebsd]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub freebsd: Option<RawFreeBsd>,
 }
 
 /// `[policy.ingens]` (see `hugemm_policy::IngensConfig`).
@@ -297,6 +300,16 @@ pub struct RawHawkeye {
     pub pmu_threshold: Option<f64>,
     /// PMU: relative tolerance for round-robin among the highest.
     pub pmu_similar: Option<f64>,
+}
+
+/// `[policy.freebsd]`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawFreeBsd {
+    /// Superpage reservations at fault time.
+    pub reservations: Option<bool>,
+    /// `vm.pmap.pg_ps_enabled`: promote full reservations in place.
+    pub pg_ps_enabled: Option<bool>,
 }
 
 /// `[policy.linux]`.

@@ -89,6 +89,8 @@ pub struct PolicyCatalog {
     pub ingens: hugemm_policy::IngensConfig,
     /// `[policy.hawkeye]`.
     pub hawkeye: hugemm_policy::HawkeyeConfig,
+    /// `[policy.freebsd]`.
+    pub freebsd: hugemm_policy::FreeBsdConfig,
 }
 
 /// Read and validate an experiment file.
@@ -339,35 +341,6 @@ impl Validator<'_> {
     /// `[policy]`: the named policy, and every policy's configuration. The resolved file
     /// keeps the tables of the named policy and of any the file wrote.
     fn policy(&self, p: &mut RawPolicy) -> R<(PolicyConfig, PolicyCatalog)> {
-        let linux = self.linux(p)?;
-        let name = p.name.clone().unwrap_or_default();
-        let mut ingens_raw = p.ingens.clone().unwrap_or_default();
-        let ingens = self.ingens(&mut ingens_raw)?;
-        if p.ingens.is_some() || name == "ingens" {
-            p.ingens = Some(ingens_raw);
-        }
-        let mut hawkeye_raw = p.hawkeye.clone().unwrap_or_default();
-        let hawkeye = self.hawkeye(&mut hawkeye_raw)?;
-        if p.hawkeye.is_some() || name == "hawkeye" {
-            p.hawkeye = Some(hawkeye_raw);
-        }
-        let chosen = match name.as_str() {
-            "ingens" => PolicyConfig::Ingens(ingens),
-            "hawkeye" => PolicyConfig::Hawkeye(hawkeye),
-            _ => PolicyConfig::Linux(linux),
-        };
-        Ok((
-            chosen,
-            PolicyCatalog {
-                linux,
-                ingens,
-                hawkeye,
-            },
-        ))
-    }
-
-    /// `[policy] name` and `[policy.linux]` (always resolved: Linux is the baseline).
-    fn linux(&self, p: &mut RawPolicy) -> R<LinuxConfig> {
         let name = p.name.clone().unwrap_or_else(|| "linux".into());
         if !PolicyConfig::NAMES.contains(&name.as_str()) {
             return Err(self.bad(
@@ -378,8 +351,42 @@ impl Validator<'_> {
                 ),
             ));
         }
-        p.name = Some(name);
-        let l = p.linux.get_or_insert_with(Default::default);
+        p.name = Some(name.clone());
+        // Each table is resolved into a copy, kept in the resolved file only when the
+        // file wrote it or named its policy.
+        macro_rules! table {
+            ($field:ident, $parse:ident, $policy:literal) => {{
+                let mut raw = p.$field.clone().unwrap_or_default();
+                let cfg = self.$parse(&mut raw)?;
+                if p.$field.is_some() || name == $policy {
+                    p.$field = Some(raw);
+                }
+                cfg
+            }};
+        }
+        let linux = table!(linux, linux, "linux");
+        let ingens = table!(ingens, ingens, "ingens");
+        let hawkeye = table!(hawkeye, hawkeye, "hawkeye");
+        let freebsd = table!(freebsd, freebsd, "freebsd");
+        let chosen = match name.as_str() {
+            "ingens" => PolicyConfig::Ingens(ingens),
+            "hawkeye" => PolicyConfig::Hawkeye(hawkeye),
+            "freebsd" => PolicyConfig::FreeBsd(freebsd),
+            _ => PolicyConfig::Linux(linux),
+        };
+        Ok((
+            chosen,
+            PolicyCatalog {
+                linux,
+                ingens,
+                hawkeye,
+                freebsd,
+            },
+        ))
+    }
+
+    /// `[policy.linux]`, resolved in place.
+    fn linux(&self, l: &mut RawLinux) -> R<LinuxConfig> {
         let enabled = self.choice(
             "policy.linux.enabled",
             l.enabled.as_deref(),

@@ -13,6 +13,7 @@
 //! | `linux` | `[policy.linux]` of the file (default: THP always, khugepaged) |
 //! | `ingens`, `ingens-50`, `ingens-90` | `[policy.ingens]`, utilisation threshold as named |
 //! | `hawkeye-g`, `hawkeye-pmu` | `[policy.hawkeye]` with that variant |
+//! | `freebsd` | `[policy.freebsd]`: reservations promoted in place |
 //!
 //! The paper's numbers are quoted from its text and tables; its figures give none, so for
 //! them we quote the claim the text makes.
@@ -34,6 +35,7 @@ pub const VARIANTS: &[&str] = &[
     "ingens-90",
     "hawkeye-g",
     "hawkeye-pmu",
+    "freebsd",
 ];
 
 /// MMU overhead at or below which it counts as removed (HawkEye-PMU's stopping point).
@@ -64,6 +66,7 @@ pub fn policy(variant: &str, c: &PolicyCatalog) -> Option<PolicyConfig> {
             },
             ..c.hawkeye
         }),
+        "freebsd" => PolicyConfig::FreeBsd(c.freebsd),
         _ => return None,
     })
 }

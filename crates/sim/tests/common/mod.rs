@@ -2,7 +2,7 @@
 #![allow(dead_code)]
 
 use hugemm_hw::{Geometry, MachineProfile, Nanos};
-use hugemm_policy::{KhugepagedConfig, LinuxConfig, PolicyConfig, ThpMode};
+use hugemm_policy::{FreeBsdConfig, KhugepagedConfig, LinuxConfig, PolicyConfig, ThpMode};
 use hugemm_sim::{Engine, Experiment, Mode, RunResult, SampledConfig};
 use hugemm_workload::{
     builtin, AccessPhase, Advice, Amount, BufferId, MadviseKind, Pattern, Phase, ProcessSpec,
@@ -40,6 +40,12 @@ impl Scenario {
                 kernel: Default::default(),
             },
         }
+    }
+
+    /// The `freebsd` policy with `cfg` instead of Linux.
+    pub fn freebsd(mut self, cfg: FreeBsdConfig) -> Self {
+        self.exp.policy = PolicyConfig::FreeBsd(cfg);
+        self
     }
 
     pub fn khugepaged(mut self, k: KhugepagedConfig) -> Self {
