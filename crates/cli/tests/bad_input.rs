@@ -786,3 +786,143 @@ fn a_freebsd_run_reports_in_place_promotions_and_its_resolved_config_reproduces_
         "summary.json differs between the run and the run of its resolved config"
     );
 }
+
+#[test]
+fn hawkeye_and_ingens_knobs_out_of_range_are_refused() {
+    let with = |table: &str| format!("{BASE}\n[policy]\nname = \"hawkeye\"\n{table}");
+    expect_bad(
+        &with("[policy.hawkeye]\nvariant = \"pmc\"\n"),
+        "policy.hawkeye.variant",
+        &["one of g, pmu", "found \"pmc\""],
+    );
+    expect_bad(
+        &with("[policy.hawkeye]\nsample_period_ms = 1000\nsample_window_ms = 2000\n"),
+        "policy.hawkeye.sample_window_ms",
+        &["no longer than sample_period_ms (1000 ms)", "found 2000 ms"],
+    );
+    expect_bad(
+        &with("[policy.hawkeye]\nmin_bucket = 10\n"),
+        "policy.hawkeye.min_bucket",
+        &["an integer from 0 to 9", "found 10"],
+    );
+    expect_bad(
+        &with("[policy.hawkeye]\nema_alpha = 0\n"),
+        "policy.hawkeye.ema_alpha",
+        &["a number from 0.01 to 1", "found 0"],
+    );
+    expect_bad(
+        &with("[policy.hawkeye]\nscan_sleep_ms = -5\n"),
+        "policy.hawkeye.scan_sleep_ms",
+        &["from 1 to", "found -5"],
+    );
+    expect_bad(
+        &with("[policy.ingens]\nutil_threshold = 1.5\n"),
+        "policy.ingens.util_threshold",
+        &["a number from 0 to 1", "found 1.5"],
+    );
+    expect_bad(
+        &with("[policy.ingens]\nidle_tax = 1.0\n"),
+        "policy.ingens.idle_tax",
+        &["a number from 0 to 0.99", "found 1"],
+    );
+    expect_bad(
+        &with("[policy.ingens]\nthreshold = 0.5\n"),
+        "policy.ingens.threshold",
+        &["unknown field `threshold`"],
+    );
+}
+
+#[test]
+fn every_policy_runs_the_base_experiment_and_resolves_its_table() {
+    for (name, table) in [
+        ("hawkeye", "[policy.hawkeye]\nvariant = \"g\""),
+        ("ingens", "[policy.ingens]\nutil_threshold = 0.9"),
+        ("freebsd", "[policy.freebsd]\nreservations = true"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let (_, o) = run_text(&dir, &format!("{BASE}\n[policy]\nname = \"{name}\"\n"));
+        assert_eq!(o.status.code(), Some(0), "{name}: {}", stderr(&o));
+        let resolved =
+            std::fs::read_to_string(dir.path().join("out").join("config.resolved.toml")).unwrap();
+        assert!(resolved.contains(table), "{name}: {resolved}");
+    }
+}
+
+/// Writes `text` and runs `hugemm reproduce` on it.
+fn reproduce_text(dir: &tempfile::TempDir, text: &str) -> (String, Output) {
+    let file = dir.path().join("repro.toml");
+    std::fs::write(&file, text).unwrap();
+    let out = dir.path().join("out");
+    let output = hugemm(&[
+        "reproduce".as_ref(),
+        file.as_os_str(),
+        "--out".as_ref(),
+        out.as_os_str(),
+    ]);
+    (file.display().to_string(), output)
+}
+
+#[test]
+fn hawkeye_reproductions_check_their_variants_and_sets() {
+    let cases = [
+        (
+            "variants = [\"4k\", \"thp\"]\nsets = [[\"p\"]]",
+            "reproduce.variants",
+            "found \"thp\"",
+        ),
+        (
+            "variants = [\"4k\"]\nsets = [[\"q\"]]",
+            "reproduce.sets",
+            "names of processes in the file, found \"q\"",
+        ),
+        (
+            "variants = [\"4k\"]",
+            "reproduce.sets",
+            "non-empty lists of process names",
+        ),
+        (
+            "variants = [\"4k\"]\nsets = [[]]",
+            "reproduce.sets",
+            "non-empty lists of process names",
+        ),
+    ];
+    for (keys, key, says) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let text = format!("[reproduce]\nkind = \"hawkeye-fig5\"\n{keys}\n\n{BASE}");
+        let (file, o) = reproduce_text(&dir, &text);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{keys}: {err}");
+        assert!(
+            err.contains(&file) && err.contains(&format!("key `{key}`")),
+            "{err}"
+        );
+        assert!(err.contains(says), "{keys}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}
+
+#[test]
+fn a_tiny_hawkeye_reproduction_prints_every_variant() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        "[reproduce]\nkind = \"hawkeye-fig5\"\nvariants = [\"4k\", \"linux\", \"ingens\", \
+         \"hawkeye-g\", \"hawkeye-pmu\", \"freebsd\"]\nsets = [[\"p\"]]\n\n{BASE}"
+    );
+    let (_, o) = reproduce_text(&dir, &text);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let printed = String::from_utf8_lossy(&o.stdout);
+    for v in [
+        "4k",
+        "linux",
+        "ingens",
+        "hawkeye-g",
+        "hawkeye-pmu",
+        "freebsd",
+    ] {
+        assert!(
+            printed.lines().any(|l| l.starts_with('p') && l.contains(v)),
+            "no row for {v}: {printed}"
+        );
+    }
+    assert!(dir.path().join("out").join("reproduction.json").exists());
+}
