@@ -241,3 +241,78 @@ fn hawkeye_pmu_beats_g_when_coverage_misleads() {
         gr.runtime_ns
     );
 }
+
+/// Map 32 MiB, write every fourth page (a quarter of each region), then idle 10 s.
+fn sparse(name: &str, start_ms: u64) -> ProcessSpec {
+    use hugemm_workload::{AccessPhase, Advice, BufferId, Phase};
+    let b = BufferId(0);
+    ProcessSpec {
+        name: name.into(),
+        start: Nanos::from_millis(start_ms),
+        core: None,
+        phases: vec![
+            Phase::Mmap {
+                buffer: b,
+                bytes: 32 * MIB,
+                advice: Advice::Default,
+            },
+            Phase::Access(AccessPhase {
+                buffer: b,
+                pattern: Pattern::Sequential { stride: 16 << 10 },
+                amount: Amount::Refs(32 * MIB / (16 << 10)),
+                dependent: false,
+                write_fraction: 1.0,
+                compute: Nanos::ZERO,
+            }),
+            Phase::Sleep(Nanos::from_secs(10)),
+        ],
+    }
+}
+
+#[test]
+fn ingens_promotes_sparse_regions_only_while_memory_is_not_fragmented() {
+    // Unfragmented (FMFI near 0): aggressive, every populated region qualifies.
+    let calm = Scenario::new(512 * MIB, ThpMode::Always)
+        .sampled(SampledConfig::default())
+        .policy(ingens())
+        .process(sparse("s", 0))
+        .run();
+    // Fragmented (FMFI near 1): a quarter-full region is below the 90% threshold.
+    let frag = run(ingens(), vec![sparse("s", 1000)]);
+    let (c, f) = (proc(&calm, "s"), proc(&frag, "s"));
+    assert_eq!(
+        (c.faults_2m, f.faults_2m),
+        (0, 0),
+        "Ingens maps base pages at fault"
+    );
+    assert_eq!(
+        c.promotions, 16,
+        "all 16 regions promoted when memory is calm"
+    );
+    assert_eq!(f.promotions, 0, "no sparse region promoted when fragmented");
+}
+
+#[test]
+fn promotion_policies_are_deterministic() {
+    for policy in [
+        ingens(),
+        hawkeye(HawkeyeVariant::G),
+        hawkeye(HawkeyeVariant::Pmu),
+    ] {
+        let once = || {
+            run(
+                policy.clone(),
+                vec![app(
+                    "a",
+                    1000,
+                    hot_high(),
+                    Amount::Duration(Nanos::from_secs(4)),
+                )],
+            )
+        };
+        let (a, b) = (once(), once());
+        assert_eq!(a.summary, b.summary);
+        assert_eq!(a.timeseries, b.timeseries);
+        assert!(proc(&a, "a").promotions > 0);
+    }
+}
