@@ -302,6 +302,30 @@ impl Stream {
         }
     }
 
+    /// The pages the pattern can reference (its working set, given a long enough run):
+    /// the whole buffer, except a hot range taking every reference and a sweep with
+    /// gathers, which reach only their ranges. For sequential strides above a page this
+    /// is an upper bound.
+    pub fn reach_pages(&self) -> u64 {
+        match self.pattern {
+            Pattern::HotRange { hot_share, .. } if hot_share >= 1.0 => {
+                let h = self.hot.expect("hot-range stream has its range");
+                lines_to_pages(h.first_line, h.lines)
+            }
+            Pattern::SweepGather { .. } => {
+                let g = self.sg.expect("sweep-gather stream has its ranges");
+                let gather = page_span(g.gather_first_line * LINE, g.gather_lines * LINE);
+                if g.every == 1 {
+                    return gather.1 - gather.0;
+                }
+                let sweep = page_span(g.sweep_start, g.sweep_len);
+                let overlap = sweep.1.min(gather.1).saturating_sub(sweep.0.max(gather.0));
+                (sweep.1 - sweep.0) + (gather.1 - gather.0) - overlap
+            }
+            _ => self.pages,
+        }
+    }
+
     /// The probability that page `page` was touched by at least one of `refs` skipped
     /// references (references drawn independently).
     pub fn page_probability(&self, page: u64, refs: u64) -> f64 {
@@ -385,6 +409,17 @@ impl SweepGather {
             ]
         }
     }
+}
+
+/// The pages `[first, end)` holding the bytes `[start, start + len)`, `len > 0`.
+fn page_span(start: u64, len: u64) -> (u64, u64) {
+    (start / PAGE, (start + len - 1) / PAGE + 1)
+}
+
+/// The number of pages holding `lines` lines from `first_line`.
+fn lines_to_pages(first_line: u64, lines: u64) -> u64 {
+    let (a, b) = page_span(first_line * LINE, lines * LINE);
+    b - a
 }
 
 /// The probability that an event of probability `q` per draw happens at least once in
@@ -625,6 +660,20 @@ mod tests {
                 refs: 10
             }
         );
+    }
+
+    #[test]
+    fn reach_is_the_ranges_a_pattern_can_reference() {
+        assert_eq!(Stream::new(Pattern::Uniform, 8 * MB).unwrap().reach_pages(), 2048);
+        // Sweep over the first half, gathers over the last quarter.
+        assert_eq!(Stream::new(spmv(3), 8 * MB).unwrap().reach_pages(), 1536);
+        assert_eq!(Stream::new(spmv(1), 8 * MB).unwrap().reach_pages(), 512);
+        let only_hot = Pattern::HotRange {
+            hot_fraction: 0.25,
+            hot_share: 1.0,
+            position: 1.0,
+        };
+        assert_eq!(Stream::new(only_hot, 8 * MB).unwrap().reach_pages(), 512);
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! kernel model's, the workloads are the experiment file's.
 
 pub mod apsys16;
+pub mod hawkeye_table3;
 
 use crate::config::{self, ConfigError};
 use hugemm_mm::Kernel;
@@ -22,6 +23,7 @@ pub const KINDS: &[&str] = &[
     "apsys16-fig3",
     "apsys16-table2",
     "apsys16-highalloc",
+    "hawkeye-table3",
 ];
 
 /// A validated reproduction file.
@@ -134,6 +136,7 @@ pub fn run(r: &Reproduction, progress: &mut dyn FnMut(&str)) -> anyhow::Result<R
         "apsys16-fig3" => apsys16::figure3(r, progress)?,
         "apsys16-table2" => apsys16::table2(r, progress)?,
         "apsys16-highalloc" => apsys16::highalloc(r, progress)?,
+        "hawkeye-table3" => hawkeye_table3::table3(r, progress)?,
         other => anyhow::bail!("unknown reproduction {other}"),
     };
     report.scale = r.scale.clone();
