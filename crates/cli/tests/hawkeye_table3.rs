@@ -69,6 +69,11 @@ fn the_shipped_table3_file_validates() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/hawkeye/table3.toml");
     let r = reproduce::load(&path).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(r.kind, "hawkeye-table3");
-    let names: Vec<&str> = r.experiment.processes.iter().map(|p| p.name.as_str()).collect();
+    let names: Vec<&str> = r
+        .experiment
+        .processes
+        .iter()
+        .map(|p| p.name.as_str())
+        .collect();
     assert_eq!(names, ["mg.D", "cg.D"]);
 }

@@ -12,6 +12,9 @@
 use crate::spec::Pattern;
 use rand::RngCore;
 use rand_distr::{Distribution, Zipf};
+use sweep_gather::SweepGather;
+
+mod sweep_gather;
 
 /// Bytes in a cache line: the granularity of generated offsets.
 pub const LINE: u64 = 64;
@@ -73,20 +76,6 @@ struct ZipfPages {
     start_page: u64,
     exponent: f64,
     norm: f64,
-}
-
-/// [`Pattern::SweepGather`] in bytes and lines; the sweep's cursor is `Stream::cursor`,
-/// relative to `sweep_start`.
-#[derive(Clone, Copy, Debug)]
-struct SweepGather {
-    stride: u64,
-    sweep_start: u64,
-    sweep_len: u64,
-    gather_first_line: u64,
-    gather_lines: u64,
-    every: u32,
-    /// References since the last gather (0..every).
-    count: u32,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -336,78 +325,6 @@ impl Stream {
     /// references, a `write_fraction` of which are writes.
     pub fn page_write_probability(&self, page: u64, refs: u64, write_fraction: f64) -> f64 {
         at_least_once(self.page_share(page) * write_fraction, refs)
-    }
-}
-
-impl SweepGather {
-    /// The byte and line geometry of a [`Pattern::SweepGather`] over `len` bytes, or
-    /// `None` if its parameters are out of range.
-    fn new(p: Pattern, len: u64) -> Option<SweepGather> {
-        let Pattern::SweepGather {
-            stride,
-            sweep_position,
-            sweep_fraction,
-            gather_position,
-            gather_fraction,
-            every,
-        } = p
-        else {
-            return None;
-        };
-        let ok = |f: f64| (0.0..=1.0).contains(&f);
-        let fractions = [
-            sweep_position,
-            sweep_fraction,
-            gather_position,
-            gather_fraction,
-        ];
-        if every == 0 || stride == 0 || !fractions.into_iter().all(ok) {
-            return None;
-        }
-        let lines = len / LINE;
-        let sweep_len = (((sweep_fraction * len as f64) as u64) / PAGE * PAGE).clamp(PAGE, len);
-        let sweep_start =
-            (((sweep_position * len as f64) as u64) / PAGE * PAGE).min(len - sweep_len);
-        let gather_lines = ((gather_fraction * lines as f64) as u64).clamp(1, lines);
-        let gather_first_line = ((gather_position * lines as f64) as u64).min(lines - gather_lines);
-        if stride > sweep_len {
-            return None;
-        }
-        Some(SweepGather {
-            stride,
-            sweep_start,
-            sweep_len,
-            gather_first_line,
-            gather_lines,
-            every,
-            count: 0,
-        })
-    }
-
-    /// The pages `sweeps` sweep references from `cursor` cover, as at most two ranges
-    /// (the sweep wraps inside its own part of the buffer).
-    fn swept(&self, cursor: u64, sweeps: u64) -> [(u64, u64); 2] {
-        let range = |from: u64, to: u64| (from / PAGE, (to - 1) / PAGE - from / PAGE + 1);
-        let end = self.sweep_start + self.sweep_len;
-        let bytes = sweeps.saturating_mul(self.stride);
-        if sweeps == 0 {
-            return [(0, 0); 2];
-        }
-        if bytes >= self.sweep_len {
-            return [range(self.sweep_start, end), (0, 0)];
-        }
-        let from = self.sweep_start + cursor;
-        // The last reference starts `bytes - stride` after the first.
-        let to = from + bytes - self.stride + 1;
-        if to <= end {
-            [range(from, to), (0, 0)]
-        } else {
-            let wrapped = to - end;
-            [
-                range(from, end),
-                range(self.sweep_start, self.sweep_start + wrapped),
-            ]
-        }
     }
 }
 
@@ -664,7 +581,10 @@ mod tests {
 
     #[test]
     fn reach_is_the_ranges_a_pattern_can_reference() {
-        assert_eq!(Stream::new(Pattern::Uniform, 8 * MB).unwrap().reach_pages(), 2048);
+        assert_eq!(
+            Stream::new(Pattern::Uniform, 8 * MB).unwrap().reach_pages(),
+            2048
+        );
         // Sweep over the first half, gathers over the last quarter.
         assert_eq!(Stream::new(spmv(3), 8 * MB).unwrap().reach_pages(), 1536);
         assert_eq!(Stream::new(spmv(1), 8 * MB).unwrap().reach_pages(), 512);

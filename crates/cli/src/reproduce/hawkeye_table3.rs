@@ -110,7 +110,8 @@ pub fn working_set(p: &ProcessSpec) -> u64 {
         match phase {
             Phase::Mmap { buffer, bytes, .. } => sizes[buffer.0] = *bytes,
             Phase::Access(a) => {
-                wss = Stream::new(a.pattern, sizes[a.buffer.0]).map_or(0, |s| s.reach_pages() * 4096)
+                wss =
+                    Stream::new(a.pattern, sizes[a.buffer.0]).map_or(0, |s| s.reach_pages() * 4096)
             }
             _ => {}
         }
