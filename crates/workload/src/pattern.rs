@@ -12,6 +12,9 @@
 use crate::spec::Pattern;
 use rand::RngCore;
 use rand_distr::{Distribution, Zipf};
+use sweep_gather::SweepGather;
+
+mod sweep_gather;
 
 /// Bytes in a cache line: the granularity of generated offsets.
 pub const LINE: u64 = 64;
@@ -73,20 +76,6 @@ struct ZipfPages {
     start_page: u64,
     exponent: f64,
     norm: f64,
-}
-
-/// [`Pattern::SweepGather`] in bytes and lines; the sweep's cursor is `Stream::cursor`,
-/// relative to `sweep_start`.
-#[derive(Clone, Copy, Debug)]
-struct SweepGather {
-    stride: u64,
-    sweep_start: u64,
-    sweep_len: u64,
-    gather_first_line: u64,
-    gather_lines: u64,
-    every: u32,
-    /// References since the last gather (0..every).
-    count: u32,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -302,6 +291,30 @@ impl Stream {
         }
     }
 
+    /// The pages the pattern can reference (its working set, given a long enough run):
+    /// the whole buffer, except a hot range taking every reference and a sweep with
+    /// gathers, which reach only their ranges. For sequential strides above a page this
+    /// is an upper bound.
+    pub fn reach_pages(&self) -> u64 {
+        match self.pattern {
+            Pattern::HotRange { hot_share, .. } if hot_share >= 1.0 => {
+                let h = self.hot.expect("hot-range stream has its range");
+                lines_to_pages(h.first_line, h.lines)
+            }
+            Pattern::SweepGather { .. } => {
+                let g = self.sg.expect("sweep-gather stream has its ranges");
+                let gather = page_span(g.gather_first_line * LINE, g.gather_lines * LINE);
+                if g.every == 1 {
+                    return gather.1 - gather.0;
+                }
+                let sweep = page_span(g.sweep_start, g.sweep_len);
+                let overlap = sweep.1.min(gather.1).saturating_sub(sweep.0.max(gather.0));
+                (sweep.1 - sweep.0) + (gather.1 - gather.0) - overlap
+            }
+            _ => self.pages,
+        }
+    }
+
     /// The probability that page `page` was touched by at least one of `refs` skipped
     /// references (references drawn independently).
     pub fn page_probability(&self, page: u64, refs: u64) -> f64 {
@@ -315,76 +328,15 @@ impl Stream {
     }
 }
 
-impl SweepGather {
-    /// The byte and line geometry of a [`Pattern::SweepGather`] over `len` bytes, or
-    /// `None` if its parameters are out of range.
-    fn new(p: Pattern, len: u64) -> Option<SweepGather> {
-        let Pattern::SweepGather {
-            stride,
-            sweep_position,
-            sweep_fraction,
-            gather_position,
-            gather_fraction,
-            every,
-        } = p
-        else {
-            return None;
-        };
-        let ok = |f: f64| (0.0..=1.0).contains(&f);
-        let fractions = [
-            sweep_position,
-            sweep_fraction,
-            gather_position,
-            gather_fraction,
-        ];
-        if every == 0 || stride == 0 || !fractions.into_iter().all(ok) {
-            return None;
-        }
-        let lines = len / LINE;
-        let sweep_len = (((sweep_fraction * len as f64) as u64) / PAGE * PAGE).clamp(PAGE, len);
-        let sweep_start =
-            (((sweep_position * len as f64) as u64) / PAGE * PAGE).min(len - sweep_len);
-        let gather_lines = ((gather_fraction * lines as f64) as u64).clamp(1, lines);
-        let gather_first_line = ((gather_position * lines as f64) as u64).min(lines - gather_lines);
-        if stride > sweep_len {
-            return None;
-        }
-        Some(SweepGather {
-            stride,
-            sweep_start,
-            sweep_len,
-            gather_first_line,
-            gather_lines,
-            every,
-            count: 0,
-        })
-    }
+/// The pages `[first, end)` holding the bytes `[start, start + len)`, `len > 0`.
+fn page_span(start: u64, len: u64) -> (u64, u64) {
+    (start / PAGE, (start + len - 1) / PAGE + 1)
+}
 
-    /// The pages `sweeps` sweep references from `cursor` cover, as at most two ranges
-    /// (the sweep wraps inside its own part of the buffer).
-    fn swept(&self, cursor: u64, sweeps: u64) -> [(u64, u64); 2] {
-        let range = |from: u64, to: u64| (from / PAGE, (to - 1) / PAGE - from / PAGE + 1);
-        let end = self.sweep_start + self.sweep_len;
-        let bytes = sweeps.saturating_mul(self.stride);
-        if sweeps == 0 {
-            return [(0, 0); 2];
-        }
-        if bytes >= self.sweep_len {
-            return [range(self.sweep_start, end), (0, 0)];
-        }
-        let from = self.sweep_start + cursor;
-        // The last reference starts `bytes - stride` after the first.
-        let to = from + bytes - self.stride + 1;
-        if to <= end {
-            [range(from, to), (0, 0)]
-        } else {
-            let wrapped = to - end;
-            [
-                range(from, end),
-                range(self.sweep_start, self.sweep_start + wrapped),
-            ]
-        }
-    }
+/// The number of pages holding `lines` lines from `first_line`.
+fn lines_to_pages(first_line: u64, lines: u64) -> u64 {
+    let (a, b) = page_span(first_line * LINE, lines * LINE);
+    b - a
 }
 
 /// The probability that an event of probability `q` per draw happens at least once in
@@ -625,6 +577,23 @@ mod tests {
                 refs: 10
             }
         );
+    }
+
+    #[test]
+    fn reach_is_the_ranges_a_pattern_can_reference() {
+        assert_eq!(
+            Stream::new(Pattern::Uniform, 8 * MB).unwrap().reach_pages(),
+            2048
+        );
+        // Sweep over the first half, gathers over the last quarter.
+        assert_eq!(Stream::new(spmv(3), 8 * MB).unwrap().reach_pages(), 1536);
+        assert_eq!(Stream::new(spmv(1), 8 * MB).unwrap().reach_pages(), 512);
+        let only_hot = Pattern::HotRange {
+            hot_fraction: 0.25,
+            hot_share: 1.0,
+            position: 1.0,
+        };
+        assert_eq!(Stream::new(only_hot, 8 * MB).unwrap().reach_pages(), 512);
     }
 
     #[test]

@@ -8,6 +8,7 @@
 
 pub mod apsys16;
 pub mod hawkeye;
+pub mod hawkeye_table3;
 
 use crate::config::{self, ConfigError, PolicyCatalog};
 use hugemm_mm::Kernel;
@@ -23,6 +24,7 @@ pub const KINDS: &[&str] = &[
     "apsys16-fig3",
     "apsys16-table2",
     "apsys16-highalloc",
+    "hawkeye-table3",
     "hawkeye-fig5",
     "hawkeye-fig7",
     "hawkeye-fig8",
@@ -98,7 +100,9 @@ pub fn load(path: &Path) -> Result<Reproduction, ConfigError> {
             format!("one of {}, found \"{kind}\"", KINDS.join(", ")),
         ));
     }
-    let hawkeye = kind.starts_with("hawkeye-");
+    // HawkEye's promotion reproductions compare policy setups over sets of processes;
+    // Table 3 sets the page size itself and takes neither.
+    let hawkeye = kind.starts_with("hawkeye-") && kind != "hawkeye-table3";
     let (allowed, what, default): (&[&str], &str, &str) = if hawkeye {
         (hawkeye::VARIANTS, "policy setups", "4k")
     } else {
@@ -178,6 +182,7 @@ pub fn run(r: &Reproduction, progress: &mut dyn FnMut(&str)) -> anyhow::Result<R
         "apsys16-fig3" => apsys16::figure3(r, progress)?,
         "apsys16-table2" => apsys16::table2(r, progress)?,
         "apsys16-highalloc" => apsys16::highalloc(r, progress)?,
+        "hawkeye-table3" => hawkeye_table3::table3(r, progress)?,
         "hawkeye-fig5" => hawkeye::figure5(r, progress)?,
         "hawkeye-fig7" => hawkeye::figure7(r, progress)?,
         "hawkeye-fig8" => hawkeye::figure8(r, progress)?,
