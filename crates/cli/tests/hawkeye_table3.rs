@@ -77,3 +77,25 @@ fn the_shipped_table3_file_validates() {
         .collect();
     assert_eq!(names, ["mg.D", "cg.D"]);
 }
+
+/// Every shipped reproduction file (APSys'16 and HawkEye) loads and validates, so a
+/// change to the configuration cannot silently break `hugemm reproduce` on them.
+#[test]
+fn every_shipped_reproduction_file_validates() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments");
+    let mut seen = 0;
+    for dir in ["apsys16", "hawkeye"] {
+        let mut files: Vec<_> = std::fs::read_dir(root.join(dir))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+            .collect();
+        files.sort();
+        for f in files {
+            let r = reproduce::load(&f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+            assert!(!r.variants.is_empty(), "{}", f.display());
+            seen += 1;
+        }
+    }
+    assert_eq!(seen, 10, "5 APSys'16 and 5 HawkEye files");
+}
