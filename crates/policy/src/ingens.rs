@@ -189,12 +189,13 @@ impl IngensPolicy {
             }
         }
         let regions = ops.regions(pid);
+        let region_bytes = 4096u64 << ops.huge_order().0;
         let start = regions.partition_point(|r| r.start.0 < self.procs[i].cursor);
         for r in &regions[start..] {
             if *budget == 0 {
                 return None;
             }
-            self.procs[i].cursor = r.start.0 + (1 << 21);
+            self.procs[i].cursor = r.start.0 + region_bytes;
             if r.advice == HugeAdvice::NoHugepage {
                 continue;
             }
