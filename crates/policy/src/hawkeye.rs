@@ -44,6 +44,7 @@
 //!   defers cold regions; the released code requires bucket >= 2: the `min_bucket` knob).
 
 use crate::access::{AccessSampler, ProcessSample, SamplerConfig};
+use crate::ops::collapse_or_compact;
 use crate::{DaemonRun, DaemonSpec, Defrag, MemoryOps, Policy};
 use hugemm_hw::{Nanos, PageSize, Picos, Pid, Pmu, VirtAddr};
 use hugemm_mm::{CollapseError, FaultInfo, HugeAdvice, RegionState};
@@ -383,11 +384,8 @@ impl HawkeyePolicy {
             if info.state != RegionState::Table || info.present == info.zero {
                 continue;
             }
-            let mut result = ops.collapse(pid, region);
-            if matches!(result, Err(CollapseError::NoMemory)) && self.cfg.defrag {
-                cpu += Picos::from(ops.compact_for(ops.huge_order()));
-                result = ops.collapse(pid, region);
-            }
+            let (result, compaction) = collapse_or_compact(ops, pid, region, self.cfg.defrag);
+            cpu += Picos::from(compaction);
             match result {
                 Ok(done) => {
                     cpu += Picos::from(done.cost);

@@ -27,6 +27,7 @@
 //!   it examines up to 8 regions (4096 PTEs), sleeps 60 s after a failed allocation, and
 //!   compacts once before giving up (khugepaged's `defrag`).
 
+use crate::ops::collapse_or_compact;
 use crate::{DaemonRun, DaemonSpec, MemoryOps, Policy};
 use hugemm_hw::{Nanos, PageSize, Picos, Pid, VirtAddr};
 use hugemm_mm::{CollapseError, FaultInfo, HugeAdvice, RegionInfo, RegionState};
@@ -229,11 +230,8 @@ impl IngensPolicy {
                 continue;
             };
             let pid = self.procs[i].pid;
-            let mut result = ops.collapse(pid, region);
-            if matches!(result, Err(CollapseError::NoMemory)) && self.cfg.defrag {
-                cpu += Picos::from(ops.compact_for(ops.huge_order()));
-                result = ops.collapse(pid, region);
-            }
+            let (result, compaction) = collapse_or_compact(ops, pid, region, self.cfg.defrag);
+            cpu += Picos::from(compaction);
             match result {
                 Ok(done) => {
                     cpu += Picos::from(done.cost);

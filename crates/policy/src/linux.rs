@@ -26,6 +26,7 @@
 //! Simplification: an ineligible region (THP not allowed in its VMA) costs one unit of
 //! scan progress, where Linux charges one unit per ineligible VMA.
 
+use crate::ops::collapse_or_compact;
 use crate::{DaemonRun, DaemonSpec, Defrag, MemoryOps, Policy};
 use hugemm_hw::{Nanos, PageSize, Picos, Pid};
 use hugemm_mm::{CollapseError, FaultInfo, HugeAdvice, RegionState};
@@ -174,11 +175,9 @@ impl LinuxPolicy {
                 if none_or_zero > self.cfg.khugepaged.max_ptes_none || info.accessed == 0 {
                     continue;
                 }
-                let mut result = ops.collapse(pid, r.start);
-                if matches!(result, Err(CollapseError::NoMemory)) && self.cfg.khugepaged.defrag {
-                    cpu += Picos::from(ops.compact_for(ops.huge_order()));
-                    result = ops.collapse(pid, r.start);
-                }
+                let (result, compaction) =
+                    collapse_or_compact(ops, pid, r.start, self.cfg.khugepaged.defrag);
+                cpu += Picos::from(compaction);
                 match result {
                     Ok(done) => cpu += Picos::from(done.cost),
                     Err(CollapseError::NoMemory) => {

@@ -65,3 +65,21 @@ pub trait MemoryOps {
     /// The buddy order of a huge page.
     fn huge_order(&self) -> Order;
 }
+
+/// Promote one region as khugepaged does with `defrag` on: try the collapse; when no free
+/// huge block exists and `defrag` is set, compact directly for one (subject to the
+/// kernel's deferral) and try once more. Returns the outcome and the compaction time
+/// spent, which the caller charges to its daemon.
+pub fn collapse_or_compact(
+    ops: &mut dyn MemoryOps,
+    pid: Pid,
+    region: VirtAddr,
+    defrag: bool,
+) -> (Result<CollapseOutcome, CollapseError>, Nanos) {
+    let first = ops.collapse(pid, region);
+    if !(defrag && matches!(first, Err(CollapseError::NoMemory))) {
+        return (first, Nanos::ZERO);
+    }
+    let compaction = ops.compact_for(ops.huge_order());
+    (ops.collapse(pid, region), compaction)
+}

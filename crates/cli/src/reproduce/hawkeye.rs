@@ -238,6 +238,21 @@ fn gains(base: Option<f64>, p: &ProcessOutcome) -> (Option<f64>, Option<f64>) {
     (Some(speedup), saved)
 }
 
+/// "runtime (speedup over 4k)" of process `name` under each variant of `runs`.
+fn runtime_cells(runs: &[SetRun], name: &str) -> Vec<String> {
+    runs.iter()
+        .map(|run| {
+            run.processes
+                .iter()
+                .find(|p| p.name == name)
+                .map_or("-".into(), |p| {
+                    let (s, _) = gains(baseline(runs, name), p);
+                    format!("{:.1} ({})", p.runtime_s, opt(s, f2))
+                })
+        })
+        .collect()
+}
+
 fn opt(x: Option<f64>, f: fn(f64) -> String) -> String {
     x.map_or("-".into(), f)
 }
@@ -407,13 +422,7 @@ pub fn figure7(r: &Reproduction, progress: &mut dyn FnMut(&str)) -> anyhow::Resu
             .iter()
             .map(|n| {
                 let mut row = vec![n.clone()];
-                for run in runs {
-                    let p = run.processes.iter().find(|p| &p.name == n);
-                    row.push(p.map_or("-".into(), |p| {
-                        let (s, _) = gains(baseline(runs, n), p);
-                        format!("{:.1} ({})", p.runtime_s, opt(s, f2))
-                    }));
-                }
+                row.extend(runtime_cells(runs, n));
                 row
             })
             .collect();
@@ -561,13 +570,7 @@ pub fn table9(r: &Reproduction, progress: &mut dyn FnMut(&str)) -> anyhow::Resul
                     .and_then(|r| r.processes.iter().find(|p| &p.name == n))
                     .map_or("-".into(), |p| format!("{:.1}", p.mmu_overhead * 100.0));
                 let mut row = vec![n.clone(), ovh];
-                for run in runs {
-                    let p = run.processes.iter().find(|p| &p.name == n);
-                    row.push(p.map_or("-".into(), |p| {
-                        let (s, _) = gains(baseline(runs, n), p);
-                        format!("{:.1} ({})", p.runtime_s, opt(s, f2))
-                    }));
-                }
+                row.extend(runtime_cells(runs, n));
                 row
             })
             .collect();
