@@ -341,10 +341,38 @@ fn step_of(all: &[(Vec<String>, Vec<SetRun>)]) -> f64 {
         .unwrap_or(raw)
 }
 
+/// The processes of a set's runs, in experiment order.
+fn process_names(runs: &[SetRun]) -> Vec<String> {
+    runs.first()
+        .map(|r| r.processes.iter().map(|p| p.name.clone()).collect())
+        .unwrap_or_default()
+}
+
+/// Every set's runs, for `reproduction.json`.
+fn sets_json(all: &[(Vec<String>, Vec<SetRun>)]) -> serde_json::Value {
+    json!(all
+        .iter()
+        .map(|(set, runs)| json!({"set": set, "runs": runs}))
+        .collect::<Vec<_>>())
+}
+
+/// One time-series table per set, headed `figure, set`.
+fn series_tables(figure: &str, all: &[(Vec<String>, Vec<SetRun>)]) -> Vec<String> {
+    let step = step_of(all);
+    all.iter()
+        .map(|(set, runs)| {
+            format!(
+                "{figure}, {}: interval MMU overhead (%) / huge pages, by time since start\n{}",
+                set.join("+"),
+                series_table(runs, step)
+            )
+        })
+        .collect()
+}
+
 /// Figures 5 and 6: each workload alone on a fragmented machine.
 pub fn figure5(r: &Reproduction, progress: &mut dyn FnMut(&str)) -> anyhow::Result<Report> {
     let all = run_sets(r, false, progress)?;
-    let step = step_of(&all);
     let mut tables = vec![
         "paper (Figure 5, 96 GB Haswell, fragmented by reading files): HawkEye's speedup over \
          never promoting is up to 22%; it beats Linux and Ingens by 13% (Graph500), 12% \
@@ -357,22 +385,13 @@ pub fn figure5(r: &Reproduction, progress: &mut dyn FnMut(&str)) -> anyhow::Resu
     for (_, runs) in &all {
         tables.push(table(&OUTCOME_HEADER, &outcome_rows(runs)));
     }
-    for (set, runs) in &all {
-        tables.push(format!(
-            "Figure 6, {}: interval MMU overhead (%) / huge pages, by time since start\n{}",
-            set.join("+"),
-            series_table(runs, step)
-        ));
-    }
+    tables.extend(series_tables("Figure 6", &all));
     Ok(Report {
         title: "HawkEye Figures 5 and 6: promotion speedup, time saved per promotion, \
                 time to remove MMU overhead"
             .into(),
         tables,
-        data: json!(all
-            .iter()
-            .map(|(set, runs)| json!({"set": set, "runs": runs}))
-            .collect::<Vec<_>>()),
+        data: sets_json(&all),
         ..Report::default()
     })
 }
@@ -392,7 +411,6 @@ pub const TABLE5_COLUMNS: [&str; 5] = ["4k", "linux", "ingens", "hawkeye-pmu", "
 /// Figure 7 and Table 5: identical instances run together.
 pub fn figure7(r: &Reproduction, progress: &mut dyn FnMut(&str)) -> anyhow::Result<Report> {
     let all = run_sets(r, false, progress)?;
-    let step = step_of(&all);
     let paper_rows: Vec<Vec<String>> = TABLE5_PAPER
         .iter()
         .map(|(name, v)| {
@@ -412,10 +430,7 @@ pub fn figure7(r: &Reproduction, progress: &mut dyn FnMut(&str)) -> anyhow::Resu
     ];
     for (_, runs) in &all {
         // Table 5's shape: one row per instance, one column per variant.
-        let names: Vec<String> = runs
-            .first()
-            .map(|r| r.processes.iter().map(|p| p.name.clone()).collect())
-            .unwrap_or_default();
+        let names = process_names(runs);
         let mut header = vec!["hugemm".to_string()];
         header.extend(runs.iter().map(|r| r.variant.clone()));
         let rows: Vec<Vec<String>> = names
@@ -430,20 +445,11 @@ pub fn figure7(r: &Reproduction, progress: &mut dyn FnMut(&str)) -> anyhow::Resu
         tables.push(table(&header, &rows));
         tables.push(table(&OUTCOME_HEADER, &outcome_rows(runs)));
     }
-    for (set, runs) in &all {
-        tables.push(format!(
-            "Figure 7, {}: interval MMU overhead (%) / huge pages, by time since start\n{}",
-            set.join("+"),
-            series_table(runs, step)
-        ));
-    }
+    tables.extend(series_tables("Figure 7", &all));
     Ok(Report {
         title: "HawkEye Figure 7 and Table 5: three identical instances together".into(),
         tables,
-        data: json!(all
-            .iter()
-            .map(|(set, runs)| json!({"set": set, "runs": runs}))
-            .collect::<Vec<_>>()),
+        data: sets_json(&all),
         ..Report::default()
     })
 }
@@ -508,8 +514,8 @@ pub fn figure8(r: &Reproduction, progress: &mut dyn FnMut(&str)) -> anyhow::Resu
             .into(),
         tables,
         data: json!({
-            "before": before.iter().map(|(s, runs)| json!({"set": s, "runs": runs})).collect::<Vec<_>>(),
-            "after": after.iter().map(|(s, runs)| json!({"set": s, "runs": runs})).collect::<Vec<_>>(),
+            "before": sets_json(&before),
+            "after": sets_json(&after),
         }),
         ..Report::default()
     })
@@ -555,10 +561,7 @@ pub fn table9(r: &Reproduction, progress: &mut dyn FnMut(&str)) -> anyhow::Resul
         ),
     ];
     for (_, runs) in &all {
-        let names: Vec<String> = runs
-            .first()
-            .map(|r| r.processes.iter().map(|p| p.name.clone()).collect())
-            .unwrap_or_default();
+        let names = process_names(runs);
         let mut header = vec!["hugemm".to_string(), "MMU % (4k)".to_string()];
         header.extend(runs.iter().map(|r| format!("{} s", r.variant)));
         let rows: Vec<Vec<String>> = names
@@ -581,10 +584,7 @@ pub fn table9(r: &Reproduction, progress: &mut dyn FnMut(&str)) -> anyhow::Resul
     Ok(Report {
         title: "HawkEye Table 9: HawkEye-PMU vs HawkEye-G".into(),
         tables,
-        data: json!(all
-            .iter()
-            .map(|(set, runs)| json!({"set": set, "runs": runs}))
-            .collect::<Vec<_>>()),
+        data: sets_json(&all),
         ..Report::default()
     })
 }
