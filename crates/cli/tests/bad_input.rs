@@ -584,6 +584,20 @@ fn kernel_build_with_a_heap_range_upside_down_is_refused() {
     expect_bad(&text, "kernel_build[0].heap_max", &["at least heap_min"]);
 }
 
+#[test]
+fn kernel_build_slab_order_shares_must_be_three_percentages_summing_to_100() {
+    for shares in ["[50, 50]", "[50, 40, 5]", "[-1, 51, 50]", "[0, 0, 101]"] {
+        let text = format!(
+            "{BASE}\n[[kernel_build]]\nname = \"make\"\nreclaimable_order_percent = {shares}\n"
+        );
+        expect_bad(
+            &text,
+            "kernel_build[0].reclaimable_order_percent",
+            &["summing to 100"],
+        );
+    }
+}
+
 /// `BASE` with an `[[app]]` table of `keys` appended.
 fn with_app(keys: &str) -> String {
     format!("{BASE}\n[[app]]\n{keys}")

@@ -80,6 +80,23 @@ impl Validator<'_> {
         Ok(Nanos((s * 1e9) as u64))
     }
 
+    /// Three percentages (slab orders 0, 1, 2) that sum to 100.
+    fn order_percent(&self, key: &str, v: &mut Option<Vec<i64>>, default: [u8; 3]) -> R<[u8; 3]> {
+        let Some(raw) = v else {
+            *v = Some(default.iter().map(|&p| i64::from(p)).collect());
+            return Ok(default);
+        };
+        let expected = "three percentages for slab orders 0, 1 and 2, each 0-100, summing to 100";
+        let shares: Vec<u8> = raw
+            .iter()
+            .filter_map(|&p| u8::try_from(p).ok().filter(|&p| p <= 100))
+            .collect();
+        match <[u8; 3]>::try_from(shares) {
+            Ok(p) if raw.len() == 3 && p.iter().map(|&x| u32::from(x)).sum::<u32>() == 100 => Ok(p),
+            _ => Err(self.bad(key, format!("{expected}, found {raw:?}"))),
+        }
+    }
+
     /// `[[kernel_build]]` number `i`: its worker processes.
     pub(super) fn kernel_build(
         &self,
@@ -130,6 +147,11 @@ impl Validator<'_> {
             1e9,
         )?;
         b.compute_ms = Some(compute_ms);
+        let reclaimable_order_percent = self.order_percent(
+            &key("reclaimable_order_percent"),
+            &mut b.reclaimable_order_percent,
+            d.reclaimable_order_percent,
+        )?;
         let build = KernelBuild {
             jobs,
             builds,
@@ -179,6 +201,7 @@ impl Validator<'_> {
                 d.reclaimable_per_unit,
                 0,
             )?,
+            reclaimable_order_percent,
             reclaimable_lifetime: self.seconds(
                 &key("reclaimable_lifetime_s"),
                 &mut b.reclaimable_lifetime_s,

@@ -162,6 +162,8 @@ pub struct RawKernelBuild {
     pub pinned_lifetime_s: Option<f64>,
     /// Reclaimable kernel memory per unit.
     pub reclaimable_per_unit: Option<RawSize>,
+    /// Percent of the reclaimable memory in slabs of order 0, 1 and 2.
+    pub reclaimable_order_percent: Option<Vec<i64>>,
     /// Mean lifetime of reclaimable memory (s).
     pub reclaimable_lifetime_s: Option<f64>,
 }
