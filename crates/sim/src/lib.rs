@@ -17,6 +17,7 @@ pub mod coverage;
 mod engine;
 pub mod experiment;
 mod kactivity;
+mod lookahead;
 pub mod matrix;
 mod ops;
 mod process;

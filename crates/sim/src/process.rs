@@ -2,6 +2,7 @@
 //! random generator and its counters.
 
 use crate::coverage::LazyCoverage;
+use crate::lookahead::Lookahead;
 use crate::sampling::Sampler;
 use hugemm_hw::{Nanos, Picos, Pid, Pmu, VirtAddr};
 use hugemm_workload::{AccessPhase, Amount, ProcessSpec, Stream};
@@ -35,10 +36,10 @@ pub(crate) struct AccessRun {
     /// Fractional references and picoseconds carried between skips.
     pub carry_refs: f64,
     pub carry_ps: f64,
-    /// References generated ahead of time (offset, write) so the simulator can prefetch
-    /// its own data structures for them; kept across turns so the stream's sequence does
-    /// not depend on where turns end.
-    pub ahead: std::collections::VecDeque<(u64, bool)>,
+    /// References generated ahead of time so the simulator can prefetch its own data
+    /// structures for them; kept across turns so the stream's sequence does not depend on
+    /// where turns end.
+    pub ahead: Lookahead,
 }
 
 impl AccessRun {

@@ -5,11 +5,12 @@ use crate::compaction::{direct_compact, Deferral, Kcompactd};
 use crate::coverage::{coin, key, skipped_touch, LazyCoverage};
 use crate::engine::{Core, Engine, SLICE};
 use crate::experiment::Mode;
+use crate::lookahead::{Ahead, AHEAD};
 use crate::process::{AccessRun, Activity, Buffer, Proc};
 use crate::sampling::{whole, Sampler, Stage, WindowAcc};
 use crate::Result;
 use hugemm_hw::{AccessCost, Picos, Pmu, Reference, TlbOutcome, VirtAddr};
-use hugemm_hw::{Nanos, PageSize};
+use hugemm_hw::{Nanos, PageSize, Pid};
 use hugemm_mm::{FaultInfo, FaultKind, FaultRequest, Kernel, Madvise, Touch};
 use hugemm_policy::{Defrag, Policy};
 use hugemm_workload::{Advice, Amount, MadviseKind, Phase, SkipCoverage, Stream};
@@ -382,12 +383,25 @@ impl Engine {
     }
 }
 
-/// References generated ahead of the one being simulated, whose page-table entries are
-/// prefetched (host memory latency would otherwise dominate the simulator's time on large
-/// buffers). The modelled caches' sets are not prefetched as well: that took a second
-/// page-table lookup per reference (`Kernel::peek`, for the physical address) and
-/// measured slower than letting the host's caches serve the model's arrays.
-const AHEAD: usize = 8;
+/// Generate the next reference of `run`'s stream into its lookahead ring, and prefetch the
+/// page-table entry that will translate it.
+#[inline(always)]
+fn generate(kernel: &Kernel, p: &mut Proc, run: &mut AccessRun, base: VirtAddr, pid: Pid) {
+    let off = run.stream.next_offset(&mut p.rng);
+    let write = run.write_threshold != 0 && p.rng.next_u64() <= run.write_threshold;
+    kernel.prefetch(pid, VirtAddr(base.0 + off));
+    run.ahead.push(Ahead { off, write });
+}
+
+/// Fill `run`'s lookahead ring but for one reference: kept out of line, so the hot loop
+/// of [`exact_refs`] (which generates one reference per reference made) stays small.
+#[cold]
+#[inline(never)]
+fn fill_ahead(kernel: &Kernel, p: &mut Proc, run: &mut AccessRun, base: VirtAddr, pid: Pid) {
+    while run.ahead.len() + 1 < AHEAD {
+        generate(kernel, p, run, base, pid);
+    }
+}
 
 /// Up to `max` exact references, stopping at `bound` or the end of the phase; measured into
 /// `acc` if given. Returns the references made.
@@ -407,14 +421,17 @@ fn exact_refs(
     let mut done = 0;
     let pid = p.pid.expect("running process has a pid");
     while done < max && ctx.core.now < bound && !run.done(ctx.core.now) {
-        while run.ahead.len() < AHEAD {
-            let off = run.stream.next_offset(&mut p.rng);
-            let write = run.write_threshold != 0 && p.rng.next_u64() <= run.write_threshold;
-            let va = VirtAddr(base.0 + off);
-            ctx.kernel.prefetch(pid, va);
-            run.ahead.push_back((off, write));
+        // The ring is full before each reference: one short after the last one, more only
+        // at a phase's start or after a skip.
+        if run.ahead.len() + 1 < AHEAD {
+            fill_ahead(ctx.kernel, p, run, base, pid);
         }
-        let (off, write) = run.ahead.pop_front().expect("filled above");
+        if !run.ahead.is_full() {
+            generate(ctx.kernel, p, run, base, pid);
+        }
+        let Some(Ahead { off, write }) = run.ahead.pop() else {
+            unreachable!("filled above")
+        };
         let before = ctx.core.now;
         let (cost, faulted) =
             ctx.reference(p, VirtAddr(base.0 + off), write, run.phase.dependent)?;
@@ -554,7 +571,9 @@ fn skip(
         .map(|b| b.start)
         .ok_or_else(|| Stop::Error("skip over an unmapped buffer".into()))?;
     for _ in 0..from_ring {
-        let (off, write) = run.ahead.pop_front().expect("counted above");
+        let Some(Ahead { off, write }) = run.ahead.pop() else {
+            unreachable!("counted above")
+        };
         ctx.resolve(p, VirtAddr(base.0 + off), write)?;
     }
     let coverage = run.stream.skip(n - from_ring);
