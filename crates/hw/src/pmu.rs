@@ -48,30 +48,47 @@ impl Pmu {
     /// Counts one reference of cost `cost`; `cycles_per_pico` converts time to cycles
     /// ([`crate::MachineProfile::cycles_per_pico`]).
     pub fn record(&mut self, cost: &AccessCost, write: bool, cycles_per_pico: f64) {
+        self.count(cost, write);
+        self.sync_cycles(cycles_per_pico);
+    }
+
+    /// [`Pmu::record`] without the cycle counters: they lag the times until
+    /// [`Pmu::sync_cycles`], so a batch of references converts time to cycles once rather
+    /// than per reference. The cycle counters are functions of the times alone, so a
+    /// batch ends with the same counters as recording one by one.
+    #[inline]
+    pub fn count(&mut self, cost: &AccessCost, write: bool) {
         self.references += 1;
         self.time += cost.time;
-        self.cycles = to_cycles(self.time, cycles_per_pico);
         match cost.outcome {
             TlbOutcome::L1Hit => self.l1_tlb_hits += 1,
             TlbOutcome::StlbHit => self.stlb_hits += 1,
             TlbOutcome::Walk => self.walks += 1,
         }
-        if cost.walk.0 == 0 {
-            return;
-        }
         if write {
             self.walk_time_store += cost.walk;
-            self.walk_cycles_store = to_cycles(self.walk_time_store, cycles_per_pico);
         } else {
             self.walk_time_load += cost.walk;
-            self.walk_cycles_load = to_cycles(self.walk_time_load, cycles_per_pico);
         }
+    }
+
+    /// [`Pmu::record_compute`] without the cycle counters (see [`Pmu::count`]).
+    #[inline]
+    pub fn count_compute(&mut self, time: Picos) {
+        self.time += time;
+    }
+
+    /// Brings the cycle counters up to the times (after [`Pmu::count`]).
+    pub fn sync_cycles(&mut self, cycles_per_pico: f64) {
+        self.cycles = to_cycles(self.time, cycles_per_pico);
+        self.walk_cycles_load = to_cycles(self.walk_time_load, cycles_per_pico);
+        self.walk_cycles_store = to_cycles(self.walk_time_store, cycles_per_pico);
     }
 
     /// Counts `time` of user-mode execution that made no reference (computation between
     /// references).
     pub fn record_compute(&mut self, time: Picos, cycles_per_pico: f64) {
-        self.time += time;
+        self.count_compute(time);
         self.cycles = to_cycles(self.time, cycles_per_pico);
     }
 
@@ -166,6 +183,23 @@ mod tests {
         assert_eq!((p.walk_cycles_load, p.walk_cycles_store), (80, 40));
         assert!((p.mmu_overhead() - 120.0 / 204.0).abs() < 1e-12);
         assert_eq!(p.l1_tlb_misses(), 3);
+    }
+
+    #[test]
+    fn counting_then_syncing_equals_recording_one_by_one() {
+        let cpp = 3.1 / 1000.0;
+        let (mut one, mut batch) = (Pmu::default(), Pmu::default());
+        for i in 0..1000u64 {
+            let c = cost(137 + i % 91, (i % 3) * 411, TlbOutcome::Walk);
+            one.record(&c, i % 5 == 0, cpp);
+            batch.count(&c, i % 5 == 0);
+            if i % 7 == 0 {
+                one.record_compute(Picos(333), cpp);
+                batch.count_compute(Picos(333));
+            }
+        }
+        batch.sync_cycles(cpp);
+        assert_eq!(one, batch);
     }
 
     #[test]

@@ -115,7 +115,8 @@ impl Ctx<'_> {
         }
     }
 
-    /// One reference: resolve, price, count. Returns its cost and the fault time it took.
+    /// One reference: resolve, price, count (the PMU's cycle counters lag until
+    /// [`Pmu::sync_cycles`]). Returns its cost and the fault time it took.
     #[inline]
     fn reference(
         &mut self,
@@ -134,7 +135,7 @@ impl Ctx<'_> {
             dependent,
             write,
         });
-        p.pmu.record(&cost, write, self.cycles_per_ps);
+        p.pmu.count(&cost, write);
         self.core.now += cost.time;
         Ok((cost, faulted))
     }
@@ -411,6 +412,22 @@ fn exact_refs(
     run: &mut AccessRun,
     max: u64,
     bound: Picos,
+    acc: Option<&mut WindowAcc>,
+) -> std::result::Result<u64, Stop> {
+    let made = exact_loop(ctx, p, run, max, bound, acc);
+    // The loop counts without converting to cycles; nothing reads the PMU before this.
+    p.pmu.sync_cycles(ctx.cycles_per_ps);
+    made
+}
+
+/// [`exact_refs`] but for the PMU's cycle counters.
+#[inline(always)]
+fn exact_loop(
+    ctx: &mut Ctx,
+    p: &mut Proc,
+    run: &mut AccessRun,
+    max: u64,
+    bound: Picos,
     mut acc: Option<&mut WindowAcc>,
 ) -> std::result::Result<u64, Stop> {
     let base = p.buffers[run.phase.buffer.0]
@@ -437,7 +454,7 @@ fn exact_refs(
             ctx.reference(p, VirtAddr(base.0 + off), write, run.phase.dependent)?;
         if compute.0 > 0 {
             ctx.core.now += compute;
-            p.pmu.record_compute(compute, ctx.cycles_per_ps);
+            p.pmu.count_compute(compute);
         }
         run.refs_left = run.refs_left.saturating_sub(1);
         p.references_exact += 1;
