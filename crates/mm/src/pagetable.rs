@@ -167,14 +167,20 @@ pub(crate) enum Slot {
     Table(PteTable),
 }
 
+/// Entries of a page table's direct-mapped cache of chunk indices (16 GB of contiguous
+/// address space hit it whatever the access order).
+const RECENT: usize = 16;
+
 /// The page table of one address space.
 #[derive(Clone, Debug)]
 pub(crate) struct PageTable {
     layout: VaLayout,
     chunks: Vec<Box<[Slot]>>,
     index: BTreeMap<u64, u32>,
-    last_key: u64,
-    last_idx: u32,
+    /// (chunk key, index into `chunks`) by key modulo [`RECENT`]: the hot path's lookup,
+    /// before `index`. Chunks are never removed, so an entry never goes stale; a key
+    /// that is not there (`u64::MAX` is no key) is looked up in `index`.
+    recent: [(u64, u32); RECENT],
 }
 
 impl PageTable {
@@ -184,8 +190,16 @@ impl PageTable {
             layout,
             chunks: Vec::new(),
             index: BTreeMap::new(),
-            last_key: u64::MAX,
-            last_idx: 0,
+            recent: [(u64::MAX, 0); RECENT],
+        }
+    }
+
+    /// The index into `chunks` of the chunk with key `key`, if it exists.
+    #[inline]
+    fn chunk_index(&self, key: u64) -> Option<u32> {
+        match self.recent[key as usize % RECENT] {
+            (k, idx) if k == key => Some(idx),
+            _ => self.index.get(&key).copied(),
         }
     }
 
@@ -221,15 +235,10 @@ impl PageTable {
         }
     }
 
-    /// The slot of `va`'s region, read-only, through the last-chunk cache when it matches.
+    /// The slot of `va`'s region, read-only, through the cache of chunk indices.
     #[inline]
     fn slot_peek(&self, va: u64) -> Option<&Slot> {
-        let key = va >> self.layout.chunk_shift;
-        let idx = if key == self.last_key {
-            self.last_idx
-        } else {
-            *self.index.get(&key)?
-        };
+        let idx = self.chunk_index(va >> self.layout.chunk_shift)?;
         self.chunks
             .get(idx as usize)?
             .get(self.layout.slot_index(va))
@@ -276,29 +285,33 @@ impl PageTable {
         }
     }
 
-    /// The slot of `va`'s region, through the last-chunk cache.
+    /// The slot of `va`'s region, through the cache of chunk indices (updating it).
     #[inline]
     fn slot_mut(&mut self, va: u64) -> Option<&mut Slot> {
         let key = va >> self.layout.chunk_shift;
-        if key != self.last_key {
-            self.last_idx = *self.index.get(&key)?;
-            self.last_key = key;
-        }
+        let cached = &mut self.recent[key as usize % RECENT];
+        let idx = if cached.0 == key {
+            cached.1
+        } else {
+            let idx = *self.index.get(&key)?;
+            *cached = (key, idx);
+            idx
+        };
         let i = self.layout.slot_index(va);
-        self.chunks.get_mut(self.last_idx as usize)?.get_mut(i)
+        self.chunks.get_mut(idx as usize)?.get_mut(i)
     }
 
     /// The slot of `va`'s region, if its chunk exists.
     pub fn slot(&self, va: u64) -> Option<&Slot> {
-        let idx = *self.index.get(&(va >> self.layout.chunk_shift))?;
+        let idx = self.chunk_index(va >> self.layout.chunk_shift)?;
         self.chunks
             .get(idx as usize)?
             .get(self.layout.slot_index(va))
     }
 
-    /// The slot of `va`'s region, mutably (no cache update).
+    /// The slot of `va`'s region, mutably (without updating the cache of chunk indices).
     pub fn slot_mut_uncached(&mut self, va: u64) -> Option<&mut Slot> {
-        let idx = *self.index.get(&(va >> self.layout.chunk_shift))?;
+        let idx = self.chunk_index(va >> self.layout.chunk_shift)?;
         self.chunks
             .get_mut(idx as usize)?
             .get_mut(self.layout.slot_index(va))
@@ -332,6 +345,7 @@ impl PageTable {
         self.chunks
             .push((0..self.layout.fanout).map(|_| Slot::Empty).collect());
         self.index.insert(key, idx);
+        self.recent[key as usize % RECENT] = (key, idx);
         idx
     }
 
