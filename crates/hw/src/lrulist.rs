@@ -106,8 +106,14 @@ impl<const B: usize> ListSet<B> {
     #[inline(always)]
     pub(crate) fn find(&self, tag: u64) -> Option<ListWay> {
         let pattern = u64::from(fingerprint(tag)) * ONES;
-        for block in 0..B {
-            let mut hits = eq_bytes(self.fps[block], pattern);
+        // All blocks' matches first, without a branch (the compiler vectorises this), so
+        // a miss, the common case of a large fully associative set, costs no scan.
+        let matches: [u64; B] = std::array::from_fn(|block| eq_bytes(self.fps[block], pattern));
+        if matches.iter().fold(0, |any, m| any | m) == 0 {
+            return None;
+        }
+        for (block, &hits) in matches.iter().enumerate() {
+            let mut hits = hits;
             while hits != 0 {
                 let lane = (hits.trailing_zeros() / 8) as usize;
                 if self.tags[block][lane % LANES] == tag {
