@@ -19,57 +19,99 @@ use crate::lruset::{eq_bytes, fingerprint, ONES};
 /// The tag of an empty way.
 pub const EMPTY: u64 = u64::MAX;
 
+/// Ways per fingerprint word.
+const LANES: usize = 8;
+
 /// A bit-PLRU set-associative array of `u64` tags.
 ///
-/// Layout: per set, one *meta* record holding the used mask and then the set's
-/// fingerprint words, padded to a power-of-two number of words so a record never
-/// straddles a host cache line; the tags live apart. A miss, the common case in the large
-/// levels, reads only the set's meta record and writes one tag; the tags are read only
-/// where a fingerprint matches.
+/// Layout: one record per set holding the used mask, the fingerprint words and the tags,
+/// in that order and unpadded, so one base address and one bounds check serve a whole
+/// access, and a miss, the common case in the large levels, reads the mask and
+/// fingerprints (the record's first bytes) and writes one tag; other tags are read only
+/// where a fingerprint matches. Ways past `ways` in the last fingerprint word are padding:
+/// their tag is [`EMPTY`], which no looked-up tag equals, and they are never victims.
 #[derive(Clone, Debug)]
 pub struct PlruArray {
-    meta: Meta,
-    tags: Vec<u64>,
+    sets: Sets,
     ways: usize,
     set_mask: u64,
     full: u64,
 }
 
-/// The meta records of an array, by fingerprint words per set (`W`) and record words
-/// (`S`, at least `W + 1`), so the per-set code is unrolled and bounds-checked once.
+/// One set of `W` fingerprint words (up to `8 * W` ways).
 #[derive(Clone, Debug)]
-enum Meta {
-    W1(Vec<[u64; 2]>),
-    W2(Vec<[u64; 4]>),
-    W8(Vec<[u64; 16]>),
+#[repr(C)]
+struct PlruSet<const W: usize> {
+    used: u64,
+    fps: [u64; W],
+    tags: [[u64; LANES]; W],
 }
 
-/// Runs `$body` with `$m` bound to the array's records and `$w` to their fingerprint
-/// words, whatever their size.
+/// The sets of an array, by fingerprint words per set, so the per-set code is unrolled
+/// and indexed without further bounds checks.
+#[derive(Clone, Debug)]
+enum Sets {
+    W1(Vec<PlruSet<1>>),
+    W2(Vec<PlruSet<2>>),
+    W3(Vec<PlruSet<3>>),
+    W8(Vec<PlruSet<8>>),
+}
+
+/// Runs `$body` with `$v` bound to the array's `Vec<PlruSet<W>>`, whatever `W`.
 macro_rules! each {
-    ($meta:expr, $m:ident, $w:ident => $body:expr) => {
-        match $meta {
-            Meta::W1($m) => {
-                const $w: usize = 1;
-                $body
-            }
-            Meta::W2($m) => {
-                const $w: usize = 2;
-                $body
-            }
-            Meta::W8($m) => {
-                const $w: usize = 8;
-                $body
-            }
+    ($sets:expr, $v:ident => $body:expr) => {
+        match $sets {
+            Sets::W1($v) => $body,
+            Sets::W2($v) => $body,
+            Sets::W3($v) => $body,
+            Sets::W8($v) => $body,
         }
     };
 }
 
-/// An empty meta record: nothing used, every fingerprint `EMPTY`'s.
-fn empty_record<const S: usize>() -> [u64; S] {
-    let mut r = [u64::from(fingerprint(EMPTY)) * ONES; S];
-    r[0] = 0;
-    r
+impl<const W: usize> PlruSet<W> {
+    /// An empty set: nothing used, every tag [`EMPTY`].
+    fn empty() -> Self {
+        PlruSet {
+            used: 0,
+            fps: [u64::from(fingerprint(EMPTY)) * ONES; W],
+            tags: [[EMPTY; LANES]; W],
+        }
+    }
+
+    /// The way holding `tag` (fingerprint broadcast `pattern`), if any.
+    #[inline(always)]
+    fn find(&self, tag: u64, pattern: u64) -> Option<usize> {
+        for w in 0..W {
+            let mut hits = eq_bytes(self.fps[w], pattern);
+            while hits != 0 {
+                let lane = (hits.trailing_zeros() / 8) as usize;
+                if self.tags[w][lane % LANES] == tag {
+                    return Some(w * LANES + lane);
+                }
+                hits &= hits - 1;
+            }
+        }
+        None
+    }
+
+    /// Looks `tag` (fingerprint `fp`) up; marks it used on a hit, fills it into the victim
+    /// way on a miss. Returns whether it hit.
+    #[inline(always)]
+    fn access(&mut self, tag: u64, fp: u8, ways: usize, full: u64) -> bool {
+        if let Some(way) = self.find(tag, u64::from(fp) * ONES) {
+            mark(&mut self.used, way, full);
+            return true;
+        }
+        // The first unused way: `mark` never leaves all of `full` set but with one way.
+        let way = (self.used.trailing_ones() as usize).min(ways - 1);
+        let (w, lane) = ((way / LANES) % W, way % LANES);
+        self.tags[w][lane] = tag;
+        let shift = 8 * lane;
+        self.fps[w] = (self.fps[w] & !(0xff << shift)) | (u64::from(fp) << shift);
+        mark(&mut self.used, way, full);
+        false
+    }
 }
 
 impl PlruArray {
@@ -79,16 +121,17 @@ impl PlruArray {
         let ways = ways.clamp(1, 64);
         let sets = (entries / ways).max(1);
         let sets = 1usize << (usize::BITS - 1 - sets.leading_zeros());
-        let meta = match ways.div_ceil(8) {
-            1 => Meta::W1(vec![empty_record(); sets]),
-            2 => Meta::W2(vec![empty_record(); sets]),
-            _ => Meta::W8(vec![empty_record(); sets]),
+        let set_mask = sets as u64 - 1;
+        let sets = match ways.div_ceil(LANES) {
+            1 => Sets::W1(vec![PlruSet::empty(); sets]),
+            2 => Sets::W2(vec![PlruSet::empty(); sets]),
+            3 => Sets::W3(vec![PlruSet::empty(); sets]),
+            _ => Sets::W8(vec![PlruSet::empty(); sets]),
         };
         PlruArray {
-            meta,
-            tags: vec![EMPTY; sets * ways],
+            sets,
             ways,
-            set_mask: sets as u64 - 1,
+            set_mask,
             full: if ways == 64 {
                 u64::MAX
             } else {
@@ -107,31 +150,6 @@ impl PlruArray {
         (tag & self.set_mask) as usize
     }
 
-    /// The way of `set` holding `tag` (fingerprint broadcast `pattern`), if any, given
-    /// the set's meta record (fingerprint words from index 1) and all tags.
-    #[inline(always)]
-    fn find<const W: usize, const S: usize>(
-        record: &[u64; S],
-        tags: &[u64],
-        set: usize,
-        ways: usize,
-        tag: u64,
-        pattern: u64,
-    ) -> Option<usize> {
-        for w in 0..W {
-            let mut hits = eq_bytes(record[(1 + w) % S], pattern);
-            while hits != 0 {
-                let way = w * 8 + (hits.trailing_zeros() / 8) as usize;
-                // Padding lanes have no tag.
-                if way < ways && tags.get(set * ways + way) == Some(&tag) {
-                    return Some(way);
-                }
-                hits &= hits - 1;
-            }
-        }
-        None
-    }
-
     /// Looks `tag` up; on a hit marks it used and returns true, on a miss fills it into
     /// the victim way and returns false.
     #[inline]
@@ -145,28 +163,9 @@ impl PlruArray {
     pub(crate) fn access_fp(&mut self, tag: u64, fp: u8) -> bool {
         let set = self.set_of(tag);
         let (ways, full) = (self.ways, self.full);
-        let pattern = u64::from(fp) * ONES;
-        let tags = &mut self.tags;
-        each!(&mut self.meta, m, W => {
-            let Some(record) = m.get_mut(set) else {
-                return false; // unreachable: `set <= set_mask < m.len()`
-            };
-            match Self::find::<W, _>(record, tags, set, ways, tag, pattern) {
-                Some(way) => {
-                    mark(&mut record[0], way, full);
-                    true
-                }
-                None => {
-                    let way = (record[0].trailing_ones() as usize).min(ways - 1);
-                    if let Some(t) = tags.get_mut(set * ways + way) {
-                        *t = tag;
-                    }
-                    let (word, shift) = (&mut record[(1 + way / 8) % record.len()], 8 * (way % 8));
-                    *word = (*word & !(0xff << shift)) | (u64::from(fp) << shift);
-                    mark(&mut record[0], way, full);
-                    false
-                }
-            }
+        each!(&mut self.sets, v => match v.get_mut(set) {
+            Some(s) => s.access(tag, fp, ways, full),
+            None => false, // unreachable: `set <= set_mask < v.len()`
         })
     }
 
@@ -174,28 +173,32 @@ impl PlruArray {
     pub fn contains(&self, tag: u64) -> bool {
         let set = self.set_of(tag);
         let pattern = u64::from(fingerprint(tag)) * ONES;
-        each!(&self.meta, m, W => Self::find::<W, _>(&m[set], &self.tags, set, self.ways, tag, pattern).is_some())
+        each!(&self.sets, v => v.get(set).is_some_and(|s| s.find(tag, pattern).is_some()))
     }
 
-    /// Prefetch (into the host's caches) what an access to `tag` will read and write: its
-    /// set's meta record and first tags.
+    /// Prefetch (into the host's caches) what an access to `tag` will read and write: the
+    /// start of its set's record (mask and fingerprints) and its first tags.
     #[inline(always)]
     pub fn prefetch(&self, tag: u64) {
         let set = self.set_of(tag);
-        each!(&self.meta, m, _W => {
-            if let Some(r) = m.get(set) {
-                crate::prefetch::prefetch(r);
+        each!(&self.sets, v => {
+            if let Some(s) = v.get(set) {
+                crate::prefetch::prefetch(&s.used);
+                crate::prefetch::prefetch(&s.tags[0][LANES - 1]);
             }
         });
-        if let Some(t) = self.tags.get(set * self.ways) {
-            crate::prefetch::prefetch(t);
-        }
     }
 
     /// Empties the array.
     pub fn clear(&mut self) {
-        self.tags.fill(EMPTY);
-        each!(&mut self.meta, m, _W => m.fill(empty_record()));
+        each!(&mut self.sets, v => v.fill(PlruSet::empty()));
+    }
+
+    /// The tags of set `set` in way order, [`EMPTY`] for empty ways (for tests).
+    #[cfg(test)]
+    fn set_tags(&self, set: usize) -> Vec<u64> {
+        let ways = self.ways;
+        each!(&self.sets, v => v[set].tags.iter().flatten().copied().take(ways).collect())
     }
 }
 
@@ -244,7 +247,7 @@ mod tests {
                 a.access(t);
                 prop_assert!(a.contains(t));
                 let set = (t & 3) as usize;
-                let mut seen: Vec<u64> = a.tags[set * ways..(set + 1) * ways].iter().copied().filter(|x| *x != EMPTY).collect();
+                let mut seen: Vec<u64> = a.set_tags(set).into_iter().filter(|x| *x != EMPTY).collect();
                 let n = seen.len();
                 seen.sort_unstable();
                 seen.dedup();
