@@ -163,10 +163,28 @@ impl Timing {
         }
     }
 
+    /// `(cycles * picos_per_cycle + 0.5) as u64`, twice per simulated reference: through
+    /// the signed conversion, which truncates the same on `[0, 2^63)` in a third of the
+    /// instructions (x86-64 has no unsigned one); the unsigned formula elsewhere.
     #[inline]
     fn picos(&self, cycles: f64) -> Picos {
-        Picos((cycles * self.picos_per_cycle + 0.5) as u64)
+        let x = cycles * self.picos_per_cycle + 0.5;
+        if (0.0..TWO_POW_63).contains(&x) {
+            Picos(x as i64 as u64)
+        } else {
+            Picos(to_u64_cold(x))
+        }
     }
+}
+
+/// 2^63 as an `f64`.
+const TWO_POW_63: f64 = 9_223_372_036_854_775_808.0;
+
+/// `x as u64`, out of line so the compiler keeps [`Timing::picos`]'s fast path apart.
+#[cold]
+#[inline(never)]
+fn to_u64_cold(x: f64) -> u64 {
+    x as u64
 }
 
 /// The MMU and caches of one core (see the module doc).
@@ -353,5 +371,34 @@ impl Mmu {
     /// Empties the data caches too: a cold core.
     pub fn flush_caches(&mut self) {
         self.caches.flush();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn picos_round_as_the_unsigned_formula() {
+        let mut t = Timing::new(&MachineProfile::builtin("epyc-milan-kvm").expect("built in"));
+        for ppc in [322.58, 1.0, 1e-300, 1e300] {
+            t.picos_per_cycle = ppc;
+            for c in [
+                0.0,
+                0.3,
+                1.0,
+                -0.2,
+                -3.0,
+                7.25,
+                1e9 + 0.5,
+                TWO_POW_63 / 322.58,
+                1e40,
+                f64::INFINITY,
+                f64::NAN,
+            ] {
+                let want = (c * ppc + 0.5) as u64;
+                assert_eq!(t.picos(c), Picos(want), "cycles {c} at {ppc} ps/cycle");
+            }
+        }
     }
 }

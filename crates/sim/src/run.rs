@@ -42,11 +42,30 @@ impl Ctx<'_> {
         p: &mut Proc,
         va: VirtAddr,
         write: bool,
-    ) -> std::result::Result<(u64, hugemm_hw::PageSize, Picos), Stop> {
+    ) -> std::result::Result<(u64, PageSize, Picos), Stop> {
+        let pid = p.pid.expect("running process has a pid");
+        match self.kernel.touch(pid, va, write) {
+            Touch::Mapped { pa, size } => Ok((pa, size, Picos(0))),
+            first => self.resolve_faulting(p, va, write, first),
+        }
+    }
+
+    /// [`Ctx::resolve`] after a `first` touch that did not map `va`: fault and touch
+    /// again, up to three faults. Out of line: few references fault.
+    #[cold]
+    #[inline(never)]
+    fn resolve_faulting(
+        &mut self,
+        p: &mut Proc,
+        va: VirtAddr,
+        write: bool,
+        first: Touch,
+    ) -> std::result::Result<(u64, PageSize, Picos), Stop> {
         let pid = p.pid.expect("running process has a pid");
         let mut spent = Picos(0);
-        for _ in 0..3 {
-            match self.kernel.touch(pid, va, write) {
+        let mut touch = first;
+        for attempt in 0..3 {
+            match touch {
                 Touch::Mapped { pa, size } => return Ok((pa, size, spent)),
                 Touch::NotPresent | Touch::WriteToZeroPage => spent += self.fault(p, va, write)?,
                 Touch::Segfault => {
@@ -55,6 +74,9 @@ impl Ctx<'_> {
                         va.0
                     )))
                 }
+            }
+            if attempt < 2 {
+                touch = self.kernel.touch(pid, va, write);
             }
         }
         Err(Stop::Error(format!("fault at {:#x} did not resolve", va.0)))
@@ -125,10 +147,13 @@ impl Ctx<'_> {
         write: bool,
         dependent: bool,
     ) -> std::result::Result<(AccessCost, Picos), Stop> {
-        let (pa, size, faulted) = self.resolve(p, va, write)?;
-        let asid = p.pid.expect("running").0;
+        let pid = p.pid.expect("running process has a pid");
+        let (pa, size, faulted) = match self.kernel.touch(pid, va, write) {
+            Touch::Mapped { pa, size } => (pa, size, Picos(0)),
+            first => self.resolve_faulting(p, va, write, first)?,
+        };
         let cost = self.core.mmu.access(&Reference {
-            asid,
+            asid: pid.0,
             va,
             size,
             pa,

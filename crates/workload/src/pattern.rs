@@ -162,7 +162,7 @@ impl Stream {
     }
 
     /// The byte offset of the next reference.
-    #[inline]
+    #[inline(always)]
     pub fn next_offset(&mut self, rng: &mut impl RngCore) -> u64 {
         match self.pattern {
             Pattern::Uniform => below(rng.next_u64(), self.lines) * LINE,
