@@ -17,8 +17,8 @@ Run it at rest: a page allocated or freed during the scan can be classified eith
 Linux does not export a pageblock's migrate type per block (only with page_owner, which
 this kernel lacks), so "tainted" is bounded from two sides:
 
-- lower bound: pageblocks holding a kernel page, minus the pageblocks typed Unmovable,
-  Reclaimable or HighAtomic in /proc/pagetypeinfo (at least that many Movable
+- lower bound: pageblocks holding a kernel page, minus the pageblocks typed Unmovable
+  or Reclaimable in /proc/pagetypeinfo (at least that many Movable
   pageblocks hold kernel pages);
 - estimate: pageblocks holding both user and kernel pages with fewer kernel than user
   pages (a kernel-typed pageblock claimed while half full of user pages also counts, so
@@ -30,6 +30,8 @@ usage: taint.py [--json]
 import argparse
 import json
 from array import array
+
+from probe import pageblocks
 
 KPF = {"LRU": 5, "SLAB": 7, "BUDDY": 10, "MMAP": 11, "ANON": 12, "SWAPBACKED": 14,
        "NOPAGE": 20, "OFFLINE": 23, "PGTABLE": 26, "RESERVED": 32}
@@ -73,19 +75,9 @@ def classify(flags):
 
 
 def kernel_typed_pageblocks():
-    """Pageblocks typed Unmovable, Reclaimable or HighAtomic, over all zones."""
-    total, header = 0, None
-    with open("/proc/pagetypeinfo") as f:
-        for line in f:
-            if line.startswith("Number of blocks type"):
-                header = line.split()[4:]
-            elif header and line.startswith("Node"):
-                for name, value in zip(header, line.split()[4:]):
-                    if name in ("Unmovable", "Reclaimable", "HighAtomic"):
-                        total += int(value)
-            elif header:
-                break
-    return total
+    """Pageblocks typed Unmovable or Reclaimable, over all zones."""
+    blocks = pageblocks()
+    return blocks["Unmovable"] + blocks["Reclaimable"]
 
 
 def summarize(blocks, kernel_typed):
