@@ -165,7 +165,7 @@ impl PhysMem {
 
     /// Fallback events so far.
     pub fn fallback_stats(&self) -> FallbackStats {
-        self.fallback_stats
+        self.fallback_stats.clone()
     }
 
     /// Take the pageblocks (start frames, in the order claimed) whose movable frames the

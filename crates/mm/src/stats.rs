@@ -5,6 +5,7 @@
 //! Owns the counters and their recording helpers. It must not influence behaviour.
 
 use crate::api::{FaultKind, FaultOutcome};
+use crate::pageblock::MigrateType;
 use hugemm_hw::Nanos;
 use serde::Serialize;
 
@@ -153,7 +154,7 @@ pub struct KernelStats {
 /// Pageblock fallback events (`__rmqueue_fallback`), counted by the stealing mechanism
 /// (`steal.rs`) whatever the policy; read with
 /// [`PhysMem::fallback_stats`](crate::PhysMem::fallback_stats).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct FallbackStats {
     /// Allocations that fell back to another migrate type's free lists.
     pub fallbacks: u64,
@@ -166,6 +167,55 @@ pub struct FallbackStats {
     pub evacuations_requested: u64,
     /// Pageblocks whose counters a policy examined while choosing (see each policy).
     pub pageblocks_scanned: u64,
+    /// Every fallback by what was asked, what was taken and whether the pageblock
+    /// changed owner: the fields of Linux's `kmem:mm_page_alloc_extfrag` tracepoint, so
+    /// that a model run compares event for event with a real kernel's trace
+    /// (`tools/kbuild-probe/extfrag.py`). Sorted by (alloc, taken, order, claimed).
+    pub events: Vec<FallbackEventCount>,
+}
+
+/// Fallbacks of one kind (one row of [`FallbackStats::events`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct FallbackEventCount {
+    /// The migrate type asked for (`alloc_migratetype`).
+    pub alloc: MigrateType,
+    /// The type of the free list the block was taken from (`fallback_migratetype`).
+    pub taken_from: MigrateType,
+    /// The order of the block taken (`fallback_order`).
+    pub order: u8,
+    /// Whether its pageblock changed owner (`change_ownership`).
+    pub claimed: bool,
+    /// How many such fallbacks.
+    pub count: u64,
+}
+
+impl FallbackStats {
+    /// Count one fallback event.
+    pub(crate) fn record_event(
+        &mut self,
+        alloc: MigrateType,
+        from: MigrateType,
+        order: u8,
+        claimed: bool,
+    ) {
+        let key = (alloc, from, order, claimed);
+        let at = self
+            .events
+            .binary_search_by(|e| (e.alloc, e.taken_from, e.order, e.claimed).cmp(&key));
+        match at {
+            Ok(i) => self.events[i].count += 1,
+            Err(i) => self.events.insert(
+                i,
+                FallbackEventCount {
+                    alloc,
+                    taken_from: from,
+                    order,
+                    claimed,
+                    count: 1,
+                },
+            ),
+        }
+    }
 }
 
 /// How a fault that changed nothing is counted.

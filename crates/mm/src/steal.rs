@@ -32,20 +32,26 @@ impl PhysMem {
             .policy
             .choose(&view, Order(order), migrate)
             .ok_or(MmError::OutOfMemory)?;
-        let head = self.check_choice(&choice, order)?;
+        let (head, taken_order, taken_from) = self.check_choice(&choice, order)?;
         self.fallback_stats.fallbacks += 1;
         self.fallback_stats.pageblocks_scanned += u64::from(choice.scanned);
+        let claimed_before = self.fallback_stats.pageblocks_claimed;
         self.steal_suitable_fallback(head, &choice, migrate);
+        let claimed = self.fallback_stats.pageblocks_claimed > claimed_before;
+        self.fallback_stats
+            .record_event(migrate, taken_from, taken_order, claimed);
         Ok(())
     }
 
-    fn check_choice(&self, choice: &FallbackChoice, order: u8) -> Result<u32> {
+    /// The chosen block's head, order and free-list type, if it is a free block of at
+    /// least `order`.
+    fn check_choice(&self, choice: &FallbackChoice, order: u8) -> Result<(u32, u8, MigrateType)> {
         let bad = MmError::FallbackChoice {
             policy: self.policy.name(),
         };
         match self.frame(choice.block).map(|f| f.state()) {
-            Some(FrameState::FreeHead { order: o, .. }) if o.0 >= order => {
-                Ok(choice.block.0 as u32)
+            Some(FrameState::FreeHead { order: o, migrate }) if o.0 >= order => {
+                Ok((choice.block.0 as u32, o.0, migrate))
             }
             _ => Err(bad),
         }
@@ -157,6 +163,14 @@ mod tests {
         assert_eq!(m.pageblocks(MigrateType::Unmovable), 2);
         assert_eq!(m.free_frames(MigrateType::Unmovable), 1023);
         assert_eq!(m.free_frames(MigrateType::Movable), 1024);
+        let events = m.fallback_stats().events;
+        assert_eq!(events.len(), 1);
+        let e = events[0];
+        assert_eq!(
+            (e.alloc, e.taken_from),
+            (MigrateType::Unmovable, MigrateType::Movable)
+        );
+        assert_eq!((e.order, e.claimed, e.count), (10, true, 1));
     }
 
     #[test]
@@ -176,6 +190,10 @@ mod tests {
         assert_eq!(m.pageblock_type(b.pfn), Some(MigrateType::Movable));
         assert_eq!(m.free_frames(MigrateType::Unmovable), 211);
         assert_eq!(m.free_frames(MigrateType::Movable), 0);
+        // The largest free piece (212 = 128 + 64 + 16 + 4) was taken, without a claim.
+        let events = m.fallback_stats().events;
+        assert_eq!(events.len(), 1);
+        assert_eq!((events[0].order, events[0].claimed), (7, false));
     }
 
     #[test]

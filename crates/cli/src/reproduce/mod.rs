@@ -11,7 +11,7 @@ pub mod hawkeye;
 pub mod hawkeye_table3;
 
 use crate::config::{self, ConfigError, PolicyCatalog};
-use hugemm_mm::Kernel;
+use hugemm_mm::{FallbackStats, Kernel};
 use hugemm_sim::{Engine, Experiment};
 use serde::Serialize;
 use std::fmt::Write as _;
@@ -222,6 +222,8 @@ pub(crate) struct Snapshot {
     pub pollution: Vec<u64>,
     /// Free frames.
     pub free_frames: u64,
+    /// Fallbacks so far, by kind (compare with `tools/kbuild-probe/extfrag.py`).
+    pub fallback: FallbackStats,
 }
 
 pub(crate) fn snapshot(engine: &Engine) -> Snapshot {
@@ -237,6 +239,7 @@ pub(crate) fn snapshot_of(kernel: &Kernel, time_s: f64) -> Snapshot {
         fu: m.unusable_free_index.clone(),
         pollution: m.pollution.to_vec(),
         free_frames: m.free_frames,
+        fallback: kernel.phys().fallback_stats(),
     }
 }
 
