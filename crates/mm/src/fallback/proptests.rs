@@ -2,7 +2,7 @@
 //! sequences of mixed migrate types keep the allocator's invariants (frames conserved,
 //! free blocks never overlap and coalesce, per-pageblock counters and the address index
 //! match a recount), and the same seed gives the same run; plus the qualitative check
-//! of APSys'16 Figure 2 (OPBS taints no more pageblocks than Linux).
+//! of APSys'16 Figure 2 and Table 2 (OPBS taints no more pageblocks than Linux, AAF fewer).
 
 use super::{build, NAMES};
 use crate::buddy::{AllocRequest, PhysMem};
@@ -143,12 +143,25 @@ fn churn(name: &str, seed: u64) -> (u64, FallbackStats) {
     (tainted(&m), m.fallback_stats())
 }
 
+/// APSys'16's qualitative claims on fallback placement (Figure 2, Table 2): OPBS taints
+/// no more pageblocks than Linux's default, and AAF (which claims a whole pageblock at
+/// every kernel fallback) strictly fewer. APBS is not checked: under this churn it taints
+/// more than the default in two seeds of three (its medium level picks the best of only
+/// four random pageblocks), which disagrees with the paper and is reported as such in
+/// `experiments/apsys16/README.md`.
 #[test]
-fn opbs_taints_no_more_pageblocks_than_linux_under_movable_churn() {
+fn opbs_and_aaf_taint_fewer_pageblocks_than_linux_under_movable_churn() {
     for seed in [1, 2, 3] {
         let (linux, ls) = churn("default", seed);
         let (opbs, os) = churn("opbs", seed);
-        eprintln!("seed {seed}: tainted pageblocks default {linux} {ls:?}, opbs {opbs} {os:?}");
+        let (aaf, aafs) = churn("aaf", seed);
+        eprintln!("seed {seed}: tainted pageblocks default {linux} {ls:?}, opbs {opbs} {os:?}, aaf {aaf} {aafs:?}");
         assert!(opbs <= linux, "seed {seed}: opbs {opbs} > default {linux}");
+        assert!(aaf < linux, "seed {seed}: aaf {aaf} >= default {linux}");
+        assert_eq!(aafs.stolen_without_claim, 0, "AAF always claims");
+        assert!(
+            ls.stolen_without_claim > 0,
+            "the churn makes the default steal without claiming"
+        );
     }
 }
