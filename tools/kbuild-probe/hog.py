@@ -33,7 +33,18 @@ def main():
     buf.madvise(mmap.MADV_NOHUGEPAGE)  # base pages, like the paper's user memory
     for off in range(0, hold, 4096):
         buf[off] = 1
-    print(f"ready: holding {hold >> 20} MiB", flush=True)
+    held = [buf]
+    # Free memory can grow while the hog fills (other caches shrink under the pressure it
+    # makes), so top up in 64 MiB pieces until no more than `leave` + 64 MiB is free.
+    chunk = 64 << 20
+    while free_kib() * 1024 > args.leave * (1 << 20) + chunk:
+        more = mmap.mmap(-1, chunk, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        more.madvise(mmap.MADV_NOHUGEPAGE)
+        for off in range(0, chunk, 4096):
+            more[off] = 1
+        held.append(more)
+        hold += chunk
+    print(f"ready: holding {hold >> 20} MiB, {free_kib() >> 10} MiB free", flush=True)
     sys.stdout.close()
     while True:
         time.sleep(3600)

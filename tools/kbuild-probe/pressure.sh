@@ -8,8 +8,13 @@
 # LEAVE_MIB of free memory with hog.py, runs two builds of at most BUILD_SECONDS each with
 # `make clean` between (sampled by probe.py), then at rest records taint.py, the
 # pageblock counts and the kernel's unusable free space index; then compacts all memory
-# (/proc/sys/vm/compact_memory) and records them again. Needs root and debugfs mounted
-# at /sys/kernel/debug (for extfrag/unusable_index).
+# (/proc/sys/vm/compact_memory) and records them again. Needs root, debugfs mounted
+# at /sys/kernel/debug (for extfrag/unusable_index) and tracefs (for extfrag.py).
+#
+# Once the hog holds its memory, all memory is compacted before the first snapshot, so
+# the builds start from unfragmented free memory as on a machine that is small from boot
+# (the hog's pages, scattered while it filled, would otherwise leave the zone
+# fragmented before the first build). extfrag.py records every fallback of each build.
 set -euo pipefail
 tree=$1 out=$2 leave=$3 secs=$4
 here=$(cd "$(dirname "$0")" && pwd)
@@ -26,10 +31,13 @@ python3 "$here/hog.py" --leave "$leave" > "$out/hog.txt" &
 hog=$!
 trap 'kill $hog 2>/dev/null || true' EXIT
 until grep -q ready "$out/hog.txt" 2>/dev/null; do sleep 2; done
+echo 1 > /proc/sys/vm/compact_memory
 snapshot start
 for build in 1 2; do
     (cd "$tree" && make clean >/dev/null)
-    python3 "$here/probe.py" --tree "$tree" --out "$out/build$build" --interval 5 \
+    python3 "$here/extfrag.py" --out "$out/extfrag-build$build.json" \
+        --raw "$out/extfrag-build$build.csv" -- \
+        python3 "$here/probe.py" --tree "$tree" --out "$out/build$build" --interval 5 \
         --limit "$secs" -- make -j2 vmlinux
 done
 sleep 10
