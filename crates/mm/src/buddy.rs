@@ -2,8 +2,9 @@
 //! free lists per order per migrate type, pageblocks, and a pluggable fallback policy.
 //!
 //! Follows `mm/page_alloc.c` of Linux 6.x: allocation is `__rmqueue_smallest` (the
-//! smallest block on the request's own lists, split by `expand`), then
-//! `__rmqueue_fallback` (see `steal.rs` and [`crate::fallback`]); freeing is
+//! smallest block on the request's own lists, split by `expand`), then a fallback policy
+//! (`__rmqueue_fallback` up to 6.14, `__rmqueue_claim` and `__rmqueue_steal` since: see
+//! `steal.rs` and [`crate::fallback`]); freeing is
 //! `__free_one_page`, merging with the buddy as long as it is a free block of the same
 //! order. Per-CPU page lists, zones, watermarks and `ALLOC_NOFRAGMENT` are not modelled
 //! (one zone, no per-CPU caching): a known gap.

@@ -5,7 +5,9 @@
 //! unmovable kernel pages scatter over movable pageblocks; its policies implement
 //! [`FallbackPolicy`] next to [`LinuxDefault`], one small module each: [`Opbs`] (4.2),
 //! [`Aaf`] (4.1), [`Rpbs`] and [`Apbs`] (4.3, Algorithm 2), and the kernel layouts
-//! [`KernelLayout`] KML/KMU (3.2). [`build`] makes one by name.
+//! [`KernelLayout`] KML/KMU (3.2); and [`ClaimFirst`], the rule of Linux 6.15 and later
+//! (claim a whole pageblock if any block allows it, else steal the smallest block), which
+//! the machines this project measures on run. [`build`] makes one by name.
 //!
 //! A policy only decides; the mechanisms that move free pages and retype pageblocks
 //! (`steal.rs`), keep the per-pageblock counters (`pageblock.rs`, hooks in `buddy.rs`) and
@@ -20,6 +22,7 @@ mod aaf;
 pub(crate) mod addr_index;
 mod apbs;
 mod build;
+mod claim_first;
 #[cfg(any(test, feature = "conformance"))]
 pub mod conformance;
 mod layout;
@@ -36,6 +39,7 @@ mod proptests;
 pub use aaf::Aaf;
 pub use apbs::{Apbs, Level};
 pub use build::{build, UnknownPolicy, NAMES};
+pub use claim_first::ClaimFirst;
 pub use layout::KernelLayout;
 pub use opbs::Opbs;
 pub use rpbs::Rpbs;
@@ -154,8 +158,10 @@ pub trait FallbackPolicy: Debug + Send {
     }
 }
 
-/// Linux 6.x's default fallback (`__rmqueue_fallback`, `find_suitable_fallback`,
-/// `can_steal_fallback`): search orders from the highest down, take the first type of the
+/// The fallback of Linux up to 6.14, the paper's Algorithm 1 (`__rmqueue_fallback`,
+/// `find_suitable_fallback`, `can_steal_fallback`; the claim test counts the "alike" pages
+/// later 4.x kernels added, see [`FallbackPolicy::claims_pageblock`]; Linux 6.15 and
+/// later is [`ClaimFirst`]): search orders from the highest down, take the first type of the
 /// fallbacks table with a free block; steal the whole pageblock when the order found is
 /// at least half a pageblock or the request is unmovable/reclaimable. A movable request
 /// that cannot steal whole blocks takes the smallest fitting block instead.

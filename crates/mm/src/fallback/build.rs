@@ -2,11 +2,20 @@
 //!
 //! Owns the name table; it must not hold policy logic.
 
-use super::{Aaf, Apbs, FallbackPolicy, KernelLayout, LinuxDefault, Opbs, Rpbs};
+use super::{Aaf, Apbs, ClaimFirst, FallbackPolicy, KernelLayout, LinuxDefault, Opbs, Rpbs};
 use thiserror::Error;
 
 /// Every name [`build`] accepts.
-pub const NAMES: &[&str] = &["default", "opbs", "apbs", "aaf", "rpbs", "kml", "kmu"];
+pub const NAMES: &[&str] = &[
+    "default",
+    "opbs",
+    "apbs",
+    "aaf",
+    "rpbs",
+    "kml",
+    "kmu",
+    "claim-first",
+];
 
 /// [`build`] was given a name it does not know.
 #[derive(Clone, Debug, Error, PartialEq, Eq)]
@@ -26,6 +35,7 @@ pub fn build(name: &str, seed: u64) -> Result<Box<dyn FallbackPolicy>, UnknownPo
         "rpbs" => Box::new(Rpbs::new(seed)),
         "kml" => Box::new(KernelLayout::kml()),
         "kmu" => Box::new(KernelLayout::kmu()),
+        "claim-first" => Box::new(ClaimFirst),
         _ => {
             return Err(UnknownPolicy {
                 name: name.to_owned(),
@@ -50,7 +60,7 @@ mod tests {
         let e = build("opsb", 1).unwrap_err();
         assert_eq!(
             e.to_string(),
-            "unknown fallback policy `opsb`: expected one of default, opbs, apbs, aaf, rpbs, kml, kmu"
+            "unknown fallback policy `opsb`: expected one of default, opbs, apbs, aaf, rpbs, kml, kmu, claim-first"
         );
     }
 }

@@ -63,6 +63,7 @@ conformance_test!(rpbs_passes_the_conformance_suite, "rpbs");
 conformance_test!(apbs_passes_the_conformance_suite, "apbs");
 conformance_test!(kml_passes_the_conformance_suite, "kml");
 conformance_test!(kmu_passes_the_conformance_suite, "kmu");
+conformance_test!(claim_first_passes_the_conformance_suite, "claim-first");
 
 #[test]
 fn the_counters_see_the_carved_machine() {
@@ -376,4 +377,82 @@ fn the_index_check_catches_drift() {
         m.check_counters().is_err(),
         "an indexed frame that is allocated"
     );
+}
+
+/// Pageblock 1 holds one free order-7 block (128 frames: not half a pageblock);
+/// pageblock 3 a free order-6 block and 200 more single free frames (264 free: claimable).
+fn claim_machine() -> PhysMem {
+    let mut free = vec![(512 + 128, 7), (1536, 6)];
+    free.extend((0..200).map(|i| (1536 + 64 + 1 + 2 * i, 0)));
+    carved(4096, &free)
+}
+
+#[test]
+fn claim_first_skips_a_larger_block_it_cannot_claim_for_a_smaller_one_it_can() {
+    let mut m = claim_machine();
+    let linux = LinuxDefault
+        .choose(&m.view(), Order(0), MigrateType::Unmovable)
+        .unwrap();
+    assert_eq!(linux.block, Pfn(512 + 128), "Linux 6.1: the largest block");
+    m.set_fallback_policy(build("claim-first", 1).unwrap());
+    let b = m.alloc(&kernel_page()).unwrap();
+    assert_eq!(pageblock_of(b.pfn), 3);
+    assert_eq!(m.pageblock_type(b.pfn), Some(MigrateType::Unmovable));
+    assert_eq!(m.pageblock_type(Pfn(512)), Some(MigrateType::Movable));
+    let s = m.fallback_stats();
+    assert_eq!((s.pageblocks_claimed, s.stolen_without_claim), (1, 0));
+    assert_eq!((s.events[0].order, s.events[0].claimed), (6, true));
+    m.check_counters().unwrap();
+}
+
+#[test]
+fn claim_first_steals_the_smallest_block_when_no_pageblock_can_be_claimed() {
+    // Pageblock 1: a free order-7 block; pageblock 2: one free frame. Neither is claimable.
+    let mut m = carved(4096, &[(512 + 128, 7), (1024 + 9, 0)]);
+    m.set_fallback_policy(build("claim-first", 1).unwrap());
+    let b = m.alloc(&kernel_page()).unwrap();
+    assert_eq!(
+        b.pfn,
+        Pfn(1024 + 9),
+        "the single free frame, not the order-7 block"
+    );
+    assert_eq!(m.pageblock_type(b.pfn), Some(MigrateType::Movable));
+    assert_eq!(
+        m.free_frames(MigrateType::Movable),
+        128,
+        "the other pageblock's free pages stay movable"
+    );
+    let s = m.fallback_stats();
+    assert_eq!((s.pageblocks_claimed, s.stolen_without_claim), (0, 1));
+}
+
+#[test]
+fn claim_first_never_claims_for_a_movable_request_below_half_a_pageblock() {
+    // Both pageblocks unmovable and full, then every other frame of the second one freed:
+    // 256 single free frames, half the pageblock, claimable by count.
+    let mut m = mem(1024);
+    let kernel: Vec<Block> = (0..1024)
+        .map(|_| m.alloc(&kernel_page()).unwrap())
+        .collect();
+    for b in kernel[512..].iter().step_by(2) {
+        m.free(b.pfn, Order(0)).unwrap();
+    }
+    let reclaimable = ClaimFirst
+        .choose(&m.view(), Order(0), MigrateType::Reclaimable)
+        .unwrap();
+    assert!(
+        reclaimable.whole_block,
+        "a kernel request claims from any order"
+    );
+    let movable = ClaimFirst
+        .choose(&m.view(), Order(0), MigrateType::Movable)
+        .unwrap();
+    assert!(
+        !movable.whole_block,
+        "a movable one only steals below order 4"
+    );
+    m.set_fallback_policy(Box::new(ClaimFirst));
+    let b = m.alloc(&user_page()).unwrap();
+    assert_eq!(m.pageblock_type(b.pfn), Some(MigrateType::Unmovable));
+    assert_eq!(m.fallback_stats().stolen_without_claim, 1);
 }

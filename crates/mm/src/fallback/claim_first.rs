@@ -1,0 +1,107 @@
+//! Linux 6.15's fallback, claim first (`__rmqueue_claim`, then `__rmqueue_steal`, in
+//! `mm/page_alloc.c` since 6.15): the rule of the kernel this project's machines run
+//! (6.18), beside the paper's rule in [`LinuxDefault`](super::LinuxDefault).
+//!
+//! - **Claim.** Orders from the highest down to the request's. At each order, the head
+//!   block of the first fallback type with one is tried. The whole pageblock is claimed if
+//!   the block is at least a pageblock, or if at least half the pageblock is free or
+//!   compatible (`try_to_claim_block`). A block that cannot claim its pageblock is left
+//!   alone, and the search goes on to the next lower order. A movable request does not try
+//!   blocks below half a pageblock (`should_try_claim_block`); the claim search ends there.
+//! - **Steal.** If nothing could be claimed, the smallest fitting block of the first
+//!   fallback type is taken, without its pageblock's other free pages and without
+//!   retyping the pageblock.
+//!
+//! The Linux 6.1-6.14 rule ([`LinuxDefault`](super::LinuxDefault), like the paper's
+//! Algorithm 1) differs in three ways:
+//! - it takes the largest block whether or not its pageblock can be claimed;
+//! - on a failed claim it still moves the pageblock's free pages to the requester;
+//! - a kernel request that cannot claim steals the largest block, where 6.15 steals the
+//!   smallest.
+//!
+//! Choices where the model differs from Linux 6.15:
+//! - **The split remainder of a stolen block.** Linux's steal leaves the split remainder
+//!   of a stolen block on the lists of the type it came from (`page_del_and_expand`). Here
+//!   the stolen block moves to the requester's lists before it is split, as every policy's
+//!   steal does (`steal.rs`). The steal takes the smallest fitting block, so a remainder is
+//!   rare.
+//! - **`ALLOC_NOFRAGMENT`.** Linux first tries a lower zone before any fallback below a
+//!   pageblock. The model has one zone, so this is not modelled.
+//!
+//! Cost: O(orders), plus one counter read per order tried. Must not mutate the allocator.
+
+use super::{FallbackChoice, FallbackPolicy, FreeAreaView, FALLBACKS};
+use crate::pageblock::MigrateType;
+use hugemm_hw::{Order, Pfn};
+
+/// Linux 6.15's claim-then-steal fallback (see the module doc).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ClaimFirst;
+
+impl ClaimFirst {
+    /// The first fallback type with a free block at `order`, and that block.
+    fn head(view: &FreeAreaView<'_>, order: u8, migrate: MigrateType) -> Option<Pfn> {
+        FALLBACKS[migrate.index()]
+            .into_iter()
+            .find_map(|mt| view.first(Order(order), mt))
+    }
+
+    /// `should_try_claim_block`: a kernel request may claim from any order, a movable one
+    /// from half a pageblock up.
+    fn may_claim_from(order: u8, pageblock_order: u8, migrate: MigrateType) -> bool {
+        order >= pageblock_order / 2 || migrate != MigrateType::Movable
+    }
+
+    /// `try_to_claim_block`'s test: the block at `head` (of `order`) covers whole
+    /// pageblocks, or its pageblock lies wholly in memory and at least half of it is free
+    /// or compatible with `migrate` (`free_pages + alike_pages`, as
+    /// [`FallbackPolicy::claims_pageblock`] counts them).
+    fn claimable(view: &FreeAreaView<'_>, head: Pfn, order: u8, migrate: MigrateType) -> bool {
+        let pb = view.pageblock_order().0;
+        if order >= pb {
+            return true;
+        }
+        let frames = view.pageblock_frames(head);
+        if frames < 1 << pb {
+            return false;
+        }
+        let free = view.pageblock_free(head);
+        let pinned = view.pageblock_pinned(head);
+        let movable = frames - free - pinned;
+        let alike = match (migrate, view.pageblock_type(head)) {
+            (MigrateType::Movable, _) => movable,
+            (_, Some(MigrateType::Movable)) => pinned,
+            _ => 0,
+        };
+        free + alike >= frames / 2
+    }
+}
+
+impl FallbackPolicy for ClaimFirst {
+    fn name(&self) -> &'static str {
+        "claim-first"
+    }
+
+    fn choose(
+        &mut self,
+        view: &FreeAreaView<'_>,
+        order: Order,
+        migrate: MigrateType,
+    ) -> Option<FallbackChoice> {
+        let (max, pb) = (view.max_order().0, view.pageblock_order().0);
+        for cur in (order.0..=max).rev() {
+            if !Self::may_claim_from(cur, pb, migrate) {
+                break;
+            }
+            let Some(head) = Self::head(view, cur, migrate) else {
+                continue;
+            };
+            if Self::claimable(view, head, cur, migrate) {
+                return Some(FallbackChoice::new(head, true));
+            }
+        }
+        (order.0..=max).find_map(|cur| {
+            Self::head(view, cur, migrate).map(|head| FallbackChoice::new(head, false))
+        })
+    }
+}
