@@ -5,6 +5,7 @@
 
 use super::{run_workload, snapshot, table, variant, Report, Reproduction, Snapshot};
 use hugemm_hw::Nanos;
+use hugemm_mm::FallbackStats;
 use hugemm_sim::Engine;
 use hugemm_workload::{Phase, ProcessSpec};
 use serde_json::json;
@@ -221,6 +222,13 @@ pub fn figure3(r: &Reproduction, progress: &mut dyn FnMut(&str)) -> anyhow::Resu
     })
 }
 
+/// "N (claimed/stolen)": fallbacks so far, and how many claimed their pageblock or stole
+/// without claiming (the `change_ownership` split of Linux's extfrag tracepoint).
+fn fallback_kinds(f: &FallbackStats) -> String {
+    let claimed: u64 = f.events.iter().filter(|e| e.claimed).map(|e| e.count).sum();
+    format!("{} ({claimed}/{})", f.fallbacks, f.fallbacks - claimed)
+}
+
 /// Table 2: tainted pageblocks and Fu(9) per fallback policy, after the builds and after a
 /// full compaction.
 pub fn table2(r: &Reproduction, progress: &mut dyn FnMut(&str)) -> anyhow::Result<Report> {
@@ -240,6 +248,7 @@ pub fn table2(r: &Reproduction, progress: &mut dyn FnMut(&str)) -> anyhow::Resul
             paper.map_or("-".into(), |p| format!("{:.2}", p.2)),
             format!("{:.2}", end.fu[huge]),
             format!("{:.2}", compacted.fu[huge]),
+            fallback_kinds(&end.fallback),
         ]);
         data.push(json!({"variant": v, "end": end, "after_compaction": compacted}));
     }
@@ -253,6 +262,7 @@ pub fn table2(r: &Reproduction, progress: &mut dyn FnMut(&str)) -> anyhow::Resul
                 "paper Fu(9)",
                 "hugemm Fu(9) end",
                 "hugemm Fu(9) compacted",
+                "hugemm fallbacks (claimed/stolen)",
             ],
             &rows,
         )],
