@@ -559,6 +559,19 @@ fn unknown_fallback_policy_lists_the_valid_ones() {
 }
 
 #[test]
+fn per_cpu_lists_of_wrong_type() {
+    let text = BASE.replace(
+        "[[process]]",
+        "[kernel]\nper_cpu_lists = \"yes\"\n\n[[process]]",
+    );
+    expect_bad(
+        &text,
+        "kernel.per_cpu_lists",
+        &["expected a boolean", "\"yes\""],
+    );
+}
+
+#[test]
 fn kernel_alloc_with_a_bad_lifetime_is_refused() {
     let text = format!(
         "{BASE}\n[[process.phase]]\nop = \"kernel_alloc\"\nsize = \"1MiB\"\nlifetime = \"fixed\"\n"

@@ -6,8 +6,8 @@
 //! (`__rmqueue_fallback` up to 6.14, `__rmqueue_claim` and `__rmqueue_steal` since: see
 //! `steal.rs` and [`crate::fallback`]); freeing is
 //! `__free_one_page`, merging with the buddy as long as it is a free block of the same
-//! order. Per-CPU page lists, zones, watermarks and `ALLOC_NOFRAGMENT` are not modelled
-//! (one zone, no per-CPU caching): a known gap.
+//! order. Per-CPU page lists are optional (`pcp.rs`, off by default); zones and
+//! `ALLOC_NOFRAGMENT` are not modelled (one zone), and watermarks are `reclaim.rs`'s.
 //!
 //! Zeroing state: every frame boots dirty (content unknown, as Linux assumes of boot
 //! memory) and a freed frame becomes dirty; the allocator reports whether all frames of a
@@ -27,6 +27,7 @@ use crate::fallback::{FallbackPolicy, FreeAreaView, LinuxDefault, Placement};
 use crate::frame::{Frame, FrameState, FrameTable, OwnerKind, NIL};
 use crate::freelist::FreeArea;
 use crate::pageblock::{MigrateType, PageblockCounters, Pageblocks};
+use crate::pcp::PerCpuLists;
 use crate::stats::FallbackStats;
 use hugemm_hw::{Geometry, Order, Pfn, Pid, Vpn};
 
@@ -114,6 +115,10 @@ pub struct PhysMem {
     pub(crate) evacuations: Vec<Pfn>,
     pub(crate) fallback_stats: FallbackStats,
     max_order: u8,
+    /// Per-CPU page lists, when kept (`pcp.rs`).
+    pub(crate) pcp: Option<PerCpuLists>,
+    /// The CPU whose lists allocations and frees use.
+    pub(crate) cpu: usize,
 }
 
 impl PhysMem {
@@ -144,6 +149,8 @@ impl PhysMem {
             evacuations: Vec::new(),
             fallback_stats: FallbackStats::default(),
             max_order,
+            pcp: None,
+            cpu: 0,
         };
         for (pfn, order) in boot_blocks(frames as u32, max_order).into_iter().rev() {
             mem.list_push(pfn, order, MigrateType::Movable);
@@ -224,9 +231,19 @@ impl PhysMem {
                 what: "order above max_order",
             });
         }
-        let pfn = match self.rmqueue_smallest(order, req.migrate) {
-            Some(pfn) => pfn,
-            None => self.rmqueue_via_fallback(order, req.migrate)?,
+        let pfn = if self.uses_pcp(order) {
+            match self.pcp_take(order, req.migrate) {
+                Some(pfn) => pfn,
+                None => {
+                    // drain_all_pages, then one more try before failing.
+                    self.drain_per_cpu_lists()?;
+                    let pfn = self.rmqueue(order, req.migrate)?;
+                    self.mark_allocated(pfn, order, OwnerKind::PerCpu);
+                    pfn
+                }
+            }
+        } else {
+            self.rmqueue(order, req.migrate)?
         };
         let zeroed = self.mark_allocated(pfn, order, req.owner);
         Ok(Block {
@@ -234,6 +251,14 @@ impl PhysMem {
             order: req.order,
             zeroed,
         })
+    }
+
+    /// `__rmqueue`: the request's own lists, then a fallback.
+    pub(crate) fn rmqueue(&mut self, order: u8, mt: MigrateType) -> Result<u32> {
+        match self.rmqueue_smallest(order, mt) {
+            Some(pfn) => Ok(pfn),
+            None => self.rmqueue_via_fallback(order, mt),
+        }
     }
 
     fn rmqueue_via_fallback(&mut self, order: u8, mt: MigrateType) -> Result<u32> {
@@ -273,7 +298,7 @@ impl PhysMem {
     }
 
     /// Mark a block allocated; returns whether all its frames were known zero.
-    fn mark_allocated(&mut self, pfn: u32, order: u8, owner: OwnerKind) -> bool {
+    pub(crate) fn mark_allocated(&mut self, pfn: u32, order: u8, owner: OwnerKind) -> bool {
         let zeroed = self.frames.range(pfn, 1 << order).all(|f| f.is_zeroed());
         self.frames.update_range(pfn, 1 << order, |i, f| match i {
             0 => f.set_allocated(order, owner),
@@ -287,10 +312,27 @@ impl PhysMem {
     /// it merges with free buddies as far as it can, onto the list of its pageblock's type.
     pub fn free(&mut self, pfn: Pfn, order: Order) -> Result<()> {
         let head = self.check_free(pfn, order)?;
-        let (mut pfn, mut order) = (head, order.0);
-        if let Some(owner) = self.frames.at(head).owner() {
-            self.counters.on_free(head, order, owner);
+        let owner = self.frames.at(head).owner().unwrap_or(OwnerKind::Anon);
+        if !self.uses_pcp(order.0) {
+            return self.free_to_buddy(head, order.0, owner);
         }
+        // free_unref_page: to this CPU's list, dirty, held by no one else.
+        self.counters.on_free(head, order.0, owner);
+        self.frames.update_range(head, 1 << order.0, |i, f| {
+            match i {
+                0 => f.set_allocated(order.0, OwnerKind::PerCpu),
+                _ => f.set_allocated_tail(OwnerKind::PerCpu),
+            }
+            f.set_zeroed(false);
+        });
+        self.counters.on_alloc(head, order.0, OwnerKind::PerCpu);
+        self.pcp_give(head, order.0)
+    }
+
+    /// `__free_one_page` for the allocated block at `head` of `order`, held by `owner`.
+    pub(crate) fn free_to_buddy(&mut self, head: u32, order: u8, owner: OwnerKind) -> Result<()> {
+        let (mut pfn, mut order) = (head, order);
+        self.counters.on_free(head, order, owner);
         self.frames.update_range(pfn, 1 << order, |_, f| {
             f.set_free_tail();
             f.set_zeroed(false);

@@ -126,6 +126,10 @@ impl Run {
 impl Kernel {
     /// Run compaction for `req`.
     pub fn compact(&mut self, req: CompactRequest) -> CompactOutcome {
+        // Per-CPU pages go back to the buddy allocator first, where they can merge and
+        // the free scanner can see them (`drain_all_pages`, as `compact_zone` drains
+        // between pageblocks).
+        self.stats.internal_errors += self.phys.drain_per_cpu_lists().is_err() as u64;
         let out = match req {
             CompactRequest::Direct { order } => self.compact_direct(order),
             CompactRequest::Full => self.compact_whole(None),

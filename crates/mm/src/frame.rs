@@ -49,16 +49,20 @@ pub enum OwnerKind {
     KernelReclaimable = 3,
     /// Page cache (movable and reclaimable).
     PageCache = 4,
+    /// Held on a per-CPU page list (`pcp.rs`): free to its CPU, not to the buddy
+    /// allocator; neither pinned nor movable.
+    PerCpu = 5,
 }
 
 impl OwnerKind {
     /// All owner kinds.
-    pub const ALL: [OwnerKind; 5] = [
+    pub const ALL: [OwnerKind; 6] = [
         OwnerKind::Anon,
         OwnerKind::PageTable,
         OwnerKind::KernelUnmovable,
         OwnerKind::KernelReclaimable,
         OwnerKind::PageCache,
+        OwnerKind::PerCpu,
     ];
 
     /// Whether compaction could migrate frames of this owner (Linux: `PageLRU` or
@@ -67,12 +71,22 @@ impl OwnerKind {
         matches!(self, OwnerKind::Anon | OwnerKind::PageCache)
     }
 
+    /// Whether frames of this owner pin their pageblock (kernel memory and page tables:
+    /// what makes a user pageblock "tainted", APSys'16 2.3).
+    pub const fn is_pinned(self) -> bool {
+        !matches!(
+            self,
+            OwnerKind::Anon | OwnerKind::PageCache | OwnerKind::PerCpu
+        )
+    }
+
     const fn from_bits(bits: u32) -> OwnerKind {
         match bits & OWNER_MASK {
             0 => OwnerKind::Anon,
             1 => OwnerKind::PageTable,
             3 => OwnerKind::KernelReclaimable,
             4 => OwnerKind::PageCache,
+            5 => OwnerKind::PerCpu,
             _ => OwnerKind::KernelUnmovable,
         }
     }

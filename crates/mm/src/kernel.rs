@@ -18,6 +18,7 @@ use crate::frame::OwnerKind;
 use crate::lru::PageCache;
 use crate::mech::Mech;
 use crate::pagetable::{Slot, VaLayout, ZeroPages};
+use crate::pcp::PcpConfig;
 use crate::pte::Pte;
 use crate::reclaim::{Mem, Watermarks};
 use crate::reserv::ReservTable;
@@ -317,6 +318,19 @@ impl Kernel {
     /// Kernel-wide counters.
     pub fn stats(&self) -> &KernelStats {
         &self.stats
+    }
+
+    /// Keep Linux's per-CPU page lists for `cpus` CPUs from now on, sized from this
+    /// zone and its low watermark ([`PcpConfig::linux`]; `pcp.rs`).
+    pub fn enable_per_cpu_lists(&mut self, cpus: usize) {
+        let config = PcpConfig::linux(self.phys.frames_total(), self.wmark.low, cpus);
+        self.phys.enable_per_cpu_lists(config);
+    }
+
+    /// Make `cpu` the CPU whose per-CPU lists later allocations and frees use (no effect
+    /// without them).
+    pub fn set_cpu(&mut self, cpu: usize) {
+        self.phys.set_cpu(cpu);
     }
 
     /// Physical memory, read-only.

@@ -136,8 +136,8 @@ impl Pageblocks {
 ///
 /// A free block is counted in `free` of every pageblock it overlaps, and in `listed` (its
 /// list and order) of the pageblock holding its head only, so a block above pageblock
-/// order is found once. `pinned` counts allocated frames whose owner is not movable
-/// ([`OwnerKind::is_movable`]): a pageblock with `pinned > 0` is "tainted" (APSys'16 2.3).
+/// order is found once. `pinned` counts allocated frames whose owner pins its pageblock
+/// ([`OwnerKind::is_pinned`]): a pageblock with `pinned > 0` is "tainted" (APSys'16 2.3).
 #[derive(Clone, Debug)]
 pub(crate) struct PageblockCounters {
     pb_order: u8,
@@ -236,7 +236,7 @@ impl PageblockCounters {
 
     /// A block was allocated to `owner`.
     pub fn on_alloc(&mut self, pfn: u32, order: u8, owner: OwnerKind) {
-        if !owner.is_movable() {
+        if owner.is_pinned() {
             for (pb, n) in self.spans(pfn, order) {
                 self.pinned[pb] += n;
             }
@@ -245,7 +245,7 @@ impl PageblockCounters {
 
     /// A block of `owner` was freed.
     pub fn on_free(&mut self, pfn: u32, order: u8, owner: OwnerKind) {
-        if !owner.is_movable() {
+        if owner.is_pinned() {
             for (pb, n) in self.spans(pfn, order) {
                 self.pinned[pb] -= n;
             }

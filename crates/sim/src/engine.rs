@@ -112,6 +112,9 @@ impl Engine {
         let fallback = hugemm_mm::fallback::build(&exp.kernel.fallback, exp.seed)?;
         kernel.set_fallback_policy(fallback);
         kernel.set_compaction_proactiveness(exp.kernel.kcompactd.proactiveness.min(100) as u8)?;
+        if exp.kernel.per_cpu_lists {
+            kernel.enable_per_cpu_lists(exp.cores as usize);
+        }
         let policy = exp.policy.build();
         let cores = (0..exp.cores)
             .map(|_| Core {
@@ -219,6 +222,12 @@ impl Engine {
                 break;
             }
             self.now = self.now.max(t);
+            // The CPU whose per-CPU page lists the kernel uses: the core whose turn it is,
+            // else the core daemons run on.
+            self.kernel.set_cpu(match ev {
+                Event::Core(c) => c,
+                _ => self.exp.daemon_core as usize,
+            });
             self.expire_kmem(t);
             match ev {
                 Event::Start(i) => self.start(i, t),

@@ -85,11 +85,15 @@ pub struct Experiment {
 /// compaction.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct KernelConfig {
-    /// The pageblock fallback policy (`hugemm_mm::fallback::NAMES`): `default` (Linux),
-    /// or APSys'16's `opbs`, `apbs`, `aaf`, `rpbs`, `kml`, `kmu`.
+    /// The pageblock fallback policy (`hugemm_mm::fallback::NAMES`): `default` (Linux up
+    /// to 6.14), APSys'16's `opbs`, `apbs`, `aaf`, `rpbs`, `kml`, `kmu`, or `claim-first`
+    /// (Linux 6.15 and later).
     pub fallback: String,
     /// kcompactd.
     pub kcompactd: KcompactdConfig,
+    /// Keep Linux's per-CPU page lists, one set per core (`hugemm_mm::pcp`). Off by
+    /// default: every result published before they existed was made without them.
+    pub per_cpu_lists: bool,
 }
 
 impl Default for KernelConfig {
@@ -97,6 +101,7 @@ impl Default for KernelConfig {
         KernelConfig {
             fallback: "default".into(),
             kcompactd: KcompactdConfig::default(),
+            per_cpu_lists: false,
         }
     }
 }

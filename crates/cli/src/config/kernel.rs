@@ -38,9 +38,11 @@ impl Validator<'_> {
         raw.enabled = Some(kcompactd.enabled);
         raw.proactiveness = Some(kcompactd.proactiveness as i64);
         k.fallback = Some(fallback.clone());
+        let per_cpu_lists = *k.per_cpu_lists.get_or_insert(false);
         Ok(KernelConfig {
             fallback,
             kcompactd,
+            per_cpu_lists,
         })
     }
 

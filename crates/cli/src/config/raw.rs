@@ -112,6 +112,8 @@ pub struct RawKernel {
     pub fallback: Option<String>,
     /// `[kernel.kcompactd]`.
     pub kcompactd: Option<RawKcompactd>,
+    /// Keep Linux's per-CPU page lists.
+    pub per_cpu_lists: Option<bool>,
 }
 
 /// `[kernel.kcompactd]`.

@@ -25,6 +25,10 @@
 //!   the stolen block moves to the requester's lists before it is split, as every policy's
 //!   steal does (`steal.rs`). The steal takes the smallest fitting block, so a remainder is
 //!   rare.
+//! - **Per-CPU frames.** With per-CPU lists on (`pcp.rs`), the frames they hold count
+//!   as movable in this policy's pre-check (the view has no count of them) but not in
+//!   the steal's census. A movable request can then expect a claim the census refuses;
+//!   the block is taken with its pageblock's free pages, unclaimed, as before 6.15.
 //! - **`ALLOC_NOFRAGMENT`.** Linux first tries a lower zone before any fallback below a
 //!   pageblock. The model has one zone, so this is not modelled.
 //!

@@ -46,15 +46,26 @@ fn request(order: u8, kind: u8) -> AllocRequest {
 /// and the fallback counters.
 type Trace = (Vec<Option<u64>>, Vec<Pfn>, FallbackStats);
 
-fn run(name: &str, seed: u64, ops: &[Op]) -> std::result::Result<Trace, TestCaseError> {
+/// Runs `ops` under policy `name`; with `cpus > 0`, through per-CPU page lists of that
+/// many CPUs, the CPU changing every step.
+fn run(
+    name: &str,
+    seed: u64,
+    ops: &[Op],
+    cpus: usize,
+) -> std::result::Result<Trace, TestCaseError> {
     let cfg = MemConfig {
         bytes: FRAMES * 4096,
         geometry: Geometry::X86_64,
     };
     let mut k = Kernel::new(&cfg, costs()).unwrap();
     k.set_fallback_policy(build(name, seed).unwrap());
+    if cpus > 0 {
+        k.enable_per_cpu_lists(cpus);
+    }
     let (mut live, mut used, mut out, mut evac) = (Vec::new(), 0u64, Vec::new(), Vec::new());
     for (step, &op) in ops.iter().enumerate() {
+        k.set_cpu(step % cpus.max(1));
         match op {
             Op::Alloc { order, kind } => {
                 let b = k.alloc_pages(&request(order, kind)).ok();
@@ -73,7 +84,7 @@ fn run(name: &str, seed: u64, ops: &[Op]) -> std::result::Result<Trace, TestCase
         }
         evac.extend(k.phys.take_evacuations());
         prop_assert_eq!(
-            k.phys.frames_free() + used,
+            k.phys.frames_free() + k.phys.frames_on_per_cpu_lists() + used,
             FRAMES,
             "{} step {}",
             name,
@@ -95,9 +106,12 @@ proptest! {
         seed in any::<u64>(),
     ) {
         for name in NAMES {
-            let first = run(name, seed, &ops)?;
-            let again = run(name, seed, &ops)?;
+            let first = run(name, seed, &ops, 0)?;
+            let again = run(name, seed, &ops, 0)?;
             prop_assert_eq!(first, again, "{} is not deterministic", name);
+            let first = run(name, seed, &ops, 3)?;
+            let again = run(name, seed, &ops, 3)?;
+            prop_assert_eq!(first, again, "{} with per-CPU lists is not deterministic", name);
         }
     }
 }
