@@ -572,6 +572,19 @@ fn per_cpu_lists_of_wrong_type() {
 }
 
 #[test]
+fn min_free_kbytes_above_half_the_memory() {
+    let text = BASE.replace(
+        "[[process]]",
+        "[kernel]\nmin_free_kbytes = 99999999\n\n[[process]]",
+    );
+    expect_bad(
+        &text,
+        "kernel.min_free_kbytes",
+        &["an integer from 1 to", "99999999"],
+    );
+}
+
+#[test]
 fn kernel_alloc_with_a_bad_lifetime_is_refused() {
     let text = format!(
         "{BASE}\n[[process.phase]]\nop = \"kernel_alloc\"\nsize = \"1MiB\"\nlifetime = \"fixed\"\n"

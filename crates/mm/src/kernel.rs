@@ -320,6 +320,14 @@ impl Kernel {
         &self.stats
     }
 
+    /// Set `vm.min_free_kbytes` (Linux computes it from memory; THP raises it, see
+    /// [`Watermarks::with_min_free_kbytes`]); the watermarks follow. Later per-CPU lists
+    /// are sized from the new low watermark.
+    pub fn set_min_free_kbytes(&mut self, kb: u64) {
+        let base = self.geometry.base_bytes();
+        self.wmark = Watermarks::with_min_free_kbytes(self.phys.frames_total(), base, kb);
+    }
+
     /// Keep Linux's per-CPU page lists for `cpus` CPUs from now on, sized from this
     /// zone and its low watermark ([`PcpConfig::linux`]; `pcp.rs`).
     pub fn enable_per_cpu_lists(&mut self, cpus: usize) {

@@ -64,7 +64,13 @@ impl Watermarks {
     /// Linux's watermarks for one zone of `managed` frames of `frame_bytes` each.
     pub fn for_zone(managed: u64, frame_bytes: u64) -> Watermarks {
         let lowmem_kb = managed * frame_bytes / 1024;
-        let min_kb = int_sqrt(lowmem_kb * 16).clamp(128, 262_144);
+        Watermarks::with_min_free_kbytes(managed, frame_bytes, default_min_free_kbytes(lowmem_kb))
+    }
+
+    /// The watermarks when `vm.min_free_kbytes` is `min_kb` (set by hand, or raised by
+    /// THP's `set_recommended_min_free_kbytes`): `min` is that many KiB, and `low` and
+    /// `high` follow from it as in [`Watermarks::for_zone`].
+    pub fn with_min_free_kbytes(managed: u64, frame_bytes: u64, min_kb: u64) -> Watermarks {
         let min = (min_kb * 1024 / frame_bytes).min(managed);
         let gap = (min / 4).max(managed * WATERMARK_SCALE_FACTOR / 10_000);
         Watermarks {
@@ -73,6 +79,12 @@ impl Watermarks {
             high: (min + 2 * gap).min(managed),
         }
     }
+}
+
+/// `calculate_min_free_kbytes`: `int_sqrt(16 * lowmem_kbytes)`, clamped to [128 KB,
+/// 256 MB].
+pub fn default_min_free_kbytes(lowmem_kb: u64) -> u64 {
+    int_sqrt(lowmem_kb * 16).clamp(128, 262_144)
 }
 
 /// The result of an explicit reclaim request.
@@ -218,6 +230,25 @@ mod tests {
     use super::*;
     use crate::pagecache::FileId;
     use crate::testutil::kernel;
+
+    #[test]
+    fn a_raised_min_free_kbytes_moves_every_watermark() {
+        // 4 GB with THP's recommended 67,584 KB (33 pageblocks over three zones): min is
+        // 16,896 pages, the gap min / 4 = 4,224 (above 0.1% of the zone).
+        let w = Watermarks::with_min_free_kbytes(1 << 20, 4096, 67_584);
+        assert_eq!((w.min, w.low, w.high), (16_896, 21_120, 25_344));
+        let mut k = Kernel::new(
+            &crate::kernel::MemConfig {
+                bytes: 4 << 30,
+                geometry: hugemm_hw::Geometry::X86_64,
+            },
+            crate::testutil::costs(),
+        )
+        .unwrap();
+        assert_eq!(k.watermarks().min, 2048, "Linux's default for 4 GB: 8 MB");
+        k.set_min_free_kbytes(67_584);
+        assert_eq!(k.watermarks(), w);
+    }
 
     #[test]
     fn watermarks_follow_linux_for_small_and_large_zones() {

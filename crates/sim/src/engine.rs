@@ -112,6 +112,9 @@ impl Engine {
         let fallback = hugemm_mm::fallback::build(&exp.kernel.fallback, exp.seed)?;
         kernel.set_fallback_policy(fallback);
         kernel.set_compaction_proactiveness(exp.kernel.kcompactd.proactiveness.min(100) as u8)?;
+        if let Some(kb) = exp.kernel.min_free_kbytes {
+            kernel.set_min_free_kbytes(kb);
+        }
         if exp.kernel.per_cpu_lists {
             kernel.enable_per_cpu_lists(exp.cores as usize);
         }

@@ -12,7 +12,7 @@ use hugemm_workload::{KernelMem, Lifetime, Phase, ProcessSpec};
 
 impl Validator<'_> {
     /// `[kernel]`.
-    pub(super) fn kernel(&self, k: &mut RawKernel) -> R<KernelConfig> {
+    pub(super) fn kernel(&self, k: &mut RawKernel, memory_bytes: u64) -> R<KernelConfig> {
         let fallback = k.fallback.clone().unwrap_or_else(|| "default".into());
         if !hugemm_mm::fallback::NAMES.contains(&fallback.as_str()) {
             return Err(self.bad(
@@ -39,10 +39,23 @@ impl Validator<'_> {
         raw.proactiveness = Some(kcompactd.proactiveness as i64);
         k.fallback = Some(fallback.clone());
         let per_cpu_lists = *k.per_cpu_lists.get_or_insert(false);
+        // Unset means Linux's own value for this memory, which the resolved file
+        // leaves unset too (it follows the memory size).
+        let min_free_kbytes = match k.min_free_kbytes {
+            None => None,
+            Some(kb) => Some(self.int(
+                "kernel.min_free_kbytes",
+                Some(kb),
+                0,
+                1,
+                (memory_bytes / 1024 / 2) as i64,
+            )? as u64),
+        };
         Ok(KernelConfig {
             fallback,
             kcompactd,
             per_cpu_lists,
+            min_free_kbytes,
         })
     }
 

@@ -114,6 +114,8 @@ pub struct RawKernel {
     pub kcompactd: Option<RawKcompactd>,
     /// Keep Linux's per-CPU page lists.
     pub per_cpu_lists: Option<bool>,
+    /// `vm.min_free_kbytes` (default: Linux's value for the memory size).
+    pub min_free_kbytes: Option<i64>,
 }
 
 /// `[kernel.kcompactd]`.

@@ -230,7 +230,7 @@ impl Validator<'_> {
         let (policy, policies) = self.policy(&mut raw.policy)?;
         let (mode, seed, sample_interval, time_limit, daemon_core) =
             self.sim(&mut raw.sim, cores)?;
-        let kernel = self.kernel(&mut raw.kernel)?;
+        let kernel = self.kernel(&mut raw.kernel, memory_bytes)?;
         if raw.processes.is_empty()
             && raw.kernel_builds.is_empty()
             && raw.file_readers.is_empty()
