@@ -179,11 +179,15 @@ impl Kernel {
     }
 
     /// Prefetch into the host's caches the page-table entry translating `va`, ahead of a
-    /// [`Kernel::touch`] (simulator speed only; changes nothing).
+    /// [`Kernel::touch`] (simulator speed only; changes nothing). Returns the size of the
+    /// page that maps `va`, as far as its region's page-table slot tells (a 4 KB entry
+    /// may still be absent), so the caller can prefetch more; `None` when nothing maps
+    /// the region.
     #[inline]
-    pub fn prefetch(&self, pid: Pid, va: VirtAddr) {
-        if let Some(Some(space)) = self.procs.get(pid.0 as usize) {
-            space.pt.prefetch(va.0);
+    pub fn prefetch(&self, pid: Pid, va: VirtAddr) -> Option<PageSize> {
+        match self.procs.get(pid.0 as usize) {
+            Some(Some(space)) => space.pt.prefetch(va.0),
+            _ => None,
         }
     }
 

@@ -245,17 +245,22 @@ impl PageTable {
     }
 
     /// Prefetch into the host's caches the entry that translates `va` (simulator speed
-    /// only; no state changes).
+    /// only; no state changes). Returns the size of the page mapping `va` as its slot
+    /// says now (a table's entry may still be absent), if anything maps its region.
     #[inline]
-    pub fn prefetch(&self, va: u64) {
+    pub fn prefetch(&self, va: u64) -> Option<PageSize> {
         match self.slot_peek(va) {
             Some(Slot::Table(t)) => {
                 if let Some(pte) = t.ptes.get(self.layout.page_index(va)) {
                     hugemm_hw::prefetch::prefetch(pte);
                 }
+                Some(PageSize::Base)
             }
-            Some(slot) => hugemm_hw::prefetch::prefetch(slot),
-            None => {}
+            Some(slot @ (Slot::Huge { .. } | Slot::HugeZero { .. })) => {
+                hugemm_hw::prefetch::prefetch(slot);
+                Some(PageSize::Huge)
+            }
+            Some(Slot::Empty) | None => None,
         }
     }
 

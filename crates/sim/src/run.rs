@@ -9,7 +9,7 @@ use crate::lookahead::{Ahead, AHEAD};
 use crate::process::{AccessRun, Activity, Buffer, Proc};
 use crate::sampling::{whole, Sampler, Stage, WindowAcc};
 use crate::Result;
-use hugemm_hw::{AccessCost, Picos, Pmu, Reference, TlbOutcome, VirtAddr};
+use hugemm_hw::{AccessCost, Mmu, Picos, Pmu, Reference, TlbOutcome, VirtAddr};
 use hugemm_hw::{Nanos, PageSize, Pid};
 use hugemm_mm::{FaultInfo, FaultKind, FaultRequest, Kernel, Madvise, Touch};
 use hugemm_policy::{Defrag, Policy};
@@ -410,12 +410,25 @@ impl Engine {
 }
 
 /// Generate the next reference of `run`'s stream into its lookahead ring, and prefetch the
-/// page-table entry that will translate it.
+/// page-table entry that will translate it and the modelled caches' sets (beyond the
+/// first level) of the page-table line its walk ends at: that line's tag depends on the
+/// virtual address alone, so no second page-table lookup is needed, and a random
+/// reference's walk otherwise stalls the simulator on host memory at its leaf line.
 #[inline(always)]
-fn generate(kernel: &Kernel, p: &mut Proc, run: &mut AccessRun, base: VirtAddr, pid: Pid) {
+fn generate(
+    kernel: &Kernel,
+    mmu: &Mmu,
+    p: &mut Proc,
+    run: &mut AccessRun,
+    base: VirtAddr,
+    pid: Pid,
+) {
     let off = run.stream.next_offset(&mut p.rng);
     let write = run.write_threshold != 0 && p.rng.next_u64() <= run.write_threshold;
-    kernel.prefetch(pid, VirtAddr(base.0 + off));
+    let va = VirtAddr(base.0 + off);
+    if let Some(size) = kernel.prefetch(pid, va) {
+        mmu.prefetch_translation(pid.0, va, size);
+    }
     run.ahead.push(Ahead { off, write });
 }
 
@@ -423,9 +436,16 @@ fn generate(kernel: &Kernel, p: &mut Proc, run: &mut AccessRun, base: VirtAddr, 
 /// of [`exact_refs`] (which generates one reference per reference made) stays small.
 #[cold]
 #[inline(never)]
-fn fill_ahead(kernel: &Kernel, p: &mut Proc, run: &mut AccessRun, base: VirtAddr, pid: Pid) {
+fn fill_ahead(
+    kernel: &Kernel,
+    mmu: &Mmu,
+    p: &mut Proc,
+    run: &mut AccessRun,
+    base: VirtAddr,
+    pid: Pid,
+) {
     while run.ahead.len() + 1 < AHEAD {
-        generate(kernel, p, run, base, pid);
+        generate(kernel, mmu, p, run, base, pid);
     }
 }
 
@@ -466,10 +486,10 @@ fn exact_loop(
         // The ring is full before each reference: one short after the last one, more only
         // at a phase's start or after a skip.
         if run.ahead.len() + 1 < AHEAD {
-            fill_ahead(ctx.kernel, p, run, base, pid);
+            fill_ahead(ctx.kernel, &ctx.core.mmu, p, run, base, pid);
         }
         if !run.ahead.is_full() {
-            generate(ctx.kernel, p, run, base, pid);
+            generate(ctx.kernel, &ctx.core.mmu, p, run, base, pid);
         }
         let Some(Ahead { off, write }) = run.ahead.pop() else {
             unreachable!("filled above")
