@@ -152,6 +152,9 @@ impl Ctx<'_> {
             Touch::Mapped { pa, size } => (pa, size, Picos(0)),
             first => self.resolve_faulting(p, va, write, first)?,
         };
+        // The data line's sets are looked up last, after the translation: start bringing
+        // them into the host's caches now (speed only).
+        self.core.mmu.prefetch_data(pa);
         let cost = self.core.mmu.access(&Reference {
             asid: pid.0,
             va,
