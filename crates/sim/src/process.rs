@@ -40,6 +40,10 @@ pub(crate) struct AccessRun {
     /// structures for them; kept across turns so the stream's sequence does not depend on
     /// where turns end.
     pub ahead: Lookahead,
+    /// The buffer offset over 32 KB (eight 4 KB pages: one page-table line) of the last
+    /// reference generated whose page-table line's cache sets were prefetched, so a
+    /// sequential sweep prefetches them once per line (simulator speed only).
+    pub prefetched_pt_line: u64,
 }
 
 impl AccessRun {

@@ -139,6 +139,7 @@ impl Ctx<'_> {
 
     /// One reference: resolve, price, count (the PMU's cycle counters lag until
     /// [`Pmu::sync_cycles`]). Returns its cost and the fault time it took.
+    /// `prefetch_data`: whether to prefetch the data line's cache sets (speed only).
     #[inline]
     fn reference(
         &mut self,
@@ -146,6 +147,7 @@ impl Ctx<'_> {
         va: VirtAddr,
         write: bool,
         dependent: bool,
+        prefetch_data: bool,
     ) -> std::result::Result<(AccessCost, Picos), Stop> {
         let pid = p.pid.expect("running process has a pid");
         let (pa, size, faulted) = match self.kernel.touch(pid, va, write) {
@@ -153,8 +155,12 @@ impl Ctx<'_> {
             first => self.resolve_faulting(p, va, write, first)?,
         };
         // The data line's sets are looked up last, after the translation: start bringing
-        // them into the host's caches now (speed only).
-        self.core.mmu.prefetch_data(pa);
+        // them into the host's caches now (speed only), unless the caller says the
+        // reference stays in the page of the one before (a sweep, whose sets the host's
+        // caches follow anyway).
+        if prefetch_data {
+            self.core.mmu.prefetch_data(pa);
+        }
         let cost = self.core.mmu.access(&Reference {
             asid: pid.0,
             va,
@@ -333,6 +339,7 @@ impl Engine {
                     carry_refs: 0.0,
                     carry_ps: 0.0,
                     ahead: Default::default(),
+                    prefetched_pt_line: u64::MAX,
                 }));
             }
             Phase::Madvise {
@@ -430,10 +437,16 @@ fn generate(
     let write = run.write_threshold != 0 && p.rng.next_u64() <= run.write_threshold;
     let va = VirtAddr(base.0 + off);
     if let Some(size) = kernel.prefetch(pid, va) {
-        mmu.prefetch_translation(pid.0, va, size);
+        if off >> PT_LINE_SPAN_SHIFT != run.prefetched_pt_line {
+            run.prefetched_pt_line = off >> PT_LINE_SPAN_SHIFT;
+            mmu.prefetch_translation(pid.0, va, size);
+        }
     }
     run.ahead.push(Ahead { off, write });
 }
+
+/// log2 of the bytes of buffer whose 4 KB pages share a page-table line (eight entries).
+const PT_LINE_SPAN_SHIFT: u32 = 15;
 
 /// Fill `run`'s lookahead ring but for one reference: kept out of line, so the hot loop
 /// of [`exact_refs`] (which generates one reference per reference made) stays small.
@@ -485,6 +498,8 @@ fn exact_loop(
     let compute = Picos::from(run.phase.compute);
     let mut done = 0;
     let pid = p.pid.expect("running process has a pid");
+    // The 4 KB page of the buffer the last reference fell in (data-line prefetch only).
+    let mut last_page = u64::MAX;
     while done < max && ctx.core.now < bound && !run.done(ctx.core.now) {
         // The ring is full before each reference: one short after the last one, more only
         // at a phase's start or after a skip.
@@ -498,8 +513,15 @@ fn exact_loop(
             unreachable!("filled above")
         };
         let before = ctx.core.now;
-        let (cost, faulted) =
-            ctx.reference(p, VirtAddr(base.0 + off), write, run.phase.dependent)?;
+        let new_page = off >> 12 != last_page;
+        last_page = off >> 12;
+        let (cost, faulted) = ctx.reference(
+            p,
+            VirtAddr(base.0 + off),
+            write,
+            run.phase.dependent,
+            new_page,
+        )?;
         if compute.0 > 0 {
             ctx.core.now += compute;
             p.pmu.count_compute(compute);
