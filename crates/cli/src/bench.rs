@@ -3,8 +3,8 @@
 //! noisy); reference rates subtract a run that only sets the buffer up, so they count the
 //! references alone.
 
-use hugemm_hw::{Geometry, MachineProfile, Nanos};
-use hugemm_mm::{Kernel, MemConfig};
+use hugemm_hw::{Geometry, MachineProfile, Nanos, PageSize, VirtAddr};
+use hugemm_mm::{CompactRequest, FileId, HugeAdvice, Kernel, MemConfig};
 use hugemm_policy::{LinuxConfig, PolicyConfig, ThpMode};
 use hugemm_sim::{Engine, Experiment, Mode, SampledConfig};
 use hugemm_workload::{
@@ -31,6 +31,10 @@ pub struct BenchReport {
     pub bytes_per_frame: usize,
     /// Wall-clock milliseconds to set up a 64 GiB machine.
     pub setup_64gib_ms: f64,
+    /// Wall-clock milliseconds of a full compaction (`compact_memory`) of a 16 GiB machine
+    /// whose used 12 GiB alternate page-cache and anonymous frames, the page cache then
+    /// deleted (every other used frame free, no free order-9 block).
+    pub compact_16gib_ms: f64,
     /// Repetitions behind each median.
     pub repetitions: u32,
 }
@@ -173,6 +177,50 @@ fn setup_ms(reps: u32) -> anyhow::Result<f64> {
     Ok(median(ms))
 }
 
+/// A 16 GiB machine with every other frame of 12 GiB free (see
+/// [`BenchReport::compact_16gib_ms`]).
+fn fragmented_16gib(costs: hugemm_mm::MmCosts) -> anyhow::Result<Kernel> {
+    const PAGE: u64 = 4096;
+    let mut k = Kernel::new(
+        &MemConfig {
+            bytes: 16 * GIB,
+            geometry: Geometry::X86_64,
+        },
+        costs,
+    )?;
+    let pid = k.create_process();
+    let va = k.mmap(pid, 16 * GIB, HugeAdvice::None)?;
+    let leave = 4 * GIB / PAGE;
+    let mut i = 0;
+    while k.phys().frames_free() > leave {
+        k.file_read(FileId(1), i, 1);
+        k.fault(pid, VirtAddr(va.0 + i * PAGE), true, PageSize::Base);
+        i += 1;
+    }
+    k.file_delete(FileId(1));
+    Ok(k)
+}
+
+fn compact_ms(reps: u32) -> anyhow::Result<f64> {
+    let costs = hugemm_sim::mm_costs(
+        &MachineProfile::builtin(crate::demo::PROFILE)
+            .ok_or_else(|| anyhow::anyhow!("profile missing"))?
+            .costs,
+    );
+    let mut ms = Vec::new();
+    for _ in 0..reps {
+        let mut k = fragmented_16gib(costs)?;
+        let t = Instant::now();
+        let out = k.compact(CompactRequest::Full);
+        ms.push(t.elapsed().as_secs_f64() * 1e3);
+        anyhow::ensure!(
+            out.migrated > 0,
+            "the compaction benchmark migrated nothing"
+        );
+    }
+    Ok(median(ms))
+}
+
 /// Run every benchmark, `reps` times each.
 pub fn run(reps: u32, progress: impl Fn(&str)) -> anyhow::Result<BenchReport> {
     progress("random 4 KB");
@@ -191,6 +239,8 @@ pub fn run(reps: u32, progress: impl Fn(&str)) -> anyhow::Result<BenchReport> {
         sampled_rate(reps)?;
     progress("setup 64 GiB");
     let setup_64gib_ms = setup_ms(reps)?;
+    progress("compact 16 GiB");
+    let compact_16gib_ms = compact_ms(reps)?;
     Ok(BenchReport {
         random_4k_refs_per_s,
         random_2m_refs_per_s,
@@ -199,6 +249,7 @@ pub fn run(reps: u32, progress: impl Fn(&str)) -> anyhow::Result<BenchReport> {
         sampled_whole_run_sim_seconds_per_wall_second,
         bytes_per_frame: hugemm_mm::BYTES_PER_FRAME,
         setup_64gib_ms,
+        compact_16gib_ms,
         repetitions: reps,
     })
 }

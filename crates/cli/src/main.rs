@@ -210,6 +210,10 @@ fn run_bench(json: bool, reps: u32) -> anyhow::Result<()> {
             "64 GiB machine set-up                 : {:>8.1} ms",
             r.setup_64gib_ms
         );
+        outln!(
+            "16 GiB full compaction (fragmented)   : {:>8.1} ms",
+            r.compact_16gib_ms
+        );
         outln!("(medians of {} repetitions)", r.repetitions);
     }
     Ok(())

@@ -106,26 +106,3 @@ fn anonymous_memory_takes_frames_back_from_the_page_cache() {
     assert_eq!(k.rss_bytes(pid), len);
     k.check_invariants().unwrap();
 }
-
-/// `cargo test -p hugemm-mm --release --test frag_scenarios -- --ignored --nocapture`
-#[test]
-#[ignore = "timing; run in release"]
-fn full_compaction_of_a_16gb_machine_is_fast() {
-    let mut k = machine(16 << 10);
-    interleave_then_delete(&mut k, 1 << 20);
-    let t = std::time::Instant::now();
-    let out = k.compact(CompactRequest::Full);
-    let wall = t.elapsed();
-    let m = std::time::Instant::now();
-    let metrics = k.frag_metrics();
-    eprintln!(
-        "16 GB full compaction: {} migrated, {} + {} scanned, {:?} wall; metrics {:?}",
-        out.migrated,
-        out.migrate_scanned,
-        out.free_scanned,
-        wall,
-        m.elapsed()
-    );
-    assert!(out.migrated > 500_000 && metrics.fmfi < 0.1, "{metrics:?}");
-    assert!(wall.as_secs_f64() < 1.0);
-}
