@@ -237,9 +237,7 @@ impl PhysMem {
                 None => {
                     // drain_all_pages, then one more try before failing.
                     self.drain_per_cpu_lists()?;
-                    let pfn = self.rmqueue(order, req.migrate)?;
-                    self.mark_allocated(pfn, order, OwnerKind::PerCpu);
-                    pfn
+                    self.rmqueue(order, req.migrate)?
                 }
             }
         } else {

@@ -127,6 +127,33 @@ pub struct PageblockCensus {
     pub alike: u32,
 }
 
+impl PageblockCensus {
+    /// The census of a pageblock of type `old` with `frames` frames, `free` of them free
+    /// and `movable` allocated to movable owners, as a request of type `start` counts it:
+    /// `alike_pages` are its movable frames for a movable request, its other allocated
+    /// frames for a kernel request stealing from a movable pageblock, and none otherwise.
+    pub fn new(
+        old: MigrateType,
+        start: MigrateType,
+        frames: u32,
+        free: u32,
+        movable: u32,
+    ) -> PageblockCensus {
+        let alike = match (start, old) {
+            (MigrateType::Movable, _) => movable,
+            (_, MigrateType::Movable) => frames - free - movable,
+            _ => 0,
+        };
+        PageblockCensus {
+            old,
+            frames,
+            free,
+            movable,
+            alike,
+        }
+    }
+}
+
 /// A pageblock fallback policy.
 pub trait FallbackPolicy: Debug + Send {
     /// Name in reports and errors.

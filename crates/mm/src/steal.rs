@@ -76,18 +76,7 @@ impl PhysMem {
         }
         let old = self.blocks.type_of(head);
         let (free, movable) = self.move_freepages_block(pb_start, start);
-        let alike = match (start, old) {
-            (MigrateType::Movable, _) => movable,
-            (_, MigrateType::Movable) => pb_frames - free - movable,
-            _ => 0,
-        };
-        let census = PageblockCensus {
-            old,
-            frames: pb_frames,
-            free,
-            movable,
-            alike,
-        };
+        let census = PageblockCensus::new(old, start, pb_frames, free, movable);
         self.settle_pageblock(pb_start, &census, choice, start);
     }
 

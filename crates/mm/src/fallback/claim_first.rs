@@ -34,7 +34,7 @@
 //!
 //! Cost: O(orders), plus one counter read per order tried. Must not mutate the allocator.
 
-use super::{FallbackChoice, FallbackPolicy, FreeAreaView, FALLBACKS};
+use super::{FallbackChoice, FallbackPolicy, FreeAreaView, PageblockCensus, FALLBACKS};
 use crate::pageblock::MigrateType;
 use hugemm_hw::{Order, Pfn};
 
@@ -57,27 +57,27 @@ impl ClaimFirst {
     }
 
     /// `try_to_claim_block`'s test: the block at `head` (of `order`) covers whole
-    /// pageblocks, or its pageblock lies wholly in memory and at least half of it is free
-    /// or compatible with `migrate` (`free_pages + alike_pages`, as
-    /// [`FallbackPolicy::claims_pageblock`] counts them).
-    fn claimable(view: &FreeAreaView<'_>, head: Pfn, order: u8, migrate: MigrateType) -> bool {
+    /// pageblocks, or its pageblock lies wholly in memory and the census the steal would
+    /// take passes [`FallbackPolicy::claims_pageblock`] (at least half free or alike).
+    fn claimable(
+        &self,
+        view: &FreeAreaView<'_>,
+        head: Pfn,
+        order: u8,
+        migrate: MigrateType,
+    ) -> bool {
         let pb = view.pageblock_order().0;
         if order >= pb {
             return true;
         }
         let frames = view.pageblock_frames(head);
-        if frames < 1 << pb {
+        let Some(old) = view.pageblock_type(head).filter(|_| frames >= 1 << pb) else {
             return false;
-        }
-        let free = view.pageblock_free(head);
-        let pinned = view.pageblock_pinned(head);
-        let movable = frames - free - pinned;
-        let alike = match (migrate, view.pageblock_type(head)) {
-            (MigrateType::Movable, _) => movable,
-            (_, Some(MigrateType::Movable)) => pinned,
-            _ => 0,
         };
-        free + alike >= frames / 2
+        let free = view.pageblock_free(head);
+        let movable = frames - free - view.pageblock_pinned(head);
+        let census = PageblockCensus::new(old, migrate, frames, free, movable);
+        self.claims_pageblock(&census, migrate)
     }
 }
 
@@ -100,7 +100,7 @@ impl FallbackPolicy for ClaimFirst {
             let Some(head) = Self::head(view, cur, migrate) else {
                 continue;
             };
-            if Self::claimable(view, head, cur, migrate) {
+            if self.claimable(view, head, cur, migrate) {
                 return Some(FallbackChoice::new(head, true));
             }
         }
