@@ -4,7 +4,7 @@
 //! references alone.
 
 use hugemm_hw::{Geometry, MachineProfile, Nanos, PageSize, VirtAddr};
-use hugemm_mm::{CompactRequest, FileId, HugeAdvice, Kernel, MemConfig};
+use hugemm_mm::{CompactRequest, FileId, HugeAdvice, Kernel, MemConfig, MmCosts};
 use hugemm_policy::{LinuxConfig, PolicyConfig, ThpMode};
 use hugemm_sim::{Engine, Experiment, Mode, SampledConfig};
 use hugemm_workload::{
@@ -155,22 +155,28 @@ fn sampled_rate(reps: u32) -> anyhow::Result<(f64, f64)> {
     Ok((median(steady), median(whole)))
 }
 
+/// The kernel-model costs of the bench's profile.
+fn bench_costs() -> anyhow::Result<MmCosts> {
+    let profile = MachineProfile::builtin(crate::demo::PROFILE)
+        .ok_or_else(|| anyhow::anyhow!("profile missing"))?;
+    Ok(hugemm_sim::mm_costs(&profile.costs))
+}
+
+/// A kernel model of `bytes` of x86-64 memory, all free.
+fn machine(bytes: u64, costs: MmCosts) -> anyhow::Result<Kernel> {
+    let cfg = MemConfig {
+        bytes,
+        geometry: Geometry::X86_64,
+    };
+    Ok(Kernel::new(&cfg, costs)?)
+}
+
 fn setup_ms(reps: u32) -> anyhow::Result<f64> {
-    let costs = hugemm_sim::mm_costs(
-        &MachineProfile::builtin(crate::demo::PROFILE)
-            .ok_or_else(|| anyhow::anyhow!("profile missing"))?
-            .costs,
-    );
+    let costs = bench_costs()?;
     let mut ms = Vec::new();
     for _ in 0..reps {
         let t = Instant::now();
-        let k = Kernel::new(
-            &MemConfig {
-                bytes: 64 * GIB,
-                geometry: Geometry::X86_64,
-            },
-            costs,
-        )?;
+        let k = machine(64 * GIB, costs)?;
         ms.push(t.elapsed().as_secs_f64() * 1e3);
         drop(k);
     }
@@ -179,15 +185,9 @@ fn setup_ms(reps: u32) -> anyhow::Result<f64> {
 
 /// A 16 GiB machine with every other frame of 12 GiB free (see
 /// [`BenchReport::compact_16gib_ms`]).
-fn fragmented_16gib(costs: hugemm_mm::MmCosts) -> anyhow::Result<Kernel> {
+fn fragmented_16gib(costs: MmCosts) -> anyhow::Result<Kernel> {
     const PAGE: u64 = 4096;
-    let mut k = Kernel::new(
-        &MemConfig {
-            bytes: 16 * GIB,
-            geometry: Geometry::X86_64,
-        },
-        costs,
-    )?;
+    let mut k = machine(16 * GIB, costs)?;
     let pid = k.create_process();
     let va = k.mmap(pid, 16 * GIB, HugeAdvice::None)?;
     let leave = 4 * GIB / PAGE;
@@ -202,11 +202,7 @@ fn fragmented_16gib(costs: hugemm_mm::MmCosts) -> anyhow::Result<Kernel> {
 }
 
 fn compact_ms(reps: u32) -> anyhow::Result<f64> {
-    let costs = hugemm_sim::mm_costs(
-        &MachineProfile::builtin(crate::demo::PROFILE)
-            .ok_or_else(|| anyhow::anyhow!("profile missing"))?
-            .costs,
-    );
+    let costs = bench_costs()?;
     let mut ms = Vec::new();
     for _ in 0..reps {
         let mut k = fragmented_16gib(costs)?;
