@@ -73,7 +73,32 @@ impl Kernel {
             "page-table frames not all in use",
             census.tables,
         )?;
+        self.check_slab()?;
         self.check_page_cache(census.cached)
+    }
+
+    /// Every live reclaimable kernel block the slab shrinker knows is an allocated block
+    /// of its order owned by reclaimable kernel memory, and they add up to the counter.
+    fn check_slab(&self) -> Result<()> {
+        let mut pages = 0;
+        for (pfn, order) in self.slab.iter() {
+            let ok = matches!(
+                self.phys.frame(pfn).map(|f| f.state()),
+                Some(FrameState::Allocated { order: o, owner: OwnerKind::KernelReclaimable })
+                    if o == order
+            );
+            ensure(
+                ok,
+                "a live slab block is not reclaimable kernel memory",
+                pfn.0,
+            )?;
+            pages += 1u64 << order.0;
+        }
+        ensure(
+            pages == self.slab.pages() && pages == self.stats.kmem_reclaimable_pages,
+            "slab blocks do not add up to kmem_reclaimable_pages",
+            pages,
+        )
     }
 
     /// Every reservation: its indexes agree; its process is live and its region lies in

@@ -22,6 +22,7 @@ use crate::pcp::PcpConfig;
 use crate::pte::Pte;
 use crate::reclaim::{Mem, Watermarks};
 use crate::reserv::ReservTable;
+use crate::slab::SlabCaches;
 use crate::stats::KernelStats;
 use crate::vma::{align_up, Vma};
 use hugemm_hw::{Geometry, Order, PageSize, Pfn, Pid, VirtAddr};
@@ -53,6 +54,10 @@ pub struct Kernel {
     pub(crate) wmark: Watermarks,
     pub(crate) compact: CompactState,
     pub(crate) reserv: ReservTable,
+    /// Live reclaimable kernel blocks, shrunk under memory pressure.
+    pub(crate) slab: SlabCaches,
+    /// The id of the last kernel allocation (ids start at 1).
+    pub(crate) kmem_id: u64,
 }
 
 impl Kernel {
@@ -96,6 +101,8 @@ impl Kernel {
             wmark,
             compact,
             reserv,
+            slab: SlabCaches::default(),
+            kmem_id: 0,
         })
     }
 
@@ -132,6 +139,7 @@ impl Kernel {
             frame_bytes: self.layout.base_bytes(),
             reserv: &mut self.reserv,
             costs: &self.costs,
+            slab: &mut self.slab,
         }
     }
 
@@ -160,6 +168,7 @@ impl Kernel {
             frag: &self.frag,
             wmark: self.wmark,
             reserv: &mut self.reserv,
+            slab: &mut self.slab,
         };
         Some((space, mech))
     }

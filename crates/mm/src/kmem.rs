@@ -4,15 +4,18 @@
 //! (APSys'16 section 2: these are the "sysPages" that pollute user pageblocks).
 //!
 //! Allocation goes through [`Mem::alloc`](crate::reclaim) (direct reclaim of page cache
-//! for orders <= 3, kswapd below the low watermark). Kernel frames are never migrated or
-//! reclaimed by the model: the workload holding a [`KmemHandle`] frees it. This module
-//! owns the two entry points and their counters; it must not choose pageblocks.
+//! for orders <= 3, kswapd below the low watermark). Kernel frames are never migrated.
+//! The workload holding a [`KmemHandle`] frees it; reclaimable blocks may be freed
+//! earlier by the slab shrinker under memory pressure (`slab.rs`), and their holder's
+//! `kfree` is then a no-op. This module owns the two entry points and their counters; it
+//! must not choose pageblocks.
 
 use crate::buddy::AllocRequest;
 use crate::error::{MmError, Result};
 use crate::frame::{FrameState, OwnerKind};
 use crate::kernel::Kernel;
 use crate::pageblock::MigrateType;
+use crate::slab::Release;
 use hugemm_hw::{Nanos, Order, Pfn};
 use serde::{Deserialize, Serialize};
 
@@ -41,13 +44,17 @@ impl KmemKind {
     }
 }
 
-/// A kernel allocation: its first frame and order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// A kernel allocation: its first frame, order and id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct KmemHandle {
     /// First frame.
     pub pfn: Pfn,
     /// Order of the block.
     pub order: Order,
+    /// The allocation's id, unique over the kernel's life: a reclaimable block's frames
+    /// may be shrunk and reused, and the id tells its holder's `kfree` apart from a free
+    /// of whatever reuses them.
+    pub id: u64,
 }
 
 impl Kernel {
@@ -63,18 +70,28 @@ impl Kernel {
             KmemKind::Unmovable => self.stats.kmem_unmovable_pages += frames,
             KmemKind::Reclaimable => self.stats.kmem_reclaimable_pages += frames,
         }
+        self.kmem_id += 1;
         let handle = KmemHandle {
             pfn: block.pfn,
             order,
+            id: self.kmem_id,
         };
+        if kind == KmemKind::Reclaimable {
+            self.slab.insert(handle.id, block.pfn, order);
+        }
         let evacuate = self.drain_evacuations();
         Ok((handle, self.costs.alloc + reclaim + evacuate))
     }
 
-    /// Free a kernel allocation. A handle that is not a live kernel allocation of that
-    /// order is refused with [`MmError::BadFree`] and changes nothing.
+    /// Free a kernel allocation. A reclaimable block the slab shrinker already freed is
+    /// a no-op. A handle that is not a live kernel allocation of that order is refused
+    /// with [`MmError::BadFree`] and changes nothing.
     pub fn kfree(&mut self, h: KmemHandle) -> Result<()> {
         let bad = |what| MmError::BadFree { pfn: h.pfn.0, what };
+        let released = self.slab.release(h.id, h.pfn, h.order);
+        if released == Release::Shrunk {
+            return Ok(());
+        }
         let owner = match self.phys.frame(h.pfn).map(|f| f.state()) {
             Some(FrameState::Allocated { order, owner }) if order == h.order => owner,
             Some(FrameState::Allocated { .. }) => return Err(bad("order differs")),
@@ -82,7 +99,10 @@ impl Kernel {
         };
         let counter = match owner {
             OwnerKind::KernelUnmovable => &mut self.stats.kmem_unmovable_pages,
-            OwnerKind::KernelReclaimable => &mut self.stats.kmem_reclaimable_pages,
+            OwnerKind::KernelReclaimable if released == Release::Live => {
+                &mut self.stats.kmem_reclaimable_pages
+            }
+            OwnerKind::KernelReclaimable => return Err(bad("not a live reclaimable allocation")),
             _ => return Err(bad("not kernel memory")),
         };
         *counter = counter.saturating_sub(1 << h.order.0);
@@ -126,7 +146,8 @@ mod tests {
         assert!(k
             .kfree(KmemHandle {
                 pfn: Pfn(1 << 40),
-                order: Order(0)
+                order: Order(0),
+                id: 99,
             })
             .is_err());
         k.file_read(FileId(1), 0, 1);
@@ -134,11 +155,55 @@ mod tests {
         assert!(k
             .kfree(KmemHandle {
                 pfn: cached,
-                order: Order(0)
+                order: Order(0),
+                id: h.id,
             })
             .is_err());
         k.kfree(h).unwrap();
         assert!(k.kfree(h).is_err(), "double free");
+        k.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn reclaim_shrinks_reclaimable_slab_in_proportion_and_its_holders_free_nothing() {
+        let mut k = kernel(64);
+        let slab: Vec<_> = (0..100)
+            .map(|_| k.kmalloc(KmemKind::Reclaimable, Order(0)).unwrap().0)
+            .collect();
+        let pinned = k.kmalloc(KmemKind::Unmovable, Order(0)).unwrap().0;
+        k.file_read(FileId(1), 0, 999);
+        let free = k.phys().frames_free();
+        // One batch: 32 of the LRU's 999 pages (3.2% with Linux's +1) scan 6.4% of
+        // the slab, oldest first: 6 pages now, 0.4 of a page carried over.
+        let out = k.reclaim(32);
+        assert_eq!(out.freed, 32 + 6);
+        assert_eq!(k.phys().frames_free(), free + 38);
+        assert_eq!(k.stats().slab_reclaimed_pages, 6);
+        assert_eq!(k.stats().kmem_reclaimable_pages, 94);
+        assert_eq!(
+            k.stats().kmem_unmovable_pages,
+            1,
+            "unmovable memory is never shrunk"
+        );
+        k.check_invariants().unwrap();
+        // The holder of a shrunk block frees nothing, even once its frames are reused.
+        let reused = k.kmalloc(KmemKind::Reclaimable, Order(0)).unwrap().0;
+        for h in &slab[..6] {
+            k.kfree(*h).unwrap();
+        }
+        assert_eq!(
+            k.stats().kmem_reclaimable_pages,
+            95,
+            "the reused block is live"
+        );
+        k.kfree(slab[6]).unwrap();
+        assert!(k.kfree(slab[6]).is_err(), "double free of a live block");
+        k.kfree(reused).unwrap();
+        k.kfree(pinned).unwrap();
+        // With the page cache gone, reclaim shrinks the slab alone.
+        k.drop_caches();
+        assert_eq!(k.reclaim(10).freed, 10);
+        assert_eq!(k.stats().kmem_reclaimable_pages, 83);
         k.check_invariants().unwrap();
     }
 

@@ -39,6 +39,7 @@ pub mod pcp;
 pub mod pte;
 pub mod reclaim;
 mod reserv;
+mod slab;
 mod split;
 pub mod stats;
 mod steal;

@@ -16,6 +16,7 @@ use crate::pageblock::MigrateType;
 use crate::pagetable::VaLayout;
 use crate::reclaim::{Mem, Watermarks};
 use crate::reserv::ReservTable;
+use crate::slab::SlabCaches;
 use crate::stats::KernelStats;
 use hugemm_hw::{Nanos, Order, Pfn, Pid, VirtAddr, Vpn};
 
@@ -39,6 +40,7 @@ pub(crate) struct Mech<'a> {
     pub frag: &'a FragCosts,
     pub wmark: Watermarks,
     pub reserv: &'a mut ReservTable,
+    pub slab: &'a mut SlabCaches,
 }
 
 impl Mech<'_> {
@@ -86,6 +88,7 @@ impl Mech<'_> {
             frame_bytes: self.layout.base_bytes(),
             reserv: self.reserv,
             costs: self.costs,
+            slab: self.slab,
         }
         .alloc(req)
     }

@@ -1,4 +1,4 @@
-//! Reclaim of page-cache pages: the zone watermarks, kswapd-like background reclaim, and
+//! Reclaim of page-cache pages and reclaimable slab: the zone watermarks, kswapd-like background reclaim, and
 //! direct reclaim in the allocation path (`mm/vmscan.c`, `mm/page_alloc.c`).
 //!
 //! Watermarks follow `__setup_per_zone_wmarks` for one zone: `min_free_kbytes =
@@ -27,10 +27,11 @@
 //!
 //! Allocations are not refused below `min` (no `ALLOC_WMARK_MIN` check: the model has no
 //! atomic reserves to protect), so an allocation only fails when no block is free.
-//! Only clean page cache is reclaimable: anonymous memory has no swap, and reclaimable
-//! kernel memory (`KmemKind::Reclaimable`) is not shrunk because its handles belong to
-//! the workloads (no slab shrinkers). This module owns when and how much to reclaim; the
-//! LRU order is `lru.rs`'s.
+//! Clean page cache and reclaimable kernel memory (`KmemKind::Reclaimable`, through the
+//! slab shrinker of `slab.rs`, which scans twice the fraction of it that reclaim scans of
+//! the LRU lists) are reclaimable; anonymous memory is not (no swap). This module owns
+//! when and how much to reclaim; the LRU order is `lru.rs`'s, which slab block goes next
+//! `slab.rs`'s.
 
 use crate::buddy::{AllocRequest, Block, PhysMem};
 use crate::costs::{FragCosts, MmCosts};
@@ -38,6 +39,7 @@ use crate::error::{MmError, Result};
 use crate::kernel::Kernel;
 use crate::lru::{int_sqrt, PageCache};
 use crate::reserv::{break_cost, break_reservation, ReservTable};
+use crate::slab::SlabCaches;
 use crate::stats::KernelStats;
 use hugemm_hw::{Nanos, Order};
 use serde::Serialize;
@@ -107,6 +109,7 @@ pub(crate) struct Mem<'a> {
     pub frame_bytes: u64,
     pub reserv: &'a mut ReservTable,
     pub costs: &'a MmCosts,
+    pub slab: &'a mut SlabCaches,
 }
 
 impl Mem<'_> {
@@ -121,7 +124,7 @@ impl Mem<'_> {
                 Err(MmError::OutOfMemory) if retry && self.reserv.oldest_partial().is_some() => {
                     spent += self.reclaim_reservation();
                 }
-                Err(MmError::OutOfMemory) if retry && self.cache.pages() > 0 => {
+                Err(MmError::OutOfMemory) if retry && self.reclaimable() > 0 => {
                     self.stats.allocstall += !std::mem::replace(&mut stalled, true) as u64;
                     spent += self.direct_reclaim();
                 }
@@ -159,7 +162,7 @@ impl Mem<'_> {
     pub fn wake_kswapd(&mut self) {
         let free = self.phys.frames_free();
         if free >= self.wmark.low
-            || (self.cache.pages() == 0 && self.reserv.oldest_partial().is_none())
+            || (self.reclaimable() == 0 && self.reserv.oldest_partial().is_none())
         {
             return;
         }
@@ -169,7 +172,7 @@ impl Mem<'_> {
             self.stats.kswapd_time += t;
         }
         let free = self.phys.frames_free();
-        if free >= self.wmark.high || self.cache.pages() == 0 {
+        if free >= self.wmark.high || self.reclaimable() == 0 {
             return;
         }
         let freed = self.shrink(self.wmark.high - free);
@@ -181,17 +184,30 @@ impl Mem<'_> {
         Nanos(self.frag.reclaim_page.0 * pages)
     }
 
-    /// Free up to `pages` page-cache pages from the inactive tail in batches of
-    /// `SWAP_CLUSTER_MAX`, deactivating active pages when the inactive list is low.
-    /// Returns the pages freed.
+    /// Frames reclaim can free: clean page cache and reclaimable slab.
+    fn reclaimable(&self) -> u64 {
+        self.cache.pages() + self.slab.pages()
+    }
+
+    /// Free about `pages` frames: page-cache pages from the inactive tail in batches of
+    /// `SWAP_CLUSTER_MAX`, deactivating active pages when the inactive list is low, each
+    /// batch followed by the slab shrinker's share (`slab.rs`); with the page cache empty,
+    /// slab alone. The last batch's slab share may overshoot `pages`. Returns the frames
+    /// freed.
     pub fn shrink(&mut self, pages: u64) -> u64 {
         let mut freed = 0;
-        while freed < pages && self.cache.pages() > 0 {
+        while freed < pages && self.reclaimable() > 0 {
+            let lru = self.cache.pages();
+            if lru == 0 {
+                self.slab.charge_pages(pages - freed);
+                freed += self.shrink_slab();
+                continue;
+            }
             let (inactive, _) = self.cache.list_lens();
             if inactive == 0 || self.cache.inactive_is_low(self.frame_bytes) {
                 self.cache.deactivate(SWAP_CLUSTER_MAX);
             }
-            let batch = SWAP_CLUSTER_MAX.min(pages - freed);
+            let (batch, mut scanned) = (SWAP_CLUSTER_MAX.min(pages - freed), 0);
             for _ in 0..batch {
                 let Some(page) = self.cache.inactive_tail() else {
                     break;
@@ -200,8 +216,28 @@ impl Mem<'_> {
                 if self.phys.free(page.pfn, Order(0)).is_err() {
                     self.stats.internal_errors += 1;
                 }
-                freed += 1;
+                scanned += 1;
             }
+            freed += scanned;
+            self.slab.charge(scanned, lru);
+            freed += self.shrink_slab();
+        }
+        freed
+    }
+
+    /// Free the reclaimable kernel blocks the shrinker's work covers; returns frames
+    /// freed.
+    fn shrink_slab(&mut self) -> u64 {
+        let mut freed = 0;
+        while let Some((pfn, order)) = self.slab.take_due() {
+            let frames = 1u64 << order.0;
+            let held = &mut self.stats.kmem_reclaimable_pages;
+            *held = held.saturating_sub(frames);
+            self.stats.slab_reclaimed_pages += frames;
+            if self.phys.free(pfn, order).is_err() {
+                self.stats.internal_errors += 1;
+            }
+            freed += frames;
         }
         freed
     }

@@ -90,6 +90,9 @@ pub struct KernelStats {
     pub kmem_unmovable_pages: u64,
     /// Frames held by `kmalloc` with [`KmemKind::Reclaimable`](crate::KmemKind) (now).
     pub kmem_reclaimable_pages: u64,
+    /// Frames of reclaimable kernel memory the slab shrinker freed under memory pressure
+    /// (`slab.rs`; Linux counts these in `reclaimed_slab`, not in `/proc/vmstat`).
+    pub slab_reclaimed_pages: u64,
     /// Page-cache reads that found the page cached.
     pub page_cache_hits: u64,
     /// Pages read into the page cache (misses; Linux `pgpgin` in pages).

@@ -135,10 +135,20 @@ impl World {
             }
             Op::Reclaim { pages } => {
                 let (mapping, cached) = (self.mapping(), self.cached());
+                let (slab, shrunk) = (self.slab(), self.k.stats().slab_reclaimed_pages);
                 let out = self.k.reclaim(pages as u64);
                 prop_assert_eq!(self.mapping(), mapping, "reclaim touched anonymous memory");
                 let after = self.cached();
-                prop_assert_eq!(after.len() as u64 + out.freed, cached.len() as u64);
+                let slab_freed = slab - self.slab();
+                prop_assert_eq!(self.k.stats().slab_reclaimed_pages, shrunk + slab_freed);
+                prop_assert_eq!(
+                    after.len() as u64 + out.freed,
+                    cached.len() as u64 + slab_freed
+                );
+                prop_assert!(
+                    out.freed >= (pages as u64).min(cached.len() as u64 + slab),
+                    "reclaim stopped short of what it was asked with memory left to free"
+                );
                 prop_assert!(after.iter().all(|p| cached.contains(p)));
             }
             Op::Compact { kind, order } => {
@@ -162,6 +172,11 @@ impl World {
             }
         }
         Ok(())
+    }
+
+    /// Frames of live reclaimable kernel memory.
+    fn slab(&self) -> u64 {
+        self.k.stats().kmem_reclaimable_pages
     }
 
     /// Run `f`, checking it keeps translations, cached pages and free frames.

@@ -10,7 +10,7 @@ use crate::compaction::direct_compact;
 use crate::engine::Engine;
 use crate::results::HighAllocResult;
 use crate::run::Stop;
-use hugemm_hw::{Nanos, Order, Pfn, Picos};
+use hugemm_hw::{Nanos, Order, Picos};
 use hugemm_mm::{AllocRequest, KmemHandle, KmemKind, MigrateType, OwnerKind};
 use hugemm_workload::{FileId, KernelMem, Lifetime, Phase};
 use rand::Rng;
@@ -22,7 +22,7 @@ use std::collections::BinaryHeap;
 pub(crate) struct KmemLedger {
     /// (free time, sequence, block), earliest first; the sequence keeps frees in
     /// allocation order among equal times.
-    timed: BinaryHeap<Reverse<(Picos, u64, u64, u8)>>,
+    timed: BinaryHeap<Reverse<(Picos, u64, KmemHandle)>>,
     /// Blocks freed at exit, per process index.
     at_exit: Vec<Vec<KmemHandle>>,
     seq: u64,
@@ -43,21 +43,18 @@ impl KmemLedger {
             Lifetime::Forever => return,
         };
         self.seq += 1;
-        self.timed.push(Reverse((at, self.seq, h.pfn.0, h.order.0)));
+        self.timed.push(Reverse((at, self.seq, h)));
     }
 
     /// Blocks whose time has come by `now`, in order.
     pub fn due(&mut self, now: Picos) -> Vec<KmemHandle> {
         let mut out = Vec::new();
-        while let Some(Reverse((at, _, pfn, order))) = self.timed.peek().copied() {
+        while let Some(Reverse((at, _, h))) = self.timed.peek().copied() {
             if at > now {
                 break;
             }
             self.timed.pop();
-            out.push(KmemHandle {
-                pfn: Pfn(pfn),
-                order: Order(order),
-            });
+            out.push(h);
         }
         out
     }
@@ -234,6 +231,7 @@ impl Engine {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hugemm_hw::Pfn;
     use rand::SeedableRng;
     use rand_xoshiro::Xoshiro256PlusPlus;
 
@@ -241,6 +239,7 @@ mod tests {
         KmemHandle {
             pfn: Pfn(pfn),
             order: Order(0),
+            id: pfn,
         }
     }
 

@@ -73,7 +73,10 @@ pub struct KernelBuild {
     /// nodes in order-1 slabs (11%), dentries, buffer heads and extent-status entries in
     /// order-0 slabs (32%).
     pub reclaimable_order_percent: [u8; 3],
-    /// Mean lifetime of reclaimable memory (until a shrinker frees it). Default 1,200 s.
+    /// Mean lifetime of reclaimable memory when nothing presses on memory (its files are
+    /// deleted or their dentries and inodes age out). Default 1,200 s: the measured
+    /// build's reclaimable slab only grew. Under memory pressure the kernel's slab
+    /// shrinker frees it sooner (`hugemm_mm`'s `slab.rs`).
     pub reclaimable_lifetime: Nanos,
     /// Seed of the builder's own choices (heap sizes, headers read).
     pub seed: u64,
