@@ -1,11 +1,19 @@
 //! APBS, Adaptive pBlock Selection (APSys'16 4.3, Algorithm 2): a kernel fallback first
 //! finds the highest order with a free block on its fallback lists (Algorithm 1, line 2)
 //! and reads the fragmentation [`Level`] from it: low (orders 9-10 on x86-64) takes
-//! Linux's pick; medium (7-8) the best of 4 random eligible pageblocks; high (4-6) AAF
-//! (Linux's pick, always claimed, user pages evacuated); critical (below 4) RPBS (best of
-//! 64). Thresholds are relative to the pageblock order (9, 7 and 4 are `pb`, `pb - 2`,
-//! `pb - 5`), so a tiny test geometry keeps the paper's shape. Movable requests fall back as
+//! Linux's pick; medium (7-8) the best of 4 random pageblocks; high (4-6) AAF (Linux's
+//! pick, always claimed, user pages evacuated); critical (below 4) RPBS (best of 64).
+//! Thresholds are relative to the pageblock order (9, 7 and 4 are `pb`, `pb - 2`, `pb -
+//! 5`), so a tiny test geometry keeps the paper's shape. Movable requests fall back as
 //! Linux does. Must not mutate the allocator.
+//!
+//! The medium level's "four random pBlocks" are the pageblocks of four blocks drawn at
+//! random from the fallback lists at the order the search found, the one that reserves the
+//! most winning. That is our reading of Algorithm 2's `get_random_page(USER, order)`
+//! beside the low level's `get_head_page(USER, order)`: the same list, a random entry
+//! instead of its head. An earlier reading drew from every pageblock with any free block
+//! of the requested order; those often reserve fewer pages than the list head Linux takes
+//! (which has at least 2^7 free frames), so that APBS tainted more than the default.
 
 use super::select::{self, PolicyRng};
 use super::{Aaf, FallbackChoice, FallbackPolicy, FreeAreaView, LinuxDefault, Rpbs};
@@ -77,16 +85,21 @@ impl FallbackPolicy for Apbs {
         if migrate == MigrateType::Movable {
             return LinuxDefault.choose(view, order, migrate);
         }
-        let level = Level::of(
-            select::top_fallback_order(view, migrate, order)?,
-            view.pageblock_order(),
-        );
+        let top = select::top_fallback_order(view, migrate, order)?;
+        let level = Level::of(top, view.pageblock_order());
         self.seen[level as usize] += 1;
         let rng = &mut self.rng;
         match level {
             Level::Low => LinuxDefault.choose(view, order, migrate),
             Level::Medium => {
-                select::best_of_random(view, rng, order, migrate, Level::MEDIUM_SAMPLES)
+                match select::sample_listed(view, rng, migrate, top, Level::MEDIUM_SAMPLES) {
+                    (Some(c), walked) => select::choice_for(view, &c, migrate, walked),
+                    (None, walked) => Some(
+                        LinuxDefault
+                            .choose(view, order, migrate)?
+                            .with_scanned(walked),
+                    ),
+                }
             }
             Level::High => Aaf.choose(view, order, migrate),
             Level::Critical => select::best_of_random(view, rng, order, migrate, Rpbs::SAMPLES),

@@ -198,22 +198,30 @@ fn apbs_takes_linux_pick_at_the_low_level() {
 }
 
 #[test]
-fn apbs_samples_four_pageblocks_at_the_medium_level() {
-    // The top block is order 7 (pageblock 1); pageblock 3 has 200 single free frames.
-    let mut free = vec![(512 + 128, 7)];
+fn apbs_takes_the_best_of_four_random_top_order_blocks_at_the_medium_level() {
+    // The top order is 7: one block in pageblock 1 (128 free frames there), one in
+    // pageblock 2 with 100 single frames beside it (228). Pageblock 3 has 200 single free
+    // frames but no order-7 block, so it is not on the list the medium level draws from.
+    let mut free = vec![(512 + 128, 7), (1024 + 256, 7)];
+    free.extend((0..100).map(|i| (1024 + 2 * i, 0)));
     free.extend((0..200).map(|i| (1536 + 2 * i, 0)));
     let m = carved(4096, &free);
-    let mut apbs = Apbs::new(3);
-    let c = apbs
-        .choose(&m.view(), Order(0), MigrateType::Unmovable)
-        .unwrap();
-    assert_eq!(apbs.levels_seen(), [0, 1, 0, 0]);
-    assert!(!c.evacuate);
+    let mut picked = [0u32; 4];
+    for seed in 1..=16 {
+        let mut apbs = Apbs::new(seed);
+        let c = apbs
+            .choose(&m.view(), Order(0), MigrateType::Unmovable)
+            .unwrap();
+        assert_eq!(apbs.levels_seen(), [0, 1, 0, 0]);
+        assert!(!c.evacuate);
+        assert!(c.scanned >= 4, "four list entries drawn");
+        picked[pageblock_of(c.block) as usize] += 1;
+    }
+    assert_eq!(picked[3], 0, "never a pageblock without an order-7 block");
     assert!(
-        c.scanned >= 4,
-        "probes until four eligible pageblocks are drawn"
+        picked[2] > picked[1],
+        "the best of four draws from two blocks is mostly the better one: {picked:?}"
     );
-    assert!(matches!(pageblock_of(c.block), 1 | 3));
 }
 
 #[test]

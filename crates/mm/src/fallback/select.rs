@@ -143,6 +143,45 @@ pub(super) fn sample(
     (best, probes)
 }
 
+/// The best of `k` blocks drawn uniformly at random (with replacement) from `migrate`'s
+/// fallback lists at order `top`, the highest order they hold (APBS's medium level,
+/// `get_random_page`): returns the candidate of the pageblock holding the best (the first
+/// drawn on ties) and the list entries walked. O(k x blocks listed at `top`).
+pub(super) fn sample_listed(
+    view: &FreeAreaView<'_>,
+    rng: &mut PolicyRng,
+    migrate: MigrateType,
+    top: Order,
+    k: u32,
+) -> (Option<Candidate>, u32) {
+    let lists = FALLBACKS[migrate.index()];
+    let total: u64 = lists.iter().map(|&mt| view.nr_free(top, mt)).sum();
+    let (mut best, mut walked) = (None::<Candidate>, 0u32);
+    if total == 0 {
+        return (None, 0);
+    }
+    for _ in 0..k {
+        let mut i = rng.gen_range(0..total);
+        let drawn = lists.iter().find_map(|&mt| {
+            let n = view.nr_free(top, mt);
+            if i < n {
+                return view.blocks(top, mt).nth(i as usize);
+            }
+            i -= n;
+            None
+        });
+        walked = walked.saturating_add(u32::try_from(i + 1).unwrap_or(u32::MAX));
+        let Some(c) = drawn.and_then(|pfn| candidate(view, pageblock_of(view, pfn), migrate, top))
+        else {
+            continue;
+        };
+        if best.map_or(true, |b| c.reserve > b.reserve) {
+            best = Some(c);
+        }
+    }
+    (best, walked)
+}
+
 /// The lowest-addressed free block of order `c.top` on a fallback list of `migrate` in
 /// `c`'s pageblock: a walk over that pageblock's blocks (at most its frame count).
 pub(super) fn block_in(
