@@ -92,14 +92,8 @@ impl FallbackPolicy for Apbs {
         match level {
             Level::Low => LinuxDefault.choose(view, order, migrate),
             Level::Medium => {
-                match select::sample_listed(view, rng, migrate, top, Level::MEDIUM_SAMPLES) {
-                    (Some(c), walked) => select::choice_for(view, &c, migrate, walked),
-                    (None, walked) => Some(
-                        LinuxDefault
-                            .choose(view, order, migrate)?
-                            .with_scanned(walked),
-                    ),
-                }
+                let sampled = select::sample_listed(view, rng, migrate, top, Level::MEDIUM_SAMPLES);
+                select::best_or_linux(view, sampled, order, migrate)
             }
             Level::High => Aaf.choose(view, order, migrate),
             Level::Critical => select::best_of_random(view, rng, order, migrate, Rpbs::SAMPLES),

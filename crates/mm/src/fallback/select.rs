@@ -227,7 +227,18 @@ pub(super) fn best_of_random(
     migrate: MigrateType,
     k: u32,
 ) -> Option<FallbackChoice> {
-    match sample(view, rng, migrate, order, k) {
+    best_or_linux(view, sample(view, rng, migrate, order, k), order, migrate)
+}
+
+/// The choice for a sampled candidate (with the probes it took), or Linux's choice when
+/// the sample found none.
+pub(super) fn best_or_linux(
+    view: &FreeAreaView<'_>,
+    sampled: (Option<Candidate>, u32),
+    order: Order,
+    migrate: MigrateType,
+) -> Option<FallbackChoice> {
+    match sampled {
         (Some(c), probes) => choice_for(view, &c, migrate, probes),
         (None, probes) => Some(
             LinuxDefault
