@@ -14,7 +14,7 @@
 //!
 //! Empty ways ([`INVALID`]) sit at the old end of the list, so they are filled first.
 
-use crate::lruset::{eq_bytes, fingerprint, LANES, ONES};
+use crate::lruset::{eq_bytes, fingerprint, LruWays, LANES, ONES};
 use crate::setassoc::{WayLimit, INVALID};
 
 /// Sets of more ways than this use the list representation.
@@ -103,28 +103,6 @@ impl<const B: usize> ListSet<B> {
         std::mem::replace(&mut self.tags[block][lane], tag)
     }
 
-    #[inline(always)]
-    pub(crate) fn find(&self, tag: u64) -> Option<ListWay> {
-        let pattern = u64::from(fingerprint(tag)) * ONES;
-        // All blocks' matches first, without a branch (the compiler vectorises this), so
-        // a miss, the common case of a large fully associative set, costs no scan.
-        let matches: [u64; B] = std::array::from_fn(|block| eq_bytes(self.fps[block], pattern));
-        if matches.iter().fold(0, |any, m| any | m) == 0 {
-            return None;
-        }
-        for (block, &hits) in matches.iter().enumerate() {
-            let mut hits = hits;
-            while hits != 0 {
-                let lane = (hits.trailing_zeros() / 8) as usize;
-                if self.tags[block][lane % LANES] == tag {
-                    return Some((block * LANES + lane) as u8);
-                }
-                hits &= hits - 1;
-            }
-        }
-        None
-    }
-
     /// Takes `w` out of the list (the list must hold another way).
     #[inline(always)]
     fn unlink(&mut self, w: ListWay) {
@@ -139,19 +117,6 @@ impl<const B: usize> ListSet<B> {
         } else {
             self.set_younger(o, y);
         }
-    }
-
-    /// Makes `w` the most recently used.
-    #[inline(always)]
-    fn touch(&mut self, w: ListWay) {
-        if w == self.head {
-            return;
-        }
-        self.unlink(w);
-        let head = self.head;
-        self.set_older(w, head);
-        self.set_younger(head, w);
-        self.head = w;
     }
 
     /// Makes `w` the least recently used.
@@ -172,37 +137,6 @@ impl<const B: usize> ListSet<B> {
         let old = self.set_tag(w, tag);
         self.touch(w);
         (old != INVALID).then_some(old)
-    }
-
-    /// Fills `tag` into the least recently used way (`_oldest` is for the SWAR sets).
-    #[inline(always)]
-    pub(crate) fn fill(&mut self, tag: u64, _oldest: u8) -> Option<u64> {
-        self.replace(self.tail, tag)
-    }
-
-    #[inline(always)]
-    pub(crate) fn lookup(&mut self, tag: u64) -> bool {
-        match self.find(tag) {
-            Some(w) => {
-                self.touch(w);
-                true
-            }
-            None => false,
-        }
-    }
-
-    #[inline(always)]
-    pub(crate) fn access(&mut self, tag: u64, oldest: u8) -> bool {
-        match self.find(tag) {
-            Some(w) => {
-                self.touch(w);
-                true
-            }
-            None => {
-                self.fill(tag, oldest);
-                false
-            }
-        }
     }
 
     /// The ways from least to most recently used.
@@ -256,5 +190,50 @@ impl<const B: usize> ListSet<B> {
         let mut v: Vec<u64> = self.oldest_first(ways).map(|w| self.tag(w)).collect();
         v.reverse();
         v
+    }
+}
+
+impl<const B: usize> LruWays for ListSet<B> {
+    type Way = ListWay;
+
+    #[inline(always)]
+    fn find(&self, tag: u64) -> Option<ListWay> {
+        let pattern = u64::from(fingerprint(tag)) * ONES;
+        // All blocks' matches first, without a branch (the compiler vectorises this), so
+        // a miss, the common case of a large fully associative set, costs no scan.
+        let matches: [u64; B] = std::array::from_fn(|block| eq_bytes(self.fps[block], pattern));
+        if matches.iter().fold(0, |any, m| any | m) == 0 {
+            return None;
+        }
+        for (block, &hits) in matches.iter().enumerate() {
+            let mut hits = hits;
+            while hits != 0 {
+                let lane = (hits.trailing_zeros() / 8) as usize;
+                if self.tags[block][lane % LANES] == tag {
+                    return Some((block * LANES + lane) as u8);
+                }
+                hits &= hits - 1;
+            }
+        }
+        None
+    }
+
+    /// Makes `w` the most recently used.
+    #[inline(always)]
+    fn touch(&mut self, w: ListWay) {
+        if w == self.head {
+            return;
+        }
+        self.unlink(w);
+        let head = self.head;
+        self.set_older(w, head);
+        self.set_younger(head, w);
+        self.head = w;
+    }
+
+    /// Fills `tag` into the least recently used way (`_oldest` is for the SWAR sets).
+    #[inline(always)]
+    fn fill(&mut self, tag: u64, _oldest: u8) -> Option<u64> {
+        self.replace(self.tail, tag)
     }
 }

@@ -57,6 +57,50 @@ pub(crate) struct Way {
     lane: usize,
 }
 
+/// What the two LRU set representations (the SWAR ages here, the linked list of
+/// `lrulist.rs`) provide; a lookup and an access are written once on top of it.
+pub(crate) trait LruWays {
+    /// A way of the set.
+    type Way: Copy;
+
+    /// The way holding `tag`, if any.
+    fn find(&self, tag: u64) -> Option<Self::Way>;
+
+    /// Makes `w` the most recently used way.
+    fn touch(&mut self, w: Self::Way);
+
+    /// Fills `tag` into the least recently used way (`oldest`: the set's oldest age, for
+    /// the SWAR sets); returns the tag it evicted.
+    fn fill(&mut self, tag: u64, oldest: u8) -> Option<u64>;
+
+    /// Whether `tag` is present, making it the most recently used on a hit.
+    #[inline(always)]
+    fn lookup(&mut self, tag: u64) -> bool {
+        match self.find(tag) {
+            Some(w) => {
+                self.touch(w);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// [`LruWays::lookup`], filling `tag` on a miss.
+    #[inline(always)]
+    fn access(&mut self, tag: u64, oldest: u8) -> bool {
+        match self.find(tag) {
+            Some(w) => {
+                self.touch(w);
+                true
+            }
+            None => {
+                self.fill(tag, oldest);
+                false
+            }
+        }
+    }
+}
+
 /// One set of `B` blocks of eight ways.
 #[derive(Clone, Debug)]
 #[repr(C, align(64))]
@@ -106,32 +150,7 @@ impl<const B: usize> Set<B> {
         *word = (*word & !(0xff << shift)) | (u64::from(age) << shift);
     }
 
-    #[inline(always)]
-    pub(crate) fn find(&self, tag: u64) -> Option<Way> {
-        let pattern = u64::from(fingerprint(tag)) * ONES;
-        for block in 0..B {
-            let mut hits = eq_bytes(self.fps[block], pattern);
-            while hits != 0 {
-                let w = Way {
-                    block,
-                    lane: lane(hits),
-                };
-                if self.tag(w) == tag {
-                    return Some(w);
-                }
-                hits &= hits - 1;
-            }
-        }
-        None
-    }
-
-    /// Makes `w` the most recently used: every way younger than it ages by one.
-    #[inline(always)]
-    fn touch(&mut self, w: Way) {
-        self.touch_aged(w, self.age(w));
-    }
-
-    /// [`Set::touch`] of a way whose age `a` the caller knows.
+    /// [`LruWays::touch`] of a way whose age `a` the caller knows.
     #[inline(always)]
     fn touch_aged(&mut self, w: Way, a: u8) {
         for word in &mut self.ages {
@@ -172,37 +191,6 @@ impl<const B: usize> Set<B> {
         *fps = (*fps & !(0xff << shift)) | (u64::from(fingerprint(tag)) << shift);
         self.touch_aged(w, a);
         (old != INVALID).then_some(old)
-    }
-
-    /// Fills `tag` into the least recently used way (age `oldest`).
-    #[inline(always)]
-    pub(crate) fn fill(&mut self, tag: u64, oldest: u8) -> Option<u64> {
-        self.replace_aged(self.victim(oldest), oldest, tag)
-    }
-
-    #[inline(always)]
-    pub(crate) fn lookup(&mut self, tag: u64) -> bool {
-        match self.find(tag) {
-            Some(w) => {
-                self.touch(w);
-                true
-            }
-            None => false,
-        }
-    }
-
-    #[inline(always)]
-    pub(crate) fn access(&mut self, tag: u64, oldest: u8) -> bool {
-        match self.find(tag) {
-            Some(w) => {
-                self.touch(w);
-                true
-            }
-            None => {
-                self.fill(tag, oldest);
-                false
-            }
-        }
     }
 
     /// Every way of the set, in way order.
@@ -267,6 +255,41 @@ impl<const B: usize> Set<B> {
             .collect();
         v.sort_unstable();
         v.into_iter().map(|(_, t)| t).collect()
+    }
+}
+
+impl<const B: usize> LruWays for Set<B> {
+    type Way = Way;
+
+    #[inline(always)]
+    fn find(&self, tag: u64) -> Option<Way> {
+        let pattern = u64::from(fingerprint(tag)) * ONES;
+        for block in 0..B {
+            let mut hits = eq_bytes(self.fps[block], pattern);
+            while hits != 0 {
+                let w = Way {
+                    block,
+                    lane: lane(hits),
+                };
+                if self.tag(w) == tag {
+                    return Some(w);
+                }
+                hits &= hits - 1;
+            }
+        }
+        None
+    }
+
+    /// Makes `w` the most recently used: every way younger than it ages by one.
+    #[inline(always)]
+    fn touch(&mut self, w: Way) {
+        self.touch_aged(w, self.age(w));
+    }
+
+    /// Fills `tag` into the least recently used way (age `oldest`).
+    #[inline(always)]
+    fn fill(&mut self, tag: u64, oldest: u8) -> Option<u64> {
+        self.replace_aged(self.victim(oldest), oldest, tag)
     }
 }
 

@@ -35,7 +35,7 @@
 //! these arrays).
 
 use crate::lrulist::{ListSet, LIST_MIN_WAYS};
-use crate::lruset::{Set, LANES};
+use crate::lruset::{LruWays, Set, LANES};
 
 /// The tag value of an empty way. Callers must never insert it.
 pub const INVALID: u64 = u64::MAX;
