@@ -7,7 +7,8 @@
 //! it reserves the pageblock's free frames (`move_freepages_block` moves them all), or the
 //! whole block when that is larger than a pageblock. Everything here reads the
 //! per-pageblock counters in O(1) per pageblock, except [`block_in`], which walks the
-//! blocks of the one chosen pageblock. It must not mutate anything.
+//! blocks of the one chosen pageblock, and [`sample_listed`], which walks a free list to
+//! each block it draws. It must not mutate anything.
 
 use super::{FallbackChoice, FallbackPolicy, FreeAreaView, LinuxDefault, FALLBACKS};
 use crate::frame::FrameState;
@@ -156,10 +157,10 @@ pub(super) fn sample_listed(
 ) -> (Option<Candidate>, u32) {
     let lists = FALLBACKS[migrate.index()];
     let total: u64 = lists.iter().map(|&mt| view.nr_free(top, mt)).sum();
-    let (mut best, mut walked) = (None::<Candidate>, 0u32);
     if total == 0 {
         return (None, 0);
     }
+    let (mut best, mut walked) = (None::<Candidate>, 0u32);
     for _ in 0..k {
         let mut i = rng.gen_range(0..total);
         let drawn = lists.iter().find_map(|&mt| {
