@@ -1,5 +1,6 @@
-//! Reclaim of page-cache pages and reclaimable slab: the zone watermarks, kswapd-like background reclaim, and
-//! direct reclaim in the allocation path (`mm/vmscan.c`, `mm/page_alloc.c`).
+//! Reclaim of page-cache pages and reclaimable slab: the zone watermarks, kswapd-like
+//! background reclaim, and direct reclaim in the allocation path (`mm/vmscan.c`,
+//! `mm/page_alloc.c`).
 //!
 //! Watermarks follow `__setup_per_zone_wmarks` for one zone: `min_free_kbytes =
 //! int_sqrt(16 * lowmem_kbytes)` clamped to [128 KB, 256 MB] (`calculate_min_free_kbytes`);
@@ -92,7 +93,7 @@ pub fn default_min_free_kbytes(lowmem_kb: u64) -> u64 {
 /// The result of an explicit reclaim request.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct ReclaimOutcome {
-    /// Pages freed.
+    /// Frames freed: page cache and reclaimable slab.
     pub freed: u64,
     /// Time charged to the caller.
     pub cost: Nanos,
@@ -249,8 +250,9 @@ impl Kernel {
         self.wmark
     }
 
-    /// Reclaim up to `pages` page-cache pages now (like writing to cgroup v2's
-    /// `memory.reclaim`), charged to the caller and counted as direct reclaim.
+    /// Reclaim about `pages` frames of page cache and reclaimable slab now (like writing
+    /// to cgroup v2's `memory.reclaim`; see `Mem::shrink`), charged to the caller and
+    /// counted as direct reclaim.
     pub fn reclaim(&mut self, pages: u64) -> ReclaimOutcome {
         let mut mem = self.mem();
         let freed = mem.shrink(pages);
