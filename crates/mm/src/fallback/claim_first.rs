@@ -34,7 +34,9 @@
 //!
 //! Cost: O(orders), plus one counter read per order tried. Must not mutate the allocator.
 
-use super::{FallbackChoice, FallbackPolicy, FreeAreaView, PageblockCensus, FALLBACKS};
+use super::{
+    FallbackChoice, FallbackPolicy, FreeAreaView, LinuxDefault, PageblockCensus, FALLBACKS,
+};
 use crate::pageblock::MigrateType;
 use hugemm_hw::{Order, Pfn};
 
@@ -48,12 +50,6 @@ impl ClaimFirst {
         FALLBACKS[migrate.index()]
             .into_iter()
             .find_map(|mt| view.first(Order(order), mt))
-    }
-
-    /// `should_try_claim_block`: a kernel request may claim from any order, a movable one
-    /// from half a pageblock up.
-    fn may_claim_from(order: u8, pageblock_order: u8, migrate: MigrateType) -> bool {
-        order >= pageblock_order / 2 || migrate != MigrateType::Movable
     }
 
     /// `try_to_claim_block`'s test: the block at `head` (of `order`) covers whole
@@ -94,7 +90,9 @@ impl FallbackPolicy for ClaimFirst {
     ) -> Option<FallbackChoice> {
         let (max, pb) = (view.max_order().0, view.pageblock_order().0);
         for cur in (order.0..=max).rev() {
-            if !Self::may_claim_from(cur, pb, migrate) {
+            // `should_try_claim_block` is 6.14's `can_steal_fallback` under a new name: a
+            // kernel request may claim from any order, a movable one from half a pageblock.
+            if !LinuxDefault::can_steal(cur, pb, migrate) {
                 break;
             }
             let Some(head) = Self::head(view, cur, migrate) else {
