@@ -70,5 +70,5 @@ pub use pagecache::{FileId, FileRead};
 pub use pcp::PcpConfig;
 pub use pte::Pte;
 pub use reclaim::{ReclaimOutcome, Watermarks};
-pub use stats::{FallbackStats, FaultCounts, KernelStats};
+pub use stats::{FallbackEventCount, FallbackStats, FaultCounts, KernelStats};
 pub use vma::Vma;
