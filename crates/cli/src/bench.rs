@@ -7,6 +7,7 @@ use hugemm_hw::{Geometry, MachineProfile, Nanos, PageSize, VirtAddr};
 use hugemm_mm::{CompactRequest, FileId, HugeAdvice, Kernel, MemConfig, MmCosts};
 use hugemm_policy::{LinuxConfig, PolicyConfig, ThpMode};
 use hugemm_sim::{Engine, Experiment, Mode, SampledConfig};
+use hugemm_workload::kbuild::{FileIds, KernelBuild};
 use hugemm_workload::{
     builtin, AccessPhase, Advice, Amount, BufferId, Pattern, Phase, ProcessSpec,
 };
@@ -35,6 +36,10 @@ pub struct BenchReport {
     /// whose used 12 GiB alternate page-cache and anonymous frames, the page cache then
     /// deleted (every other used frame free, no free order-9 block).
     pub compact_16gib_ms: f64,
+    /// Wall-clock seconds to simulate a 16 GiB machine through two kernel builds, the APSys'16
+    /// reproductions' build (`make -j4`, 2 x 1,000 units, compiler heaps 4-16 MiB, sampled
+    /// mode, metrics sampled every 10 s), with Linux's default fallback.
+    pub kbuild_16gib_s: f64,
     /// Repetitions behind each median.
     pub repetitions: u32,
 }
@@ -217,6 +222,32 @@ fn compact_ms(reps: u32) -> anyhow::Result<f64> {
     Ok(median(ms))
 }
 
+/// Wall seconds of [`BenchReport::kbuild_16gib_s`]'s run.
+fn kbuild_16gib_s(reps: u32) -> anyhow::Result<f64> {
+    let build = KernelBuild {
+        jobs: 4,
+        builds: 2,
+        units: 1_000,
+        heap_bytes: (4 << 20, 16 << 20),
+        ..KernelBuild::default()
+    };
+    let mut secs = Vec::new();
+    for _ in 0..reps {
+        let mut exp = experiment(
+            16 * GIB,
+            ThpMode::Never,
+            build.processes("make", Nanos::ZERO, &mut FileIds::from(0)),
+            Mode::Sampled(SampledConfig::default()),
+        )?;
+        exp.profile = MachineProfile::builtin("haswell-e5-2690v3")
+            .ok_or_else(|| anyhow::anyhow!("profile missing"))?;
+        let (wall, sim) = timed(exp)?;
+        anyhow::ensure!(sim > 0.0, "the kernel-build benchmark simulated nothing");
+        secs.push(wall);
+    }
+    Ok(median(secs))
+}
+
 /// Run every benchmark, `reps` times each.
 pub fn run(reps: u32, progress: impl Fn(&str)) -> anyhow::Result<BenchReport> {
     progress("random 4 KB");
@@ -237,6 +268,8 @@ pub fn run(reps: u32, progress: impl Fn(&str)) -> anyhow::Result<BenchReport> {
     let setup_64gib_ms = setup_ms(reps)?;
     progress("compact 16 GiB");
     let compact_16gib_ms = compact_ms(reps)?;
+    progress("two kernel builds on 16 GiB");
+    let kbuild_16gib_s = kbuild_16gib_s(reps)?;
     Ok(BenchReport {
         random_4k_refs_per_s,
         random_2m_refs_per_s,
@@ -246,6 +279,7 @@ pub fn run(reps: u32, progress: impl Fn(&str)) -> anyhow::Result<BenchReport> {
         bytes_per_frame: hugemm_mm::BYTES_PER_FRAME,
         setup_64gib_ms,
         compact_16gib_ms,
+        kbuild_16gib_s,
         repetitions: reps,
     })
 }

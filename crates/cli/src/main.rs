@@ -214,6 +214,10 @@ fn run_bench(json: bool, reps: u32) -> anyhow::Result<()> {
             "16 GiB full compaction (fragmented)   : {:>8.1} ms",
             r.compact_16gib_ms
         );
+        outln!(
+            "16 GiB through two kernel builds      : {:>8.1} s",
+            r.kbuild_16gib_s
+        );
         outln!("(medians of {} repetitions)", r.repetitions);
     }
     Ok(())
