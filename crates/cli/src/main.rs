@@ -5,7 +5,7 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use hugemm_cli::{bench, config, demo, report, reproduce};
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// `println!` that returns an error when stdout is gone (its reader closed the pipe, as
 /// `hugemm demo | head` does) instead of panicking.
@@ -42,9 +42,12 @@ enum Command {
     },
     /// Run a reproduction of a paper's experiment (a file under experiments/).
     Reproduce {
-        /// The reproduction file (TOML with a [reproduce] table).
-        file: PathBuf,
-        /// Output directory (default: results/<file stem>).
+        /// Reproduction files (TOML with a [reproduce] table), or directories standing
+        /// for the *.toml files in them (e.g. experiments/apsys16), run in order.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// Output directory (default: results/<file stem>); with several files, each
+        /// writes to DIR/<file stem>.
         #[arg(long)]
         out: Option<PathBuf>,
         /// Override the file's seed.
@@ -72,7 +75,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run { file, out, seed } => run(file, out, seed),
-        Command::Reproduce { file, out, seed } => run_reproduce(file, out, seed),
+        Command::Reproduce { paths, out, seed } => run_reproduce(&paths, out, seed),
         Command::Demo { seed } => run_demo(seed),
         Command::Bench { json, reps } => run_bench(json, reps),
     };
@@ -123,18 +126,48 @@ fn run(file: PathBuf, out: Option<PathBuf>, seed: Option<u64>) -> anyhow::Result
     Ok(())
 }
 
-fn run_reproduce(file: PathBuf, out: Option<PathBuf>, seed: Option<u64>) -> anyhow::Result<()> {
-    let mut r = reproduce::load(&file)?;
-    if let Some(s) = seed {
-        r.experiment.seed = s;
-        r.resolved.sim.seed = Some(s as i64);
+fn run_reproduce(paths: &[PathBuf], out: Option<PathBuf>, seed: Option<u64>) -> anyhow::Result<()> {
+    let files = reproduce::files(paths)?;
+    let dirs = reproduce::output_dirs(&files, out.as_deref())?;
+    // Every file is checked before any runs, so a mistake in the last one costs no time.
+    let mut loaded = Vec::new();
+    for file in &files {
+        let mut r = reproduce::load(file)?;
+        if let Some(s) = seed {
+            r.experiment.seed = s;
+            r.resolved.sim.seed = Some(s as i64);
+        }
+        loaded.push(r);
     }
-    let out =
-        out.unwrap_or_else(|| PathBuf::from("results").join(file.file_stem().unwrap_or_default()));
     let started = std::time::Instant::now();
-    let report = reproduce::run(&r, &mut |what| eprintln!("reproduce: {what} ..."))?;
+    for (i, (r, out)) in loaded.iter().zip(&dirs).enumerate() {
+        if files.len() > 1 {
+            outln!(
+                "{}== {} ({} of {})\n",
+                if i > 0 { "\n" } else { "" },
+                files[i].display(),
+                i + 1,
+                files.len()
+            );
+        }
+        reproduce_one(r, out)?;
+    }
+    if files.len() > 1 {
+        outln!(
+            "\n{} reproductions in {:.1} s",
+            files.len(),
+            started.elapsed().as_secs_f64()
+        );
+    }
+    Ok(())
+}
+
+/// Run one loaded reproduction, print its report and write its files to `out`.
+fn reproduce_one(r: &reproduce::Reproduction, out: &Path) -> anyhow::Result<()> {
+    let started = std::time::Instant::now();
+    let report = reproduce::run(r, &mut |what| eprintln!("reproduce: {what} ..."))?;
     out!("{report}");
-    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let resolved = toml::to_string(&r.resolved).context("writing the resolved file")?;
     std::fs::write(out.join("config.resolved.toml"), resolved)
         .with_context(|| format!("writing {}", out.display()))?;

@@ -966,3 +966,92 @@ fn a_tiny_hawkeye_reproduction_prints_every_variant() {
     }
     assert!(dir.path().join("out").join("reproduction.json").exists());
 }
+
+/// A tiny valid reproduction (HawkEye Figure 5's script over `BASE`).
+fn tiny_reproduction() -> String {
+    format!("[reproduce]\nkind = \"hawkeye-fig5\"\nvariants = [\"4k\"]\nsets = [[\"p\"]]\n\n{BASE}")
+}
+
+/// Runs `hugemm reproduce` on `paths` with `--out out`.
+fn reproduce_paths(paths: &[&Path], out: &Path) -> Output {
+    let mut args: Vec<&std::ffi::OsStr> = vec!["reproduce".as_ref()];
+    args.extend(paths.iter().map(|p| p.as_os_str()));
+    args.extend(["--out".as_ref(), out.as_os_str()]);
+    hugemm(&args)
+}
+
+#[test]
+fn a_directory_runs_its_reproductions_in_name_order_each_into_its_own_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let papers = dir.path().join("paper");
+    std::fs::create_dir(&papers).unwrap();
+    for name in ["b.toml", "a.toml"] {
+        std::fs::write(papers.join(name), tiny_reproduction()).unwrap();
+    }
+    std::fs::write(papers.join("README.md"), "not a reproduction").unwrap();
+    let out = dir.path().join("out");
+    let o = reproduce_paths(&[&papers], &out);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let printed = String::from_utf8_lossy(&o.stdout);
+    let (a, b) = (
+        printed.find("a.toml (1 of 2)"),
+        printed.find("b.toml (2 of 2)"),
+    );
+    assert!(a.is_some() && b.is_some() && a < b, "{printed}");
+    assert!(printed.contains("2 reproductions in"), "{printed}");
+    for stem in ["a", "b"] {
+        assert!(out.join(stem).join("reproduction.json").exists(), "{stem}");
+    }
+}
+
+#[test]
+fn every_reproduction_is_checked_before_any_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("good.toml");
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&good, tiny_reproduction()).unwrap();
+    std::fs::write(&bad, tiny_reproduction().replace("[\"4k\"]", "[\"thp\"]")).unwrap();
+    let out = dir.path().join("out");
+    let o = reproduce_paths(&[&good, &bad], &out);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&bad.display().to_string()) && err.contains("key `reproduce.variants`"),
+        "{err}"
+    );
+    assert!(
+        !out.exists(),
+        "nothing may run before every file is checked"
+    );
+}
+
+#[test]
+fn reproduce_refuses_an_empty_directory_and_two_files_writing_one_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let out = dir.path().join("out");
+    let o = reproduce_paths(&[&empty], &out);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&empty.display().to_string()) && err.contains("without reproduction files"),
+        "{err}"
+    );
+
+    let (one, two) = (dir.path().join("one"), dir.path().join("two"));
+    for d in [&one, &two] {
+        std::fs::create_dir(d).unwrap();
+        std::fs::write(d.join("fig.toml"), tiny_reproduction()).unwrap();
+    }
+    let o = reproduce_paths(&[&one.join("fig.toml"), &two.join("fig.toml")], &out);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&two.join("fig.toml").display().to_string())
+            && err.contains(&one.join("fig.toml").display().to_string())
+            && err.contains("run them separately"),
+        "{err}"
+    );
+    assert!(!out.exists());
+}

@@ -57,6 +57,14 @@ pub enum ConfigError {
         /// What was expected (and what was found).
         expected: String,
     },
+    /// A path given on the command line does not lead to what the command needs.
+    #[error("{path}: {problem}")]
+    Path {
+        /// The path.
+        path: String,
+        /// What is wrong with it.
+        problem: String,
+    },
     /// The machine profile could not be loaded.
     #[error("{file}: key `machine.profile`: {error}")]
     Profile {

@@ -1,4 +1,4 @@
-//! `hugemm reproduce FILE`: the papers' experiments, each an experiment file with a
+//! `hugemm reproduce PATH...`: the papers' experiments, each an experiment file with a
 //! `[reproduce]` table naming the reproduction and the variants it compares. A reproduction
 //! drives the engine as a script drives a machine (run the workload, compact, measure,
 //! run more) and prints the paper's numbers beside ours.
@@ -15,7 +15,7 @@ use hugemm_mm::{FallbackStats, Kernel};
 use hugemm_sim::{Engine, Experiment};
 use serde::Serialize;
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The reproductions, by `[reproduce] kind`.
 pub const KINDS: &[&str] = &[
@@ -30,6 +30,70 @@ pub const KINDS: &[&str] = &[
     "hawkeye-fig8",
     "hawkeye-table9",
 ];
+
+/// The reproduction files `paths` stand for, in order: a file stands for itself, a
+/// directory for the `*.toml` files directly in it, by name (so `experiments/apsys16`
+/// runs a paper's reproductions together). Whether each is a reproduction is
+/// [`load`]'s to say.
+pub fn files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, ConfigError> {
+    let mut out = Vec::new();
+    for path in paths {
+        if !path.is_dir() {
+            out.push(path.clone());
+            continue;
+        }
+        let io = |error| ConfigError::Io {
+            file: path.display().to_string(),
+            error,
+        };
+        let mut found = Vec::new();
+        for entry in std::fs::read_dir(path).map_err(io)? {
+            let file = entry.map_err(io)?.path();
+            if file.is_file() && file.extension().is_some_and(|e| e == "toml") {
+                found.push(file);
+            }
+        }
+        if found.is_empty() {
+            return Err(ConfigError::Path {
+                path: path.display().to_string(),
+                problem: "a directory without reproduction files (*.toml)".into(),
+            });
+        }
+        found.sort();
+        out.extend(found);
+    }
+    Ok(out)
+}
+
+/// Where each of `files` writes its results: `out/<stem>` when there are several, `out`
+/// itself for a single file, `results/<stem>` without `out`. Two files that would write
+/// to one directory are an error naming both.
+pub fn output_dirs(files: &[PathBuf], out: Option<&Path>) -> Result<Vec<PathBuf>, ConfigError> {
+    let dirs: Vec<PathBuf> = files
+        .iter()
+        .map(|f| {
+            let stem = f.file_stem().unwrap_or_default();
+            match out {
+                Some(out) if files.len() == 1 => out.to_path_buf(),
+                Some(out) => out.join(stem),
+                None => PathBuf::from("results").join(stem),
+            }
+        })
+        .collect();
+    for (i, dir) in dirs.iter().enumerate() {
+        if let Some(j) = dirs[..i].iter().position(|d| d == dir) {
+            return Err(ConfigError::Path {
+                path: files[i].display().to_string(),
+                problem: format!(
+                    "would write its results to {}, as {} does; run them separately with --out",
+                    dir.display(),
+                    files[j].display()
+                ),
+            });
+        }
+    }
+    Ok(dirs)
+}
 
 /// A validated reproduction file.
 #[derive(Debug)]
