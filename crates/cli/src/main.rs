@@ -46,8 +46,8 @@ enum Command {
         /// for the *.toml files in them (e.g. experiments/apsys16), run in order.
         #[arg(required = true)]
         paths: Vec<PathBuf>,
-        /// Output directory (default: results/<file stem>); with several files, each
-        /// writes to DIR/<file stem>.
+        /// Output directory (default: results/<file stem>); with several files or a
+        /// directory, each file writes to DIR/<file stem>.
         #[arg(long)]
         out: Option<PathBuf>,
         /// Override the file's seed.
@@ -128,7 +128,7 @@ fn run(file: PathBuf, out: Option<PathBuf>, seed: Option<u64>) -> anyhow::Result
 
 fn run_reproduce(paths: &[PathBuf], out: Option<PathBuf>, seed: Option<u64>) -> anyhow::Result<()> {
     let files = reproduce::files(paths)?;
-    let dirs = reproduce::output_dirs(&files, out.as_deref())?;
+    let dirs = reproduce::output_dirs(paths, &files, out.as_deref())?;
     // Every file is checked before any runs, so a mistake in the last one costs no time.
     let mut loaded = Vec::new();
     for file in &files {

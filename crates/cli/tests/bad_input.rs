@@ -1055,3 +1055,16 @@ fn reproduce_refuses_an_empty_directory_and_two_files_writing_one_directory() {
     );
     assert!(!out.exists());
 }
+
+#[test]
+fn a_directory_of_one_reproduction_still_writes_into_its_stem() {
+    let dir = tempfile::tempdir().unwrap();
+    let papers = dir.path().join("paper");
+    std::fs::create_dir(&papers).unwrap();
+    std::fs::write(papers.join("only.toml"), tiny_reproduction()).unwrap();
+    let out = dir.path().join("out");
+    let o = reproduce_paths(&[&papers], &out);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(out.join("only").join("reproduction.json").exists());
+    assert!(!out.join("reproduction.json").exists());
+}

@@ -65,16 +65,22 @@ pub fn files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, ConfigError> {
     Ok(out)
 }
 
-/// Where each of `files` writes its results: `out/<stem>` when there are several, `out`
-/// itself for a single file, `results/<stem>` without `out`. Two files that would write
-/// to one directory are an error naming both.
-pub fn output_dirs(files: &[PathBuf], out: Option<&Path>) -> Result<Vec<PathBuf>, ConfigError> {
+/// Where each of the `files` that `paths` stand for ([`files`]) writes its results:
+/// `out` itself when `paths` is a single file, `out/<stem>` when it is several files or a
+/// directory, `results/<stem>` without `out`. Two files that would write to one directory
+/// are an error naming both.
+pub fn output_dirs(
+    paths: &[PathBuf],
+    files: &[PathBuf],
+    out: Option<&Path>,
+) -> Result<Vec<PathBuf>, ConfigError> {
+    let single = matches!(paths, [p] if !p.is_dir());
     let dirs: Vec<PathBuf> = files
         .iter()
         .map(|f| {
             let stem = f.file_stem().unwrap_or_default();
             match out {
-                Some(out) if files.len() == 1 => out.to_path_buf(),
+                Some(out) if single => out.to_path_buf(),
                 Some(out) => out.join(stem),
                 None => PathBuf::from("results").join(stem),
             }
