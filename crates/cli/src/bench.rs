@@ -36,9 +36,9 @@ pub struct BenchReport {
     /// whose used 12 GiB alternate page-cache and anonymous frames, the page cache then
     /// deleted (every other used frame free, no free order-9 block).
     pub compact_16gib_ms: f64,
-    /// Wall-clock seconds to simulate a 16 GiB machine through two kernel builds, the APSys'16
-    /// reproductions' build (`make -j4`, 2 x 1,000 units, compiler heaps 4-16 MiB, sampled
-    /// mode, metrics sampled every 10 s), with Linux's default fallback.
+    /// Wall-clock seconds to simulate a 16 GiB machine through two kernel builds, the
+    /// APSys'16 reproductions' build (`make -j4`, 2 x 1,000 units, compiler heaps 4-16
+    /// MiB, sampled mode, metrics sampled every 10 s), with Linux's default fallback.
     pub kbuild_16gib_s: f64,
     /// Repetitions behind each median.
     pub repetitions: u32,

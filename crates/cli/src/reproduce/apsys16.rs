@@ -230,11 +230,11 @@ fn fallback_kinds(f: &FallbackStats) -> String {
 }
 
 /// Kernel (unmovable or reclaimable) fallbacks that found no free block of a whole
-/// pageblock (`pageblock` the pageblock order). Only these can leave kernel pages in a
-/// user pageblock, and only at these do the paper's policies choose differently from
-/// Linux: with a whole free pageblock at hand, every policy claims one (APBS's low
-/// level is Linux's pick). A movable fallback into a kernel pageblock can also taint, and
-/// no kernel-side policy changes those.
+/// pageblock (`pageblock` the pageblock order). Of kernel fallbacks, only these can leave
+/// kernel pages in a user pageblock, and only at these do the paper's policies choose
+/// differently from Linux: with a whole free pageblock at hand, every policy claims one
+/// (APBS's low level is Linux's pick). A movable fallback into a kernel pageblock can also
+/// taint, and no kernel-side policy changes those.
 fn kernel_fallbacks_below(f: &FallbackStats, pageblock: Order) -> u64 {
     f.events
         .iter()
