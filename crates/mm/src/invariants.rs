@@ -12,7 +12,9 @@
 //! order-0 page-cache frame whose reverse map names that file and index, every
 //! page-cache frame is cached, and the LRU lists agree with the index. Superpage
 //! reservations: see `check_reservations`; anonymous frames are those mapped
-//! plus the unused reserved ones. It must not modify anything.
+//! plus the unused reserved ones. Kernel memory: every live `kmalloc` block is allocated
+//! kernel memory of its kind and order, and each kind adds up to its counter. It must not
+//! modify anything.
 
 use crate::addrspace::AddressSpace;
 use crate::buddy::PhysMem;
@@ -73,31 +75,50 @@ impl Kernel {
             "page-table frames not all in use",
             census.tables,
         )?;
-        self.check_slab()?;
+        self.check_kmem()?;
         self.check_page_cache(census.cached)
     }
 
-    /// Every live reclaimable kernel block the slab shrinker knows is an allocated block
-    /// of its order owned by reclaimable kernel memory, and they add up to the counter.
-    fn check_slab(&self) -> Result<()> {
-        let mut pages = 0;
-        for (pfn, order) in self.slab.iter() {
-            let ok = matches!(
-                self.phys.frame(pfn).map(|f| f.state()),
-                Some(FrameState::Allocated { order: o, owner: OwnerKind::KernelReclaimable })
-                    if o == order
-            );
+    /// Every live kernel block `kmalloc` handed out is an allocated block of its order
+    /// owned by kernel memory of its kind (the slab shrinker's for reclaimable ones), and
+    /// each kind's blocks add up to its counter.
+    fn check_kmem(&self) -> Result<()> {
+        let kinds = [
+            (
+                OwnerKind::KernelReclaimable,
+                self.slab.iter().collect::<Vec<_>>(),
+                self.stats.kmem_reclaimable_pages,
+            ),
+            (
+                OwnerKind::KernelUnmovable,
+                self.kmem_unmovable.values().copied().collect(),
+                self.stats.kmem_unmovable_pages,
+            ),
+        ];
+        for (kind, blocks, counter) in kinds {
+            let mut pages = 0;
+            for (pfn, order) in blocks {
+                let ok = matches!(
+                    self.phys.frame(pfn).map(|f| f.state()),
+                    Some(FrameState::Allocated { order: o, owner }) if o == order && owner == kind
+                );
+                ensure(
+                    ok,
+                    "a live kernel block is not kernel memory of its kind",
+                    pfn.0,
+                )?;
+                pages += 1u64 << order.0;
+            }
             ensure(
-                ok,
-                "a live slab block is not reclaimable kernel memory",
-                pfn.0,
+                pages == counter,
+                "live kernel blocks do not add up to their kmem_*_pages counter",
+                pages,
             )?;
-            pages += 1u64 << order.0;
         }
         ensure(
-            pages == self.slab.pages() && pages == self.stats.kmem_reclaimable_pages,
-            "slab blocks do not add up to kmem_reclaimable_pages",
-            pages,
+            self.slab.pages() == self.stats.kmem_reclaimable_pages,
+            "the slab's page count disagrees with kmem_reclaimable_pages",
+            self.slab.pages(),
         )
     }
 

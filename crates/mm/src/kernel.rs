@@ -27,6 +27,7 @@ use crate::stats::KernelStats;
 use crate::vma::{align_up, Vma};
 use hugemm_hw::{Geometry, Order, PageSize, Pfn, Pid, VirtAddr};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// The machine's memory: its size and MMU geometry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -56,6 +57,8 @@ pub struct Kernel {
     pub(crate) reserv: ReservTable,
     /// Live reclaimable kernel blocks, shrunk under memory pressure.
     pub(crate) slab: SlabCaches,
+    /// Live unmovable kernel blocks by id (the reclaimable ones are the slab's).
+    pub(crate) kmem_unmovable: BTreeMap<u64, (Pfn, Order)>,
     /// The id of the last kernel allocation (ids start at 1).
     pub(crate) kmem_id: u64,
 }
@@ -102,6 +105,7 @@ impl Kernel {
             compact,
             reserv,
             slab: SlabCaches::default(),
+            kmem_unmovable: BTreeMap::new(),
             kmem_id: 0,
         })
     }

@@ -76,34 +76,51 @@ impl Kernel {
             order,
             id: self.kmem_id,
         };
-        if kind == KmemKind::Reclaimable {
-            self.slab.insert(handle.id, block.pfn, order);
+        match kind {
+            KmemKind::Unmovable => {
+                self.kmem_unmovable.insert(handle.id, (block.pfn, order));
+            }
+            KmemKind::Reclaimable => self.slab.insert(handle.id, block.pfn, order),
         }
         let evacuate = self.drain_evacuations();
         Ok((handle, self.costs.alloc + reclaim + evacuate))
     }
 
     /// Free a kernel allocation. A reclaimable block the slab shrinker already freed is
-    /// a no-op. A handle that is not a live kernel allocation of that order is refused
-    /// with [`MmError::BadFree`] and changes nothing.
+    /// a no-op. A handle that is not a live kernel allocation is refused with
+    /// [`MmError::BadFree`] and changes nothing: one freed twice, or one whose frames the
+    /// shrinker freed and another allocation now holds, never frees that allocation.
     pub fn kfree(&mut self, h: KmemHandle) -> Result<()> {
         let bad = |what| MmError::BadFree { pfn: h.pfn.0, what };
-        let released = self.slab.release(h.id, h.pfn, h.order);
-        if released == Release::Shrunk {
-            return Ok(());
-        }
-        let owner = match self.phys.frame(h.pfn).map(|f| f.state()) {
-            Some(FrameState::Allocated { order, owner }) if order == h.order => owner,
-            Some(FrameState::Allocated { .. }) => return Err(bad("order differs")),
-            _ => return Err(bad("not the head of an allocated block")),
+        let registered = |live: Option<&(Pfn, Order)>| live == Some(&(h.pfn, h.order));
+        let kind = if registered(self.kmem_unmovable.get(&h.id)) {
+            KmemKind::Unmovable
+        } else {
+            match self.slab.state(h.id, h.pfn, h.order) {
+                Release::Live => KmemKind::Reclaimable,
+                Release::Shrunk => {
+                    self.slab.release(h.id);
+                    return Ok(());
+                }
+                Release::Unknown => return Err(bad("not a live kernel allocation")),
+            }
         };
-        let counter = match owner {
-            OwnerKind::KernelUnmovable => &mut self.stats.kmem_unmovable_pages,
-            OwnerKind::KernelReclaimable if released == Release::Live => {
+        // The registries and the frames agree (`check_invariants` checks it); a
+        // disagreement is the model's bug, refused before anything changes.
+        match self.phys.frame(h.pfn).map(|f| f.state()) {
+            Some(FrameState::Allocated { order, owner })
+                if order == h.order && owner == kind.owner() => {}
+            _ => return Err(bad("its frames are not the kernel block it names")),
+        }
+        let counter = match kind {
+            KmemKind::Unmovable => {
+                self.kmem_unmovable.remove(&h.id);
+                &mut self.stats.kmem_unmovable_pages
+            }
+            KmemKind::Reclaimable => {
+                self.slab.release(h.id);
                 &mut self.stats.kmem_reclaimable_pages
             }
-            OwnerKind::KernelReclaimable => return Err(bad("not a live reclaimable allocation")),
-            _ => return Err(bad("not kernel memory")),
         };
         *counter = counter.saturating_sub(1 << h.order.0);
         self.phys.free(h.pfn, h.order)
@@ -161,6 +178,36 @@ mod tests {
             .is_err());
         k.kfree(h).unwrap();
         assert!(k.kfree(h).is_err(), "double free");
+        k.check_invariants().unwrap();
+    }
+
+    /// A stale handle (freed, or shrunk) whose frames another allocation now holds is
+    /// refused and never frees that allocation (found by `tests/frag_properties.rs`).
+    #[test]
+    fn stale_handles_never_free_the_allocation_that_reused_their_frames() {
+        let mut k = kernel(64);
+        // A reclaimable block the shrinker frees, then an unmovable one in its frames.
+        let (shrunk, _) = k.kmalloc(KmemKind::Reclaimable, Order(3)).unwrap();
+        assert_eq!(k.reclaim(1).freed, 8, "the slab alone is shrunk");
+        let (reuser, _) = k.kmalloc(KmemKind::Unmovable, Order(3)).unwrap();
+        assert_eq!(reuser.pfn, shrunk.pfn, "the test needs the frames reused");
+        k.kfree(shrunk).unwrap();
+        assert!(k.kfree(shrunk).is_err(), "a shrunk handle freed twice");
+        // An unmovable block freed, then another unmovable one in its frames.
+        k.kfree(reuser).unwrap();
+        let (again, _) = k.kmalloc(KmemKind::Unmovable, Order(3)).unwrap();
+        assert_eq!(again.pfn, reuser.pfn, "the test needs the frames reused");
+        assert!(k.kfree(reuser).is_err(), "an unmovable handle freed twice");
+        let f = k.phys().frame(again.pfn).unwrap();
+        assert_eq!(
+            f.owner(),
+            Some(OwnerKind::KernelUnmovable),
+            "still allocated"
+        );
+        assert_eq!(k.stats().kmem_unmovable_pages, 8);
+        k.check_invariants().unwrap();
+        k.kfree(again).unwrap();
+        assert_eq!(k.stats().kmem_unmovable_pages, 0);
         k.check_invariants().unwrap();
     }
 

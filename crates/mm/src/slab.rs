@@ -49,14 +49,14 @@ pub(crate) struct SlabCaches {
     debt: u64,
 }
 
-/// What [`SlabCaches::release`] found for a handle's id.
+/// What [`SlabCaches::state`] finds for a handle.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Release {
-    /// The block was live; the caller frees its frames.
+    /// The block is live; its holder's free releases its frames.
     Live,
-    /// The shrinker already freed it; nothing to do.
+    /// The shrinker already freed it; its holder's free only forgets it.
     Shrunk,
-    /// Not a reclaimable block this cache knows (never allocated, or freed twice).
+    /// /// Not a reclaimable block this cache knows (never allocated, or freed twice).
     Unknown,
 }
 
@@ -72,17 +72,23 @@ impl SlabCaches {
         self.pages += 1 << order.0;
     }
 
-    /// The holder of `id` frees it; says whether its frames are still to be freed.
-    pub fn release(&mut self, id: u64, pfn: Pfn, order: Order) -> Release {
+    /// What a free of `id`'s handle (naming `pfn` and `order`) would find. Changes nothing.
+    pub fn state(&self, id: u64, pfn: Pfn, order: Order) -> Release {
         match self.live.get(&id) {
-            Some(&(p, o)) if p == pfn && o == order => {
-                self.live.remove(&id);
-                self.pages -= 1 << order.0;
-                Release::Live
-            }
+            Some(&block) if block == (pfn, order) => Release::Live,
             Some(_) => Release::Unknown,
-            None if self.shrunk.remove(&id) => Release::Shrunk,
+            None if self.shrunk.contains(&id) => Release::Shrunk,
             None => Release::Unknown,
+        }
+    }
+
+    /// The holder of `id` frees it (after [`SlabCaches::state`] said `Live` or `Shrunk`):
+    /// forget it.
+    pub fn release(&mut self, id: u64) {
+        if let Some((_, order)) = self.live.remove(&id) {
+            self.pages -= 1 << order.0;
+        } else {
+            self.shrunk.remove(&id);
         }
     }
 
@@ -187,11 +193,15 @@ mod tests {
         let mut s = cache(&[(0, 0), (1, 1)]);
         s.charge_pages(1);
         assert_eq!(s.take_due(), Some((Pfn(0), Order(0))));
-        assert_eq!(s.release(1, Pfn(0), Order(0)), Release::Shrunk);
-        assert_eq!(s.release(1, Pfn(0), Order(0)), Release::Unknown, "twice");
-        assert_eq!(s.release(2, Pfn(1), Order(0)), Release::Unknown, "order");
-        assert_eq!(s.release(2, Pfn(1), Order(1)), Release::Live);
-        assert_eq!(s.release(2, Pfn(1), Order(1)), Release::Unknown, "twice");
+        assert_eq!(s.state(1, Pfn(0), Order(0)), Release::Shrunk);
+        s.release(1);
+        assert_eq!(s.state(1, Pfn(0), Order(0)), Release::Unknown, "twice");
+        assert_eq!(s.state(2, Pfn(1), Order(0)), Release::Unknown, "order");
+        assert_eq!(s.state(2, Pfn(0), Order(1)), Release::Unknown, "frame");
+        assert_eq!(s.state(2, Pfn(1), Order(1)), Release::Live);
+        assert_eq!(s.pages(), 2, "asking changes nothing");
+        s.release(2);
+        assert_eq!(s.state(2, Pfn(1), Order(1)), Release::Unknown, "twice");
         assert_eq!(s.pages(), 0);
     }
 }
