@@ -56,7 +56,8 @@ pub(crate) enum Release {
     Live,
     /// The shrinker already freed it; its holder's free only forgets it.
     Shrunk,
-    /// /// Not a reclaimable block this cache knows (never allocated, or freed twice).
+    /// Not a reclaimable block this cache knows (never allocated, freed twice, or not the
+    /// block the id was given to).
     Unknown,
 }
 
