@@ -164,7 +164,7 @@ fn sampled_rate(reps: u32) -> anyhow::Result<(f64, f64)> {
 fn bench_costs() -> anyhow::Result<MmCosts> {
     let profile = MachineProfile::builtin(crate::demo::PROFILE)
         .ok_or_else(|| anyhow::anyhow!("profile missing"))?;
-    Ok(hugemm_sim::mm_costs(&profile.costs))
+    Ok(hugemm_sim::mm_costs(&profile))
 }
 
 /// A kernel model of `bytes` of x86-64 memory, all free.

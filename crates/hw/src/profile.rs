@@ -173,6 +173,20 @@ pub struct KernelCosts {
     pub pte_update_ns: f64,
     /// A local flush of a range, or one TLB shootdown.
     pub tlb_flush_ns: f64,
+    /// Clearing pages with non-temporal stores (asynchronous pre-zeroing), GB/s. Unset:
+    /// `zero_gbps` (HawkEye 3.1: for sequential clearing non-temporal stores perform like
+    /// caching ones).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zero_nt_gbps: Option<f64>,
+    /// Reading pages for their first non-zero byte (`memchr_inv`, a bloat-recovery
+    /// scan), GB/s. Unset: `copy_gbps` (a copy reads as much and writes it too, so this
+    /// errs slow).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scan_gbps: Option<f64>,
+    /// Reaching each page a scan reads (its first line misses the caches: prefetchers
+    /// stop at page boundaries), ns. Unset: `dram_latency_ns`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scan_page_ns: Option<f64>,
 }
 
 impl KernelCosts {

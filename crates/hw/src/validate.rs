@@ -141,7 +141,17 @@ fn validate_costs(v: &Validator, c: &KernelCosts) -> Result<()> {
     v.positive("costs.zero_gbps", c.zero_gbps)?;
     v.positive("costs.copy_gbps", c.copy_gbps)?;
     v.non_negative("costs.pte_update_ns", c.pte_update_ns)?;
-    v.non_negative("costs.tlb_flush_ns", c.tlb_flush_ns)
+    v.non_negative("costs.tlb_flush_ns", c.tlb_flush_ns)?;
+    if let Some(x) = c.zero_nt_gbps {
+        v.positive("costs.zero_nt_gbps", x)?;
+    }
+    if let Some(x) = c.scan_gbps {
+        v.positive("costs.scan_gbps", x)?;
+    }
+    match c.scan_page_ns {
+        Some(x) => v.non_negative("costs.scan_page_ns", x),
+        None => Ok(()),
+    }
 }
 
 /// Builds [`ProfileError::Invalid`] for one origin.

@@ -4,6 +4,7 @@
 //! recount by the invariant checker). It must not allocate or free frames: mechanisms do,
 //! and update the counters as they change mappings.
 
+use crate::content::ContentDraw;
 use crate::pagetable::{PageTable, Slot, VaLayout};
 use crate::vma::{Vma, VmaMap};
 
@@ -16,15 +17,22 @@ pub(crate) struct AddressSpace {
     pub(crate) base_pages: u64,
     /// Huge mappings of order-9 blocks (the huge zero page excluded).
     pub(crate) huge_pages: u64,
+    /// Mapped frames (base pages, and base pages of huge mappings) the process has
+    /// written since they were allocated: its useful memory (`content.rs`).
+    pub(crate) written_pages: u64,
+    /// What the process's first write to a page leaves in it.
+    pub(crate) content: ContentDraw,
 }
 
 impl AddressSpace {
-    pub(crate) fn new(layout: VaLayout) -> AddressSpace {
+    pub(crate) fn new(layout: VaLayout, content: ContentDraw) -> AddressSpace {
         AddressSpace {
             vmas: VmaMap::default(),
             pt: PageTable::new(layout),
             base_pages: 0,
             huge_pages: 0,
+            written_pages: 0,
+            content,
         }
     }
 

@@ -152,8 +152,13 @@ pub struct FaultOutcome {
     /// The size of the new mapping (`Huge` also when a 4 KB fault completed a
     /// reservation and promoted it in place).
     pub size: PageSize,
-    /// Time charged to the faulting process.
+    /// Time charged to the faulting process: the trap and page-table work, plus
+    /// `alloc`, plus `zeroing`.
     pub cost: Nanos,
+    /// Of `cost`, allocating frames (buddy allocations and direct reclaim).
+    pub alloc: Nanos,
+    /// Of `cost`, clearing frames.
+    pub zeroing: Nanos,
     /// No frame could be allocated: nothing was mapped.
     pub oom: bool,
 }

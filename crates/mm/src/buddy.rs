@@ -11,7 +11,12 @@
 //!
 //! Zeroing state: every frame boots dirty (content unknown, as Linux assumes of boot
 //! memory) and a freed frame becomes dirty; the allocator reports whether all frames of a
-//! block were known zero so the caller can skip clearing them.
+//! block were known zero so the caller can skip clearing them. Pre-zeroing
+//! ([`PhysMem::prezero`], HawkEye section 3.1) zeroes free blocks in place; zeroed blocks
+//! sit at the tails of the free lists (`freelist.rs`), and a request that prefers zeroed
+//! frames takes the smallest zeroed block first ([`ZeroedFirst`]). Invariant: a free
+//! block whose head frame is zeroed is zeroed throughout (merging clears the merged
+//! head's bit, since the freed half is dirty).
 //!
 //! Bookkeeping hooks: every free-list push and remove goes through `PhysMem::list_push`
 //! and `PhysMem::list_remove`, which keep the per-pageblock counters
@@ -30,6 +35,7 @@ use crate::pageblock::{MigrateType, PageblockCounters, Pageblocks};
 use crate::pcp::PerCpuLists;
 use crate::stats::FallbackStats;
 use hugemm_hw::{Geometry, Order, Pfn, Pid, Vpn};
+use serde::{Deserialize, Serialize};
 
 /// Highest order the frame metadata can record.
 const ORDER_LIMIT: u8 = 30;
@@ -64,7 +70,8 @@ impl AllocRequest {
         self.owner = owner;
         self
     }
-    /// Prefer frames known to be zero (accepted; no effect until the pre-zeroing issue).
+    /// Prefer frames known to be zero (anonymous memory, which must be cleared): with
+    /// [`ZeroedFirst::Yes`] a zeroed block is taken before a dirty one.
     pub fn prefer_zeroed(mut self, yes: bool) -> AllocRequest {
         self.prefer_zeroed = yes;
         self
@@ -98,6 +105,32 @@ pub struct Block {
     pub zeroed: bool,
 }
 
+/// Whether requests preferring zeroed frames take zeroed blocks first.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ZeroedFirst {
+    /// HawkEye's two lists (section 3.1): the smallest zeroed block of a large enough
+    /// order first, then as without preference.
+    #[default]
+    Yes,
+    /// The released code's per-frame flag (`asynczero.c`, `PG_zeroed`): allocation takes
+    /// blocks in list order whatever they hold, and a block that happens to be zeroed is
+    /// not cleared again.
+    No,
+}
+
+/// Which free blocks [`PhysMem::prezero`] zeroes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PrezeroScope {
+    /// Dirty blocks of the movable lists, highest order first (the paper's daemon moving
+    /// pages from the non-zero to the zero list; which blocks first it does not say: the
+    /// largest serve huge-page faults).
+    #[default]
+    AllOrders,
+    /// Dirty blocks of the movable list at the highest order only (the released code:
+    /// `MAX_ORDER - 1` blocks, head of the list, zeroed ones put back at the tail).
+    MaxOrder,
+}
+
 /// Physical memory: frame metadata, the buddy free area and the pageblocks.
 #[derive(Debug)]
 pub struct PhysMem {
@@ -119,6 +152,8 @@ pub struct PhysMem {
     pub(crate) pcp: Option<PerCpuLists>,
     /// The CPU whose lists allocations and frees use.
     pub(crate) cpu: usize,
+    /// Whether zeroed-preferring requests take zeroed blocks first.
+    zeroed_first: ZeroedFirst,
 }
 
 impl PhysMem {
@@ -151,6 +186,7 @@ impl PhysMem {
             max_order,
             pcp: None,
             cpu: 0,
+            zeroed_first: ZeroedFirst::Yes,
         };
         for (pfn, order) in boot_blocks(frames as u32, max_order).into_iter().rev() {
             mem.list_push(pfn, order, MigrateType::Movable);
@@ -231,7 +267,13 @@ impl PhysMem {
                 what: "order above max_order",
             });
         }
-        let pfn = if self.uses_pcp(order) {
+        let zeroed_first = req.prefer_zeroed && self.zeroed_first == ZeroedFirst::Yes;
+        let pfn = if let Some(pfn) = zeroed_first
+            .then(|| self.rmqueue_zeroed(order, req.migrate))
+            .flatten()
+        {
+            pfn
+        } else if self.uses_pcp(order) {
             match self.pcp_take(order, req.migrate) {
                 Some(pfn) => pfn,
                 None => {
@@ -285,6 +327,63 @@ impl PhysMem {
             }
         }
         None
+    }
+
+    /// The smallest zeroed block of order >= `order` on `mt`'s lists, split (HawkEye's
+    /// zero list first); `None` when there is none. Placement policies (KML/KMU) are not
+    /// consulted: zeroed blocks exist only with pre-zeroing, which they do not model.
+    fn rmqueue_zeroed(&mut self, order: u8, mt: MigrateType) -> Option<u32> {
+        if self.free.zeroed_frames() == 0 {
+            return None;
+        }
+        for cur in order..=self.max_order {
+            if let Some(pfn) = self.free.pop_zeroed(&mut self.frames, cur, mt) {
+                self.note_removed(pfn, cur, mt);
+                self.expand(pfn, order, cur, mt);
+                return Some(pfn);
+            }
+        }
+        None
+    }
+
+    /// Zero free blocks of the movable lists in place, whole blocks only, until
+    /// `budget` frames have been zeroed or nothing is left to zero (`scope` says which);
+    /// a zeroed block goes back at the tail of its list. Returns the frames zeroed.
+    pub fn prezero(&mut self, budget: u64, scope: PrezeroScope) -> u64 {
+        let mt = MigrateType::Movable;
+        let lowest = match scope {
+            PrezeroScope::AllOrders => 0,
+            PrezeroScope::MaxOrder => self.max_order,
+        };
+        let mut done = 0;
+        for order in (lowest..=self.max_order).rev() {
+            let frames = 1u64 << order;
+            while done + frames <= budget {
+                // Dirty blocks sit at the head: a zeroed head means none is left.
+                let Some(pfn) = self.free.first(order, mt) else {
+                    break;
+                };
+                if self.frames.at(pfn).is_zeroed() {
+                    break;
+                }
+                self.list_remove(pfn);
+                self.frames
+                    .update_range(pfn, frames as u32, |_, f| f.set_zeroed(true));
+                self.list_push(pfn, order, mt);
+                done += frames;
+            }
+        }
+        done
+    }
+
+    /// Free frames in zeroed blocks (HawkEye's zero lists).
+    pub fn zeroed_free_frames(&self) -> u64 {
+        self.free.zeroed_frames()
+    }
+
+    /// Whether zeroed-preferring requests take zeroed blocks first.
+    pub fn set_zeroed_first(&mut self, mode: ZeroedFirst) {
+        self.zeroed_first = mode;
     }
 
     /// `expand`: keep the low `2^low` frames, return the upper halves to `mt`'s lists.
@@ -349,6 +448,8 @@ impl PhysMem {
             pfn = pfn.min(buddy);
             order += 1;
         }
+        // A zeroed buddy merged with the dirty block freed: the whole is dirty.
+        self.frames.update(pfn, |f| f.set_zeroed(false));
         self.list_push(pfn, order, mt);
         Ok(())
     }
@@ -419,18 +520,33 @@ impl PhysMem {
     }
 
     /// Record the reverse map of `count` frames from `pfn`: frame `i` maps `vpn + i`.
-    /// Also clears their zeroed bit: their content now belongs to the mapping.
+    /// Their content is zero and unwritten: the caller cleared them, or they were known
+    /// zero (a caller copying a page into one records its content after).
     pub(crate) fn map_frames(&mut self, pfn: Pfn, count: u64, pid: Pid, vpn: Vpn) {
         self.frames
             .update_range(pfn.0 as u32, count as u32, |i, f| {
                 f.set_rmap(pid, Vpn(vpn.0 + i as u64));
-                f.set_zeroed(false);
+                f.set_zeroed(true);
             });
     }
 
-    /// Record whether a frame's content is known zero (for tests now, and the coming
-    /// pre-zeroing daemon).
-    #[cfg_attr(not(test), allow(dead_code))]
+    /// Record the content a write of its process left in the allocated frame `pfn`.
+    pub(crate) fn set_written(&mut self, pfn: Pfn, first_nonzero: Option<u16>) {
+        if pfn.0 < self.frames_total() {
+            self.frames
+                .update(pfn.0 as u32, |f| f.set_written(first_nonzero));
+        }
+    }
+
+    /// Give the allocated frame `dst` the content of frame `src` (a page copied).
+    pub(crate) fn copy_content(&mut self, src: Pfn, dst: Pfn) {
+        if let (Some(from), true) = (self.frame(src), dst.0 < self.frames_total()) {
+            self.frames.update(dst.0 as u32, |f| f.copy_content(from));
+        }
+    }
+
+    /// Record whether a frame's content is known zero (for tests).
+    #[cfg(test)]
     pub(crate) fn set_zeroed(&mut self, pfn: Pfn, zeroed: bool) {
         if pfn.0 < self.frames_total() {
             self.frames.update(pfn.0 as u32, |f| f.set_zeroed(zeroed));

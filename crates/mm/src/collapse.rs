@@ -61,6 +61,7 @@ fn collapse_region(
         pfn: block.pfn,
         accessed: true,
         dirty: true,
+        unwritten: 0,
     };
     let Slot::Table(table) = space.pt.replace(region, huge) else {
         return Err(CollapseError::NotTable); // unreachable: checked above
@@ -68,7 +69,11 @@ fn collapse_region(
     let zero_fill = fill_cost(m, &table, block.pfn);
     m.phys
         .map_frames(block.pfn, m.fanout(), m.pid, m.vpn(region));
-    let copied = release_table(space, m, &table);
+    let copied = release_table(space, m, &table, block.pfn);
+    let written = m.written_in(block.pfn, m.fanout());
+    if let Some(Slot::Huge { unwritten, .. }) = space.pt.slot_mut_uncached(region) {
+        *unwritten = (m.fanout() - written) as u16;
+    }
     space.huge_pages += 1;
     let copies = Nanos(m.costs.copy_time(m.layout.base_bytes()).0 * copied as u64);
     let ptes = m.pte_updates(table.present() as u64 + 1);
@@ -96,18 +101,30 @@ fn check_collapsible(space: &AddressSpace, m: &Mech<'_>, region: u64) -> Result<
 }
 
 /// Time to zero-fill the subpages no PTE provides, skipping frames known zero.
-fn fill_cost(m: &Mech<'_>, table: &PteTable, pfn: Pfn) -> Nanos {
-    let dirty = (0..m.fanout())
-        .filter(|&i| !table.get(i as usize).is_frame())
-        .filter(|&i| !m.phys.frame(Pfn(pfn.0 + i)).is_some_and(|f| f.is_zeroed()))
-        .count() as u64;
-    m.costs.zero_time(dirty << m.layout.base_shift)
+fn fill_cost(m: &mut Mech<'_>, table: &PteTable, pfn: Pfn) -> Nanos {
+    let (mut dirty, mut known) = (0, 0);
+    for i in (0..m.fanout()).filter(|&i| !table.get(i as usize).is_frame()) {
+        match m.phys.frame(Pfn(pfn.0 + i)).is_some_and(|f| f.is_zeroed()) {
+            true => known += 1,
+            false => dirty += 1,
+        }
+    }
+    m.clearing(true, known);
+    m.clearing(false, dirty)
 }
 
-/// Free the old frames and the page-table page; returns how many frames were copied.
-fn release_table(space: &mut AddressSpace, m: &mut Mech<'_>, table: &PteTable) -> u32 {
+/// Copy each mapped frame's content into the huge page at `huge`, free the old frames
+/// and the page-table page; returns how many frames were copied. The process's written
+/// pages stay as many: each copy keeps its original's content.
+fn release_table(space: &mut AddressSpace, m: &mut Mech<'_>, table: &PteTable, huge: Pfn) -> u32 {
     let mut copied = 0;
-    for pte in table.ptes().iter().filter(|p| p.is_frame()) {
+    for (i, pte) in table
+        .ptes()
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.is_frame())
+    {
+        m.phys.copy_content(pte.pfn(), Pfn(huge.0 + i as u64));
         m.release(pte.pfn(), 0);
         copied += 1;
     }

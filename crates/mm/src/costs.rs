@@ -29,6 +29,13 @@ pub struct MmCosts {
     pub pte_update: Nanos,
     /// A local flush of a range, or one shootdown.
     pub tlb_flush: Nanos,
+    /// Bandwidth of clearing pages with non-temporal stores (pre-zeroing), in GB/s.
+    pub zero_nt_gbps: f64,
+    /// Bandwidth of scanning a page for a non-zero byte (`memchr_inv`), in GB/s.
+    pub scan_gbps: f64,
+    /// Reaching a page a scan has not read yet: its first line is a cache miss (the
+    /// hardware prefetchers stop at page boundaries).
+    pub scan_page: Nanos,
 }
 
 impl MmCosts {
@@ -42,18 +49,40 @@ impl MmCosts {
         transfer_time(bytes, self.copy_gbps)
     }
 
+    /// Time to clear `bytes` bytes with non-temporal stores.
+    pub fn zero_nt_time(&self, bytes: u64) -> Nanos {
+        transfer_time(bytes, self.zero_nt_gbps)
+    }
+
+    /// Time to scan `pages` pages reading `bytes` bytes in all, each stopping at its
+    /// first non-zero byte.
+    pub fn scan_time(&self, pages: u64, bytes: u64) -> Nanos {
+        Nanos(self.scan_page.0 * pages) + transfer_time(bytes, self.scan_gbps)
+    }
+
     /// Check every cost is finite and plausible, so no sum of costs can overflow.
     pub fn validate(&self) -> Result<()> {
-        let fixed = [self.fault_trap, self.alloc, self.pte_update, self.tlb_flush];
+        let fixed = [
+            self.fault_trap,
+            self.alloc,
+            self.pte_update,
+            self.tlb_flush,
+            self.scan_page,
+        ];
         if fixed.iter().any(|c| *c > MAX_COST) {
             return Err(MmError::InvalidConfig {
                 what: "a kernel cost exceeds 1000 s",
             });
         }
-        for gbps in [self.zero_gbps, self.copy_gbps] {
+        for gbps in [
+            self.zero_gbps,
+            self.copy_gbps,
+            self.zero_nt_gbps,
+            self.scan_gbps,
+        ] {
             if !gbps.is_finite() || gbps < MIN_GBPS {
                 return Err(MmError::InvalidConfig {
-                    what: "zero/copy bandwidth must be finite and >= 0.001 GB/s",
+                    what: "zero/copy/scan bandwidth must be finite and >= 0.001 GB/s",
                 });
             }
         }
@@ -124,6 +153,9 @@ mod tests {
             copy_gbps: 5.0,
             pte_update: Nanos(5),
             tlb_flush: Nanos(500),
+            zero_nt_gbps: 10.0,
+            scan_gbps: 20.0,
+            scan_page: Nanos(100),
         }
     }
 
@@ -131,6 +163,7 @@ mod tests {
     fn bandwidths_turn_bytes_into_nanoseconds() {
         assert_eq!(costs().zero_time(4096), Nanos(410));
         assert_eq!(costs().copy_time(2 << 20), Nanos(419_430));
+        assert_eq!(costs().scan_time(2, 4096 + 10), Nanos(200 + 205));
     }
 
     #[test]

@@ -18,8 +18,12 @@
 //!
 //! Cost: trap + allocations (each an `alloc`, plus clearing unless every frame was known
 //! zero, plus any direct reclaim of page cache; page-table pages included) + PTE writes +
-//! flushes. With no frame at all the
-//! outcome says `oom`, nothing is mapped, and the fault is counted as an OOM event.
+//! flushes; the outcome splits out the allocations and the clearing. With no frame at
+//! all the outcome says `oom`, nothing is mapped, and the fault is counted as an OOM
+//! event.
+//!
+//! A write fault is the process's first write to the page it maps: the page's content is
+//! drawn then (`content.rs`); a huge page's other base pages stay zero until written.
 //! This module must not choose page sizes.
 
 use crate::addrspace::AddressSpace;
@@ -85,25 +89,70 @@ impl Kernel {
     }
 }
 
-fn outcome(kind: FaultKind, size: PageSize, cost: Nanos) -> FaultOutcome {
+/// The time a fault took, and which parts of it went to allocating and clearing.
+#[derive(Clone, Copy, Debug, Default)]
+struct Spent {
+    total: Nanos,
+    alloc: Nanos,
+    zeroing: Nanos,
+}
+
+impl Spent {
+    fn trap(cost: Nanos) -> Spent {
+        Spent {
+            total: cost,
+            ..Spent::default()
+        }
+    }
+
+    /// Add a fixed cost (trap, PTE writes, flushes).
+    fn plus(mut self, cost: Nanos) -> Spent {
+        self.total += cost;
+        self
+    }
+
+    /// Add an allocation's cost, split into allocating and clearing.
+    fn plus_alloc(mut self, a: &Alloc) -> Spent {
+        self.total += a.cost;
+        self.alloc += a.cost - a.zeroing;
+        self.zeroing += a.zeroing;
+        self
+    }
+
+    /// Add a failed allocation attempt's cost.
+    fn plus_failed(mut self, cost: Nanos) -> Spent {
+        self.total += cost;
+        self.alloc += cost;
+        self
+    }
+}
+
+fn outcome(kind: FaultKind, size: PageSize, spent: Spent) -> FaultOutcome {
     FaultOutcome {
         kind,
         size,
-        cost,
+        cost: spent.total,
+        alloc: spent.alloc,
+        zeroing: spent.zeroing,
         oom: false,
     }
 }
 
-fn noop(why: NoOp, cost: Nanos, size: PageSize) -> Served {
-    Served::NoOp(why, outcome(FaultKind::Base, size, cost))
+/// Record the first write of the process to the page at `va`, mapped by frame `pfn`.
+fn record_write(space: &mut AddressSpace, m: &mut Mech<'_>, pfn: hugemm_hw::Pfn, va: u64) {
+    let content = space.content.draw(m.vpn(va));
+    m.phys.set_written(pfn, content);
+    space.written_pages += 1;
 }
 
-fn oom(kind: FaultKind, cost: Nanos) -> Served {
+fn noop(why: NoOp, cost: Nanos, size: PageSize) -> Served {
+    Served::NoOp(why, outcome(FaultKind::Base, size, Spent::trap(cost)))
+}
+
+fn oom(kind: FaultKind, spent: Spent) -> Served {
     Served::Done(FaultOutcome {
-        kind,
-        size: PageSize::Base,
-        cost,
         oom: true,
+        ..outcome(kind, PageSize::Base, spent)
     })
 }
 
@@ -123,7 +172,7 @@ fn fault_in(
         .vma_covering(region, m.layout.region_bytes())
         .is_some();
     if req.size == PageSize::Base || !fits || !space.pt.is_empty(region) {
-        return fault_base(space, m, va, write, trap, false, req);
+        return fault_base(space, m, va, write, Spent::trap(trap), false, req);
     }
     fault_huge(space, m, va, write, req)
 }
@@ -137,11 +186,11 @@ fn fault_huge(
     write: bool,
     req: FaultRequest,
 ) -> Served {
-    let (region, trap) = (m.layout.region_of(va), m.costs.fault_trap);
+    let (region, trap) = (m.layout.region_of(va), Spent::trap(m.costs.fault_trap));
     if !write {
         space.pt.replace(region, Slot::HugeZero { accessed: true });
-        let cost = trap + m.pte_updates(1);
-        return Served::Done(outcome(FaultKind::HugeZeroPage, PageSize::Huge, cost));
+        let spent = trap.plus(m.pte_updates(1));
+        return Served::Done(outcome(FaultKind::HugeZeroPage, PageSize::Huge, spent));
     }
     match m.alloc_anon(m.layout.huge_order(), region) {
         Ok(a) => {
@@ -149,13 +198,19 @@ fn fault_huge(
                 pfn: a.pfn,
                 accessed: true,
                 dirty: true,
+                unwritten: (m.fanout() - 1) as u16,
             };
             space.pt.replace(region, huge);
             space.huge_pages += 1;
-            let cost = trap + a.cost + m.pte_updates(1);
-            Served::Done(outcome(FaultKind::Huge, PageSize::Huge, cost))
+            let written = hugemm_hw::Pfn(a.pfn.0 + m.layout.page_index(va) as u64);
+            record_write(space, m, written, va);
+            let spent = trap.plus_alloc(&a).plus(m.pte_updates(1));
+            Served::Done(outcome(FaultKind::Huge, PageSize::Huge, spent))
         }
-        Err(_) => fault_base(space, m, va, write, trap + m.costs.alloc, true, req),
+        Err(_) => {
+            let spent = trap.plus_failed(m.costs.alloc);
+            fault_base(space, m, va, write, spent, true, req)
+        }
     }
 }
 
@@ -193,7 +248,7 @@ fn fault_base(
     m: &mut Mech<'_>,
     va: u64,
     write: bool,
-    cost: Nanos,
+    spent: Spent,
     fallback: bool,
     req: FaultRequest,
 ) -> Served {
@@ -205,27 +260,36 @@ fn fault_base(
         } else {
             PageSize::Base
         };
-        return noop(NoOp::Spurious, cost, size);
+        return noop(NoOp::Spurious, spent.total, size);
     };
     let page = va & !(m.layout.base_bytes() - 1);
     let page = write.then_some(page);
     let (table, data) = match allocate(space, m, now, region, page, req.reserve) {
         Ok(allocs) => allocs,
-        Err(spent) => return oom(kind, cost + spent),
+        Err(failed) => return oom(kind, spent.plus_failed(failed)),
     };
-    let mut cost = cost + install_table(space, m, region, now, table);
-    cost += map_page(space, m, region, idx, data);
+    let mut spent = spent;
+    if let Some(t) = &table {
+        spent = spent
+            .plus_alloc(t)
+            .plus(install_table(space, m, region, now, t));
+    }
+    if let Some(a) = &data {
+        spent = spent.plus_alloc(a);
+        record_write(space, m, a.pfn, va);
+    }
+    spent = spent.plus(map_page(space, m, region, idx, data));
     if let (FaultKind::CowZeroPage, Some(page)) = (kind, page) {
         // wp_page_copy replaces the zero-page PTE with ptep_clear_flush.
-        cost += m.flush(page, page + m.layout.base_bytes());
+        spent = spent.plus(m.flush(page, page + m.layout.base_bytes()));
     }
     let promoted = match (req.promote, data) {
         (true, Some(_)) => promote_if_full(space, m, region),
         _ => None,
     };
     match promoted {
-        Some(p) => Served::Done(outcome(kind, PageSize::Huge, cost + p)),
-        None => Served::Done(outcome(kind, PageSize::Base, cost)),
+        Some(p) => Served::Done(outcome(kind, PageSize::Huge, spent.plus(p))),
+        None => Served::Done(outcome(kind, PageSize::Base, spent)),
     }
 }
 
@@ -262,31 +326,29 @@ fn allocate(
     }
 }
 
-/// Put the new page-table page in place: empty, or (splitting the huge zero page) full of
-/// zero-page PTEs. Returns its cost.
+/// Put the new page-table page `t` in place: empty, or (splitting the huge zero page)
+/// full of zero-page PTEs. Returns the cost beyond allocating it.
 fn install_table(
     space: &mut AddressSpace,
     m: &mut Mech<'_>,
     region: u64,
     now: Now,
-    table: Option<Alloc>,
+    t: &Alloc,
 ) -> Nanos {
-    let Some(t) = table else { return Nanos::ZERO };
     match now {
-        Now::HugeZero { accessed } => {
-            t.cost + install_zero_table(space, m, region, t.pfn, accessed)
-        }
+        Now::HugeZero { accessed } => install_zero_table(space, m, region, t.pfn, accessed),
         _ => {
             space.pt.replace(
                 region,
                 Slot::Table(PteTable::filled(t.pfn, m.fanout(), |_| Pte::NONE)),
             );
-            t.cost
+            Nanos::ZERO
         }
     }
 }
 
-/// Map the new frame, or the zero page when there is none (a read). Returns its cost.
+/// Map the new frame (written by the faulting write), or the zero page when there is
+/// none (a read). Returns the PTE write's cost.
 fn map_page(
     space: &mut AddressSpace,
     m: &mut Mech<'_>,
@@ -294,15 +356,15 @@ fn map_page(
     idx: usize,
     data: Option<Alloc>,
 ) -> Nanos {
-    let (pte, cost) = match data {
+    let pte = match data {
         Some(a) => {
             space.base_pages += 1;
-            (Pte::frame(a.pfn, true, true), a.cost)
+            Pte::frame(a.pfn, true, true).with_written(true)
         }
-        None => (Pte::zero_page(true), Nanos::ZERO),
+        None => Pte::zero_page(true),
     };
     set_pte(space, m, region, idx, pte);
-    cost + m.pte_updates(1)
+    m.pte_updates(1)
 }
 
 fn set_pte(space: &mut AddressSpace, m: &mut Mech<'_>, region: u64, idx: usize, pte: Pte) {

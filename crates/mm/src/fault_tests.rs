@@ -1,6 +1,7 @@
 //! Unit tests of the fault path.
 
 use crate::api::{FaultKind, HugeAdvice, Touch};
+use crate::buddy::{PrezeroScope, ZeroedFirst};
 use crate::testutil::kernel;
 use hugemm_hw::{Nanos, PageSize, Pfn, VirtAddr};
 
@@ -13,6 +14,7 @@ fn a_write_fault_costs_trap_alloc_zeroing_and_a_pte() {
     assert_eq!(out.kind, FaultKind::Base);
     // trap 1000 + table page (100 + 1000 zeroing) + frame (100 + 1000) + pte 10
     assert_eq!(out.cost, Nanos(3210));
+    assert_eq!((out.alloc, out.zeroing), (Nanos(200), Nanos(2000)));
     let out = k.fault(pid, VirtAddr(va.0 + 4096), true, PageSize::Base);
     assert_eq!(out.cost, Nanos(2110));
     k.check_invariants().unwrap();
@@ -31,8 +33,62 @@ fn known_zero_frames_are_not_cleared_again() {
         (out.kind, out.cost),
         (FaultKind::Huge, Nanos(1000 + 100 + 10))
     );
-    let f = k.phys().frame(Pfn(0)).unwrap();
-    assert!(!f.is_zeroed(), "mapping clears the zeroed bit");
+    assert_eq!((out.alloc, out.zeroing), (Nanos(100), Nanos::ZERO));
+    let written = k.phys().frame(Pfn(0)).unwrap();
+    assert!(
+        written.is_written() && !written.is_zeroed(),
+        "the faulting write left data"
+    );
+    let untouched = k.phys().frame(Pfn(1)).unwrap();
+    assert!(untouched.is_zeroed() && !untouched.is_written());
+    assert_eq!((k.useful_bytes(pid), k.rss_bytes(pid)), (4096, 2 << 20));
+}
+
+#[test]
+fn pre_zeroed_memory_serves_huge_faults_without_clearing() {
+    let mut k = kernel(64);
+    let pid = k.create_process();
+    let va = k.mmap(pid, 8 << 20, HugeAdvice::None).unwrap();
+    // Two order-9 blocks' worth: the daemon zeroes whole blocks, largest first (the
+    // 64 MB machine's free memory is order-10 blocks).
+    assert_eq!(k.prezero(2048, PrezeroScope::AllOrders), 2048);
+    assert_eq!(k.phys().zeroed_free_frames(), 2048);
+    let out = k.fault(pid, va, true, PageSize::Huge);
+    assert_eq!((out.kind, out.zeroing), (FaultKind::Huge, Nanos::ZERO));
+    // The rest of the zeroed order-10 block serves the next huge fault.
+    let out = k.fault(pid, VirtAddr(va.0 + (2 << 20)), true, PageSize::Huge);
+    assert_eq!(out.zeroing, Nanos::ZERO);
+    assert_eq!(k.stats().clear_skipped_pages, 1024);
+    k.check_invariants().unwrap();
+    // The released code's flag: allocation takes list order, dirty blocks first.
+    k.set_zeroed_first(ZeroedFirst::No);
+    let out = k.fault(pid, VirtAddr(va.0 + (4 << 20)), true, PageSize::Huge);
+    assert!(out.zeroing > Nanos::ZERO);
+    k.check_invariants().unwrap();
+}
+
+#[test]
+fn base_faults_take_zeroed_frames_first_and_kernel_memory_takes_dirty_ones() {
+    let mut k = kernel(64);
+    let pid = k.create_process();
+    let va = k.mmap(pid, 1 << 20, HugeAdvice::None).unwrap();
+    k.prezero(1024, PrezeroScope::AllOrders);
+    let out = k.fault(pid, va, true, PageSize::Base);
+    // The page-table page (unmovable, dirty first) is cleared; the data page is not.
+    assert_eq!(out.zeroing, Nanos(1000));
+    assert_eq!(k.phys().zeroed_free_frames(), 1023);
+    k.check_invariants().unwrap();
+}
+
+#[test]
+fn without_page_clearing_faults_cost_no_zeroing() {
+    let mut k = kernel(64);
+    k.set_clear_pages(false);
+    let pid = k.create_process();
+    let va = k.mmap(pid, 4 << 20, HugeAdvice::None).unwrap();
+    let out = k.fault(pid, va, true, PageSize::Huge);
+    assert_eq!((out.kind, out.zeroing), (FaultKind::Huge, Nanos::ZERO));
+    assert_eq!(out.cost, Nanos(1000 + 100 + 10));
 }
 
 #[test]

@@ -5,8 +5,8 @@
 //! pageblocks or page tables: the buddy allocator and the address spaces give the fields
 //! their meaning.
 //!
-//! Layout, one `u128`: bits 0..32 `flags` (state, order, migrate type, owner kind,
-//! zeroed), 32..64 `pid`, 64..128 `data`. For a free-block head `data` holds the intrusive
+//! Layout, one `u128`: bits 0..32 `flags` (state, order, migrate type, owner kind, and
+//! the content: zeroed, written, first non-zero byte), 32..64 `pid`, 64..128 `data`. For a free-block head `data` holds the intrusive
 //! free-list links (previous and next head as `u32` frame indices); for an allocated
 //! anonymous or page-table frame `pid` and `data` are its reverse map (owning process,
 //! virtual page number); for a page-cache frame `pid` is 0 and `data` packs the file id
@@ -34,6 +34,11 @@ const MT_SHIFT: u32 = 7;
 const OWNER_SHIFT: u32 = 9;
 const OWNER_MASK: u32 = 0b111;
 const ZEROED: u32 = 1 << 12;
+const WRITTEN: u32 = 1 << 13;
+const FIRST_NZ_SHIFT: u32 = 14;
+const FIRST_NZ_MASK: u32 = 0xfff;
+/// The content bits, which state changes keep (only freeing forgets them).
+const CONTENT: u32 = ZEROED | WRITTEN | (FIRST_NZ_MASK << FIRST_NZ_SHIFT);
 
 /// Who owns an allocated frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -182,6 +187,19 @@ impl Frame {
         self.flags() & ZEROED != 0
     }
 
+    /// Whether the process mapping this anonymous frame has written it since it was
+    /// allocated: its content ([`Frame::first_nonzero`]) is then what the write left.
+    pub fn is_written(&self) -> bool {
+        self.flags() & WRITTEN != 0
+    }
+
+    /// The offset of the first non-zero byte of a frame whose content is known and not
+    /// zero; `None` for a zero frame (and for a free frame of unknown content).
+    pub fn first_nonzero(&self) -> Option<u16> {
+        (self.flags() & (ZEROED | WRITTEN) == WRITTEN)
+            .then(|| ((self.flags() >> FIRST_NZ_SHIFT) & FIRST_NZ_MASK) as u16)
+    }
+
     /// Whether the frame is allocated (head or tail of an allocated block).
     pub fn is_allocated(&self) -> bool {
         self.flags() & STATE_MASK >= ALLOCATED
@@ -227,36 +245,52 @@ impl Frame {
     }
 
     fn set_state(&mut self, state: u32, order: u8, extra: u32) {
-        let zeroed = self.flags() & ZEROED;
-        self.set_flags(state | ((order as u32 & ORDER_MASK) << ORDER_SHIFT) | extra | zeroed);
+        let content = self.flags() & CONTENT;
+        self.set_flags(state | ((order as u32 & ORDER_MASK) << ORDER_SHIFT) | extra | content);
     }
 
-    /// Make this the head of a free block on `mt`'s list at `order` (keeps `zeroed`).
+    /// Make this the head of a free block on `mt`'s list at `order` (keeps the content).
     pub(crate) fn set_free_head(&mut self, order: u8, mt: MigrateType) {
         self.set_state(FREE_HEAD, order, (mt as u32) << MT_SHIFT);
     }
 
-    /// Make this a free-block tail (keeps `zeroed`, drops links and rmap).
+    /// Make this a free-block tail (keeps the content, drops links and rmap).
     pub(crate) fn set_free_tail(&mut self) {
         self.set_state(FREE_TAIL, 0, 0);
         self.set_pid_data(0, 0);
     }
 
-    /// Make this the head of an allocated block (keeps `zeroed`, clears the rmap).
+    /// Make this the head of an allocated block (keeps the content, clears the rmap).
     pub(crate) fn set_allocated(&mut self, order: u8, owner: OwnerKind) {
         self.set_state(ALLOCATED, order, (owner as u32) << OWNER_SHIFT);
         self.set_pid_data(0, 0);
     }
 
-    /// Make this a tail of an allocated block (keeps `zeroed`, clears the rmap).
+    /// Make this a tail of an allocated block (keeps the content, clears the rmap).
     pub(crate) fn set_allocated_tail(&mut self, owner: OwnerKind) {
         self.set_state(ALLOCATED_TAIL, 0, (owner as u32) << OWNER_SHIFT);
         self.set_pid_data(0, 0);
     }
 
-    /// Record whether the content is known zero.
+    /// Record whether the content is known zero, and that nobody has written it since
+    /// (a cleared or freed frame).
     pub(crate) fn set_zeroed(&mut self, zeroed: bool) {
-        self.set_flags((self.flags() & !ZEROED) | if zeroed { ZEROED } else { 0 });
+        self.set_flags((self.flags() & !CONTENT) | if zeroed { ZEROED } else { 0 });
+    }
+
+    /// Record a write by the mapping process that left the content `first_nonzero`
+    /// (`None`: all zero; `Some(k)`: the first non-zero byte at offset `k`, at most 4095).
+    pub(crate) fn set_written(&mut self, first_nonzero: Option<u16>) {
+        let content = match first_nonzero {
+            None => WRITTEN | ZEROED,
+            Some(k) => WRITTEN | ((k as u32 & FIRST_NZ_MASK) << FIRST_NZ_SHIFT),
+        };
+        self.set_flags((self.flags() & !CONTENT) | content);
+    }
+
+    /// Copy the content of `other` (a migration or a collapse copying the page).
+    pub(crate) fn copy_content(&mut self, other: Frame) {
+        self.set_flags((self.flags() & !CONTENT) | (other.flags() & CONTENT));
     }
 
     /// Record the reverse map of an allocated frame.
@@ -397,6 +431,32 @@ mod tests {
             }
         );
         assert_eq!(f.owner(), Some(OwnerKind::PageCache));
+    }
+
+    #[test]
+    fn content_survives_state_changes_and_a_write_records_it() {
+        let mut f = Frame::ZERO;
+        f.set_allocated(0, OwnerKind::Anon);
+        f.set_zeroed(true);
+        assert!(f.is_zeroed() && !f.is_written() && f.first_nonzero().is_none());
+        f.set_written(Some(4095));
+        assert!(!f.is_zeroed() && f.is_written());
+        f.set_allocated(9, OwnerKind::Anon);
+        assert_eq!(
+            f.first_nonzero(),
+            Some(4095),
+            "a compound change keeps content"
+        );
+        let mut g = Frame::ZERO;
+        g.copy_content(f);
+        assert_eq!(g.first_nonzero(), Some(4095));
+        f.set_written(None);
+        assert!(f.is_zeroed() && f.is_written() && f.first_nonzero().is_none());
+        f.set_zeroed(false);
+        assert!(
+            !f.is_zeroed() && !f.is_written(),
+            "freeing forgets the content"
+        );
     }
 
     #[test]

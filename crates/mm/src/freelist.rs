@@ -1,8 +1,14 @@
 //! The free area: one intrusive doubly-linked list of free-block heads per order per
 //! migrate type (Linux `struct free_area`, `add_to_free_list`, `del_page_from_free_list`).
 //!
-//! Owns the list heads, the links stored in frame metadata, and the counters. It must not
-//! split, merge or choose blocks: that is the buddy allocator's job.
+//! Zeroed blocks (a free block whose head frame is zeroed is zeroed throughout: the
+//! buddy allocator keeps that so) go to the tail of their list, dirty ones to the head,
+//! so each list is HawkEye's two lists (section 3.1: non-zero, then zero) joined end to
+//! end: the head is the first dirty block if there is one, the tail the last zeroed one.
+//! With nothing zeroed (no pre-zeroing) every push is at the head, as Linux's.
+//!
+//! Owns the list heads and tails, the links stored in frame metadata, and the counters.
+//! It must not split, merge or choose blocks: that is the buddy allocator's job.
 
 use crate::frame::{FrameTable, NIL};
 use crate::pageblock::MigrateType;
@@ -13,8 +19,11 @@ const MTS: usize = MigrateType::COUNT;
 #[derive(Clone, Debug)]
 pub(crate) struct FreeArea {
     heads: Vec<[u32; MTS]>,
+    tails: Vec<[u32; MTS]>,
     blocks: Vec<[u64; MTS]>,
     frames_by_mt: [u64; MTS],
+    /// Free frames in zeroed blocks, all lists.
+    zeroed_frames: u64,
 }
 
 impl FreeArea {
@@ -23,23 +32,41 @@ impl FreeArea {
         let n = max_order as usize + 1;
         FreeArea {
             heads: vec![[NIL; MTS]; n],
+            tails: vec![[NIL; MTS]; n],
             blocks: vec![[0; MTS]; n],
             frames_by_mt: [0; MTS],
+            zeroed_frames: 0,
         }
     }
 
-    /// Put the block at `pfn` at the head of `mt`'s list at `order`, marking its first frame.
+    /// Put the block at `pfn` on `mt`'s list at `order`, marking its first frame: at the
+    /// head when it is dirty, at the tail when its head frame says it is zeroed.
     pub fn push(&mut self, frames: &mut FrameTable, pfn: u32, order: u8, mt: MigrateType) {
         let (o, m) = (order as usize, mt.index());
-        let head = self.heads[o][m];
-        frames.update(pfn, |f| {
-            f.set_free_head(order, mt);
-            f.set_links(NIL, head);
-        });
-        if head != NIL {
-            frames.update(head, |f| f.set_prev(pfn));
+        if frames.at(pfn).is_zeroed() {
+            let tail = self.tails[o][m];
+            frames.update(pfn, |f| {
+                f.set_free_head(order, mt);
+                f.set_links(tail, NIL);
+            });
+            match tail {
+                NIL => self.heads[o][m] = pfn,
+                t => frames.update(t, |f| f.set_next(pfn)),
+            }
+            self.tails[o][m] = pfn;
+            self.zeroed_frames += 1 << order;
+        } else {
+            let head = self.heads[o][m];
+            frames.update(pfn, |f| {
+                f.set_free_head(order, mt);
+                f.set_links(NIL, head);
+            });
+            match head {
+                NIL => self.tails[o][m] = pfn,
+                h => frames.update(h, |f| f.set_prev(pfn)),
+            }
+            self.heads[o][m] = pfn;
         }
-        self.heads[o][m] = pfn;
         self.blocks[o][m] += 1;
         self.frames_by_mt[m] += 1 << order;
     }
@@ -55,8 +82,13 @@ impl FreeArea {
         } else {
             frames.update(prev, |f| f.set_next(next));
         }
-        if next != NIL {
+        if next == NIL {
+            self.tails[order as usize][mt.index()] = prev;
+        } else {
             frames.update(next, |f| f.set_prev(prev));
+        }
+        if f.is_zeroed() {
+            self.zeroed_frames -= 1 << order;
         }
         frames.update(pfn, |f| f.set_free_tail());
         self.blocks[order as usize][mt.index()] -= 1;
@@ -71,10 +103,30 @@ impl FreeArea {
         Some(head)
     }
 
+    /// Take the last block of `mt`'s list at `order` if it is zeroed (the zero list's).
+    pub fn pop_zeroed(
+        &mut self,
+        frames: &mut FrameTable,
+        order: u8,
+        mt: MigrateType,
+    ) -> Option<u32> {
+        let tail = *self.tails.get(order as usize)?.get(mt.index())?;
+        if tail == NIL || !frames.at(tail).is_zeroed() {
+            return None;
+        }
+        self.remove(frames, tail);
+        Some(tail)
+    }
+
     /// The first block of `mt`'s list at `order`.
     pub fn first(&self, order: u8, mt: MigrateType) -> Option<u32> {
         let head = *self.heads.get(order as usize)?.get(mt.index())?;
         (head != NIL).then_some(head)
+    }
+
+    /// Free frames in zeroed blocks, all lists.
+    pub fn zeroed_frames(&self) -> u64 {
+        self.zeroed_frames
     }
 
     /// Blocks on `mt`'s list at `order`.
@@ -164,5 +216,38 @@ mod tests {
         );
         assert_eq!(frames.at(0).links(), (2, NIL));
         assert_eq!(fa.frames_total(), 2);
+        fa.remove(&mut frames, 0);
+        fa.remove(&mut frames, 2);
+        assert_eq!(fa.first(0, MigrateType::Unmovable), None);
+        fa.push(&mut frames, 5, 0, MigrateType::Unmovable);
+        assert_eq!(fa.iter(&frames, 0, MigrateType::Unmovable).count(), 1);
+    }
+
+    #[test]
+    fn zeroed_blocks_go_to_the_tail_and_dirty_ones_to_the_head() {
+        let mut frames = FrameTable::zeroed(8);
+        let mut fa = FreeArea::new(0);
+        let mt = MigrateType::Movable;
+        frames.update(1, |f| f.set_zeroed(true));
+        frames.update(3, |f| f.set_zeroed(true));
+        for pfn in [1, 0, 3, 2] {
+            fa.push(&mut frames, pfn, 0, mt);
+        }
+        assert_eq!(
+            fa.iter(&frames, 0, mt).collect::<Vec<_>>(),
+            vec![2, 0, 1, 3]
+        );
+        assert_eq!(fa.zeroed_frames(), 2);
+        assert_eq!(fa.pop_zeroed(&mut frames, 0, mt), Some(3));
+        assert_eq!(
+            fa.pop(&mut frames, 0, mt),
+            Some(2),
+            "dirty first from the head"
+        );
+        assert_eq!(fa.pop_zeroed(&mut frames, 0, mt), Some(1));
+        assert_eq!(fa.pop_zeroed(&mut frames, 0, mt), None, "only dirty left");
+        assert_eq!(fa.zeroed_frames(), 0);
+        assert_eq!(fa.pop(&mut frames, 0, mt), Some(0));
+        assert_eq!(fa.pop(&mut frames, 0, mt), None);
     }
 }

@@ -262,7 +262,10 @@ fn scan_frames(p: &PhysMem) -> Result<Census> {
 }
 
 fn check_tails(p: &PhysMem, head: u64, size: u64, free: bool) -> Result<()> {
-    let owner = p.frames.at(head as u32).owner();
+    let first = p.frames.at(head as u32);
+    let owner = first.owner();
+    // A free block whose head is zeroed is zeroed throughout (pre-zeroing relies on it).
+    let zeroed = free && first.is_zeroed();
     for f in p.frames.range(head as u32 + 1, size as u32 - 1) {
         let ok = match f.state() {
             FrameState::FreeTail => free,
@@ -270,17 +273,23 @@ fn check_tails(p: &PhysMem, head: u64, size: u64, free: bool) -> Result<()> {
             _ => false,
         };
         ensure(ok, "blocks overlap", head)?;
+        ensure(
+            !zeroed || f.is_zeroed(),
+            "zeroed free block with a dirty frame",
+            head,
+        )?;
     }
     Ok(())
 }
 
 /// Walk every free list; returns the frames listed.
 fn check_lists(p: &PhysMem) -> Result<u64> {
-    let mut listed = 0;
+    let (mut listed, mut zeroed) = (0, 0);
     for order in 0..=p.max_order().0 {
         for mt in MigrateType::ALL {
             let mut prev = u32::MAX;
             let mut n = 0;
+            let mut seen_zeroed = false;
             for pfn in p.free.iter(&p.frames, order, mt) {
                 let f = p.frames.get(pfn as u64).ok_or(MmError::Invariant {
                     what: "list link out of range",
@@ -296,6 +305,13 @@ fn check_lists(p: &PhysMem) -> Result<u64> {
                     pfn as u64,
                 )?;
                 ensure(n < p.frames_total(), "free list loops", pfn as u64)?;
+                ensure(
+                    !seen_zeroed || f.is_zeroed(),
+                    "a dirty block after a zeroed one on a free list",
+                    pfn as u64,
+                )?;
+                seen_zeroed |= f.is_zeroed();
+                zeroed += (f.is_zeroed() as u64) << order;
                 prev = pfn;
                 n += 1;
             }
@@ -307,6 +323,11 @@ fn check_lists(p: &PhysMem) -> Result<u64> {
             listed += n << order;
         }
     }
+    ensure(
+        zeroed == p.free.zeroed_frames(),
+        "zeroed free frames differ from a recount",
+        zeroed,
+    )?;
     Ok(listed)
 }
 
@@ -321,24 +342,40 @@ struct SpaceCheck<'a> {
 /// Check one address space; returns (anonymous frames mapped, page-table pages).
 fn check_space(p: &PhysMem, l: &VaLayout, pid: Pid, s: &AddressSpace) -> Result<(u64, u64)> {
     let c = SpaceCheck { p, l, pid, s };
-    let (mut base, mut huge, mut tables) = (0u64, 0u64, 0u64);
+    let (mut base, mut huge, mut tables, mut written) = (0u64, 0u64, 0u64, 0u64);
     for (region, slot) in s.pt.slots() {
         let in_vma = s.vma_covering(region, l.region_bytes()).is_some();
         match slot {
-            Slot::Huge { pfn, .. } => {
+            Slot::Huge { pfn, unwritten, .. } => {
                 ensure(in_vma, "huge mapping outside a VMA", region)?;
                 c.check_huge(*pfn, region)?;
+                let w = (0..l.fanout)
+                    .filter(|&i| p.frame(Pfn(pfn.0 + i)).is_some_and(|f| f.is_written()))
+                    .count() as u64;
+                ensure(
+                    w + *unwritten as u64 == l.fanout,
+                    "a huge page's unwritten count differs from its frames",
+                    region,
+                )?;
+                written += w;
                 huge += 1;
             }
             Slot::HugeZero { .. } => ensure(in_vma, "huge zero page outside a VMA", region)?,
             Slot::Table(t) => {
-                base += c.check_table(region, t)?;
+                let (frames, w) = c.check_table(region, t)?;
+                base += frames;
+                written += w;
                 tables += 1;
             }
             Slot::Empty => {}
         }
     }
     ensure(base == s.base_pages, "base-page counter differs", base)?;
+    ensure(
+        written == s.written_pages,
+        "written-page counter differs",
+        written,
+    )?;
     ensure(huge == s.huge_pages, "huge-page counter differs", huge)?;
     Ok((base + huge * l.fanout, tables))
 }
@@ -373,8 +410,8 @@ impl SpaceCheck<'_> {
         Ok(())
     }
 
-    /// Check a table; returns the frames it maps.
-    fn check_table(&self, region: u64, t: &PteTable) -> Result<u64> {
+    /// Check a table; returns the frames it maps and how many of them are written.
+    fn check_table(&self, region: u64, t: &PteTable) -> Result<(u64, u64)> {
         let table = FrameState::Allocated {
             order: Order(0),
             owner: OwnerKind::PageTable,
@@ -390,7 +427,7 @@ impl SpaceCheck<'_> {
             order: Order(0),
             owner: OwnerKind::Anon,
         };
-        let (mut present, mut zero, mut frames) = (0u32, 0u32, 0u64);
+        let (mut present, mut zero, mut frames, mut written) = (0u32, 0u32, 0u64, 0u64);
         for (i, pte) in t.ptes().iter().enumerate().filter(|(_, p)| p.is_present()) {
             let va = region + ((i as u64) << self.l.base_shift);
             ensure(self.s.vma(va).is_some(), "PTE outside a VMA", va)?;
@@ -398,12 +435,19 @@ impl SpaceCheck<'_> {
             zero += pte.is_zero_page() as u32;
             if pte.is_frame() {
                 self.expect_frame(pte.pfn(), anon, va, "PTE frame not anon naming its page")?;
+                let w = self.p.frame(pte.pfn()).is_some_and(|f| f.is_written());
+                ensure(
+                    w == pte.written(),
+                    "a PTE's written bit differs from its frame's",
+                    va,
+                )?;
+                written += w as u64;
                 frames += 1;
             }
         }
         let counts_ok = present == t.present() && zero == t.zero();
         ensure(counts_ok, "table counters differ from a recount", region)?;
-        Ok(frames)
+        Ok((frames, written))
     }
 }
 

@@ -9,15 +9,16 @@
 
 use crate::addrspace::AddressSpace;
 use crate::api::{FaultInfo, RegionInfo, RegionState, TlbFlush, Touch, Translation};
-use crate::buddy::{AllocRequest, Block, PhysMem};
+use crate::buddy::{AllocRequest, Block, PhysMem, PrezeroScope, ZeroedFirst};
 use crate::compaction::CompactState;
+use crate::content::{ContentDraw, WriteContent};
 use crate::costs::{FragCosts, MmCosts};
 use crate::error::{MmError, Result};
 use crate::fallback::FallbackPolicy;
 use crate::frame::OwnerKind;
 use crate::lru::PageCache;
 use crate::mech::Mech;
-use crate::pagetable::{Slot, VaLayout, ZeroPages};
+use crate::pagetable::{Slot, VaLayout, Walked, ZeroPages};
 use crate::pcp::PcpConfig;
 use crate::pte::Pte;
 use crate::reclaim::{Mem, Watermarks};
@@ -61,6 +62,10 @@ pub struct Kernel {
     pub(crate) kmem_unmovable: BTreeMap<u64, (Pfn, Order)>,
     /// The id of the last kernel allocation (ids start at 1).
     pub(crate) kmem_id: u64,
+    /// Seed of the page-content draws (`content.rs`).
+    pub(crate) content_seed: u64,
+    /// Clear frames not known zero at fault and collapse (see [`Kernel::set_clear_pages`]).
+    pub(crate) clear_pages: bool,
 }
 
 impl Kernel {
@@ -107,6 +112,8 @@ impl Kernel {
             slab: SlabCaches::default(),
             kmem_unmovable: BTreeMap::new(),
             kmem_id: 0,
+            content_seed: 0,
+            clear_pages: true,
         })
     }
 
@@ -147,10 +154,40 @@ impl Kernel {
         }
     }
 
-    /// Start a process with an empty address space. Pids are never reused.
+    /// Start a process with an empty address space whose writes leave data
+    /// ([`WriteContent::default`]). Pids are never reused.
     pub fn create_process(&mut self) -> Pid {
-        self.procs.push(Some(AddressSpace::new(self.layout)));
-        Pid((self.procs.len() - 1) as u32)
+        let pid = Pid(self.procs.len() as u32);
+        let draw = ContentDraw::new(WriteContent::default(), self.content_seed, pid);
+        self.procs.push(Some(AddressSpace::new(self.layout, draw)));
+        pid
+    }
+
+    /// Whether faults and collapses clear the frames they map when these are not known
+    /// zero (default: yes, as every kernel must). Off is HawkEye Table 1's hypothetical
+    /// "no page-zeroing" Linux: the clearing is not charged, and the frames are still
+    /// modelled as zero-filled (a real kernel would leak the previous owner's data).
+    pub fn set_clear_pages(&mut self, yes: bool) {
+        self.clear_pages = yes;
+    }
+
+    /// Seed the draws of page contents of processes created from now on (the run's
+    /// seed: the same seed gives the same contents).
+    pub fn set_content_seed(&mut self, seed: u64) {
+        self.content_seed = seed;
+    }
+
+    /// What `pid`'s first writes to pages leave in them from now on (`content.rs`).
+    pub fn set_write_content(&mut self, pid: Pid, content: WriteContent) -> Result<()> {
+        content.validate()?;
+        let seed = self.content_seed;
+        let space = self
+            .procs
+            .get_mut(pid.0 as usize)
+            .and_then(|s| s.as_mut())
+            .ok_or(MmError::NoSuchProcess(pid))?;
+        space.content = ContentDraw::new(content, seed, pid);
+        Ok(())
     }
 
     /// The address space of a live process.
@@ -173,6 +210,7 @@ impl Kernel {
             wmark: self.wmark,
             reserv: &mut self.reserv,
             slab: &mut self.slab,
+            clear_pages: self.clear_pages,
         };
         Some((space, mech))
     }
@@ -185,9 +223,13 @@ impl Kernel {
             return Touch::Segfault;
         };
         match space.pt.touch(va.0, write, self.zero) {
-            Some(t) => t,
-            None if space.vmas.find(va.0).is_some() => Touch::NotPresent,
-            None => Touch::Segfault,
+            Walked::Hit(t) => t,
+            Walked::FirstWrite(t) => {
+                record_first_write(space, &mut self.phys, self.layout, va.0);
+                t
+            }
+            Walked::Miss if space.vmas.find(va.0).is_some() => Touch::NotPresent,
+            Walked::Miss => Touch::Segfault,
         }
     }
 
@@ -375,6 +417,29 @@ impl Kernel {
         })
     }
 
+    /// Useful bytes of a process: the base pages it maps (in base-page or huge mappings)
+    /// that it has written since they were allocated (`content.rs`). Resident bytes
+    /// beyond these are bloat: pages the process never wrote.
+    pub fn useful_bytes(&self, pid: Pid) -> u64 {
+        self.space(pid)
+            .map_or(0, |s| s.written_pages << self.layout.base_shift)
+    }
+
+    /// Zero free blocks in place, up to `budget` frames (whole blocks only): one run of a
+    /// pre-zeroing daemon (HawkEye section 3.1). `scope` says which blocks. Returns the
+    /// frames zeroed; clearing them is the daemon's cost, not the kernel's.
+    pub fn prezero(&mut self, budget: u64, scope: PrezeroScope) -> u64 {
+        let done = self.phys.prezero(budget, scope);
+        self.stats.prezeroed_pages += done;
+        done
+    }
+
+    /// Whether allocations of anonymous memory take zeroed free blocks first (HawkEye's
+    /// zero list, the default) or take blocks in list order (the released code).
+    pub fn set_zeroed_first(&mut self, mode: ZeroedFirst) {
+        self.phys.set_zeroed_first(mode);
+    }
+
     /// Huge pages a process maps (the huge zero page excluded).
     pub fn huge_pages(&self, pid: Pid) -> u64 {
         self.space(pid).map_or(0, |s| s.huge_pages)
@@ -407,6 +472,29 @@ impl Kernel {
                 what: "not a kernel block",
             }),
         }
+    }
+}
+
+/// A write through a mapping of `va` whose frame may not record one yet: if the frame's
+/// process has not written it since it was allocated, draw what the write leaves
+/// (`content.rs`) and count the page as written. Out of line: once per page.
+#[cold]
+#[inline(never)]
+fn record_first_write(space: &mut AddressSpace, phys: &mut PhysMem, l: VaLayout, va: u64) {
+    let idx = l.page_index(va);
+    let pfn = match space.pt.slot_mut_uncached(va) {
+        Some(Slot::Huge { pfn, .. }) => Pfn(pfn.0 + idx as u64),
+        Some(Slot::Table(t)) => t.get(idx).pfn(),
+        _ => return,
+    };
+    if !phys.frame(pfn).is_some_and(|f| !f.is_written()) {
+        return;
+    }
+    let content = space.content.draw(hugemm_hw::Vpn(va >> l.base_shift));
+    phys.frames.update(pfn.0 as u32, |f| f.set_written(content));
+    space.written_pages += 1;
+    if let Some(Slot::Huge { unwritten, .. }) = space.pt.slot_mut_uncached(va) {
+        *unwritten = unwritten.saturating_sub(1);
     }
 }
 

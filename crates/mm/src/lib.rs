@@ -18,7 +18,9 @@ mod api;
 pub mod buddy;
 mod collapse;
 pub mod compaction;
+pub mod content;
 pub mod costs;
+mod dedup;
 pub mod error;
 pub mod fallback;
 mod fault;
@@ -52,9 +54,11 @@ pub use api::{
     CollapseOutcome, FaultInfo, FaultKind, FaultOutcome, FaultRequest, HugeAdvice, Madvise,
     RegionInfo, RegionState, ReservationCensus, ReservationInfo, TlbFlush, Touch, Translation,
 };
-pub use buddy::{AllocRequest, Block, PhysMem};
+pub use buddy::{AllocRequest, Block, PhysMem, PrezeroScope, ZeroedFirst};
 pub use compaction::{CompactOutcome, CompactRequest};
+pub use content::WriteContent;
 pub use costs::{FragCosts, MmCosts};
+pub use dedup::{ScanStyle, ZeroScan, ZeroScanOutcome};
 pub use error::{CollapseError, MmError, Result};
 pub use fallback::{
     Aaf, Apbs, FallbackChoice, FallbackPolicy, FreeAreaView, KernelLayout, LinuxDefault, Opbs,

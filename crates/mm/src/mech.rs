@@ -24,7 +24,10 @@ use hugemm_hw::{Nanos, Order, Pfn, Pid, VirtAddr, Vpn};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Alloc {
     pub pfn: Pfn,
+    /// Everything: the allocation, any direct reclaim, and clearing.
     pub cost: Nanos,
+    /// Of `cost`, clearing the frames.
+    pub zeroing: Nanos,
 }
 
 /// Everything a mechanism borrows from the kernel apart from the address space.
@@ -41,6 +44,9 @@ pub(crate) struct Mech<'a> {
     pub wmark: Watermarks,
     pub reserv: &'a mut ReservTable,
     pub slab: &'a mut SlabCaches,
+    /// Clear frames that are not known zero before mapping them (Linux always does; off
+    /// only for HawkEye Table 1's hypothetical kernel without page zeroing).
+    pub clear_pages: bool,
 }
 
 impl Mech<'_> {
@@ -55,8 +61,8 @@ impl Mech<'_> {
     }
 
     /// Allocate `2^order` movable anonymous frames mapped from `va`: reverse maps set,
-    /// zeroed bits cleared. Costs one allocation plus clearing, unless every frame was
-    /// known zero.
+    /// content zero and unwritten. Costs one allocation plus clearing, unless every frame
+    /// was known zero (pre-zeroed).
     pub fn alloc_anon(&mut self, order: u8, va: u64) -> Result<Alloc> {
         let req = AllocRequest::new(Order(order))
             .migrate(MigrateType::Movable)
@@ -65,15 +71,26 @@ impl Mech<'_> {
         let frames = 1u64 << order;
         self.phys
             .map_frames(block.pfn, frames, self.pid, self.vpn(va));
-        let zeroing = if block.zeroed {
-            Nanos::ZERO
-        } else {
-            self.costs.zero_time(frames << self.layout.base_shift)
-        };
+        let zeroing = self.clearing(block.zeroed, frames);
         Ok(Alloc {
             pfn: block.pfn,
             cost: self.costs.alloc + zeroing + reclaim,
+            zeroing,
         })
+    }
+
+    /// The time to clear `frames` frames, unless they were known zero (or clearing is
+    /// off); counted in the kernel's statistics.
+    pub fn clearing(&mut self, known_zero: bool, frames: u64) -> Nanos {
+        if known_zero {
+            self.stats.clear_skipped_pages += frames;
+            return Nanos::ZERO;
+        }
+        if !self.clear_pages {
+            return Nanos::ZERO;
+        }
+        self.stats.cleared_pages += frames;
+        self.costs.zero_time(frames << self.layout.base_shift)
     }
 
     /// Allocate through reclaim (`reclaim.rs`): returns the block and the direct-reclaim
@@ -102,6 +119,7 @@ impl Mech<'_> {
         let (block, reclaim) = self.alloc(&req)?;
         self.phys
             .map_frames(block.pfn, 1, self.pid, self.vpn(region));
+        // Page-table pages are always cleared (`__GFP_ZERO`), whatever `clear_pages` says.
         let zeroing = if block.zeroed {
             Nanos::ZERO
         } else {
@@ -110,6 +128,7 @@ impl Mech<'_> {
         Ok(Alloc {
             pfn: block.pfn,
             cost: self.costs.alloc + zeroing + reclaim,
+            zeroing,
         })
     }
 
@@ -120,6 +139,29 @@ impl Mech<'_> {
         if self.phys.free(pfn, Order(order)).is_err() {
             self.stats.internal_errors += 1;
         }
+    }
+
+    /// Free a block of frames a process mapped, taking its written frames off the
+    /// process's count of `written` pages.
+    pub fn release_mapped(&mut self, written: &mut u64, pfn: Pfn, order: u8) {
+        *written -= self.written_in(pfn, 1 << order);
+        self.release(pfn, order);
+    }
+
+    /// How many of the `n` frames from `pfn` their process has written.
+    pub fn written_in(&self, pfn: Pfn, n: u64) -> u64 {
+        (0..n)
+            .filter(|&i| {
+                self.phys
+                    .frame(Pfn(pfn.0 + i))
+                    .is_some_and(|f| f.is_written())
+            })
+            .count() as u64
+    }
+
+    /// Whether the process has written frame `pfn`.
+    pub fn is_written(&self, pfn: Pfn) -> bool {
+        self.phys.frame(pfn).is_some_and(|f| f.is_written())
     }
 
     /// Record a shootdown of `[start, end)`; returns its cost.

@@ -105,9 +105,10 @@ impl Kernel {
         }
         table.set(
             l.page_index(va),
-            Pte::frame(dst, pte.accessed(), pte.dirty()),
+            Pte::frame(dst, pte.accessed(), pte.dirty()).with_written(pte.written()),
         );
         self.phys.map_frames(dst, 1, pid, vpn);
+        self.phys.copy_content(src, dst);
         self.flushes.push(TlbFlush {
             pid,
             start: VirtAddr(va),

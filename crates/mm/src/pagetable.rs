@@ -149,17 +149,33 @@ impl PteTable {
     }
 }
 
+/// What [`PageTable::touch`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Walked {
+    /// Translated (or a write to the zero page found).
+    Hit(Touch),
+    /// Translated, by a write through a mapping whose frame may not record a write of its
+    /// process yet: the caller records the page's content.
+    FirstWrite(Touch),
+    /// Nothing mapped.
+    Miss,
+}
+
 /// What maps one 2 MB region.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) enum Slot {
     /// Nothing.
     #[default]
     Empty,
-    /// A huge page on the order-9 block at `pfn`.
+    /// A huge page on the order-9 block at `pfn`; `unwritten` of its base pages have not
+    /// been written by the process since the block was allocated (their frames' content
+    /// is still what allocation or collapse left), so writes to it look at frames until
+    /// none is left.
     Huge {
         pfn: Pfn,
         accessed: bool,
         dirty: bool,
+        unwritten: u16,
     },
     /// The huge zero page (read-only).
     HugeZero { accessed: bool },
@@ -204,34 +220,48 @@ impl PageTable {
     }
 
     /// The hot path: translate `va` and set the accessed (and, on a write, dirty) bit.
-    /// `None` when nothing is mapped there.
+    /// [`Walked::FirstWrite`] when a write goes through a mapping whose frame may not
+    /// record a write yet (the caller records the page's content); [`Walked::Miss`] when
+    /// nothing is mapped there.
     #[inline]
-    pub fn touch(&mut self, va: u64, write: bool, zero: ZeroPages) -> Option<Touch> {
+    pub fn touch(&mut self, va: u64, write: bool, zero: ZeroPages) -> Walked {
         let l = self.layout;
-        match self.slot_mut(va)? {
-            Slot::Table(t) => touch_pte(t.ptes.get_mut(l.page_index(va))?, &l, va, write, zero),
+        let Some(slot) = self.slot_mut(va) else {
+            return Walked::Miss;
+        };
+        match slot {
+            Slot::Table(t) => match t.ptes.get_mut(l.page_index(va)) {
+                Some(pte) => touch_pte(pte, &l, va, write, zero),
+                None => Walked::Miss,
+            },
             Slot::Huge {
                 pfn,
                 accessed,
                 dirty,
+                unwritten,
             } => {
                 *accessed = true;
                 *dirty |= write;
                 let pa = (pfn.0 << l.base_shift) | (va & (l.region_bytes() - 1));
-                Some(Touch::Mapped {
+                let t = Touch::Mapped {
                     pa,
                     size: PageSize::Huge,
-                })
+                };
+                if write && *unwritten > 0 {
+                    Walked::FirstWrite(t)
+                } else {
+                    Walked::Hit(t)
+                }
             }
-            Slot::HugeZero { .. } if write => Some(Touch::WriteToZeroPage),
+            Slot::HugeZero { .. } if write => Walked::Hit(Touch::WriteToZeroPage),
             Slot::HugeZero { accessed } => {
                 *accessed = true;
-                Some(Touch::Mapped {
+                Walked::Hit(Touch::Mapped {
                     pa: zero.huge + (va & (l.region_bytes() - 1)),
                     size: PageSize::Huge,
                 })
             }
-            Slot::Empty => None,
+            Slot::Empty => Walked::Miss,
         }
     }
 
@@ -391,23 +421,28 @@ impl PageTable {
 }
 
 #[inline]
-fn touch_pte(pte: &mut Pte, l: &VaLayout, va: u64, write: bool, zero: ZeroPages) -> Option<Touch> {
+fn touch_pte(pte: &mut Pte, l: &VaLayout, va: u64, write: bool, zero: ZeroPages) -> Walked {
     let off = va & (l.base_bytes() - 1);
     if pte.is_frame() {
         pte.mark(write);
-        return Some(Touch::Mapped {
+        let t = Touch::Mapped {
             pa: (pte.pfn().0 << l.base_shift) | off,
             size: PageSize::Base,
-        });
+        };
+        if write && !pte.written() {
+            *pte = pte.with_written(true);
+            return Walked::FirstWrite(t);
+        }
+        return Walked::Hit(t);
     }
     if !pte.is_present() {
-        return None;
+        return Walked::Miss;
     }
     if write {
-        return Some(Touch::WriteToZeroPage);
+        return Walked::Hit(Touch::WriteToZeroPage);
     }
     pte.mark(false);
-    Some(Touch::Mapped {
+    Walked::Hit(Touch::Mapped {
         pa: zero.base + off,
         size: PageSize::Base,
     })
@@ -446,7 +481,7 @@ mod tests {
     fn touch_translates_and_sets_bits() {
         let mut p = pt();
         let va = 0x7f00_0000_0000;
-        assert_eq!(p.touch(va, false, ZERO), None);
+        assert_eq!(p.touch(va, false, ZERO), Walked::Miss);
         let t = PteTable::filled(Pfn(9), 512, |i| {
             if i == 1 {
                 Pte::frame(Pfn(100), false, false)
@@ -455,53 +490,49 @@ mod tests {
             }
         });
         p.replace(va, Slot::Table(t));
+        let mapped = Touch::Mapped {
+            pa: 100 * 4096 + 8,
+            size: PageSize::Base,
+        };
+        assert_eq!(p.touch(va + 0x1008, false, ZERO), Walked::Hit(mapped));
         assert_eq!(
             p.touch(va + 0x1008, true, ZERO),
-            Some(Touch::Mapped {
-                pa: 100 * 4096 + 8,
-                size: PageSize::Base
-            })
+            Walked::FirstWrite(mapped),
+            "the first write through an entry looks at the frame"
         );
+        assert_eq!(p.touch(va + 0x1008, true, ZERO), Walked::Hit(mapped));
         let Some(Slot::Table(t)) = p.slot(va) else {
             panic!()
         };
-        assert!(t.get(1).accessed() && t.get(1).dirty());
-        assert_eq!(p.touch(va, false, ZERO), None);
+        assert!(t.get(1).accessed() && t.get(1).dirty() && t.get(1).written());
+        assert_eq!(p.touch(va, false, ZERO), Walked::Miss);
     }
 
     #[test]
     fn huge_and_huge_zero_slots_translate_at_two_megabytes() {
         let mut p = pt();
         let va = 0x7f00_0040_0000;
-        p.replace(
-            va,
-            Slot::Huge {
-                pfn: Pfn(512),
-                accessed: false,
-                dirty: false,
-            },
-        );
-        let pa = 512 * 4096 + 0x1234;
-        assert_eq!(
-            p.touch(va + 0x1234, true, ZERO),
-            Some(Touch::Mapped {
-                pa,
-                size: PageSize::Huge
-            })
-        );
-        assert_eq!(
-            p.slot(va),
-            Some(&Slot::Huge {
-                pfn: Pfn(512),
-                accessed: true,
-                dirty: true
-            })
-        );
+        let huge = |accessed, dirty, unwritten| Slot::Huge {
+            pfn: Pfn(512),
+            accessed,
+            dirty,
+            unwritten,
+        };
+        p.replace(va, huge(false, false, 1));
+        let t = Touch::Mapped {
+            pa: 512 * 4096 + 0x1234,
+            size: PageSize::Huge,
+        };
+        assert_eq!(p.touch(va + 0x1234, false, ZERO), Walked::Hit(t));
+        assert_eq!(p.touch(va + 0x1234, true, ZERO), Walked::FirstWrite(t));
+        assert_eq!(p.slot(va), Some(&huge(true, true, 1)));
+        p.replace(va, huge(true, true, 0));
+        assert_eq!(p.touch(va + 0x1234, true, ZERO), Walked::Hit(t));
         p.replace(va, Slot::HugeZero { accessed: false });
-        assert_eq!(p.touch(va, true, ZERO), Some(Touch::WriteToZeroPage));
+        assert_eq!(p.touch(va, true, ZERO), Walked::Hit(Touch::WriteToZeroPage));
         assert_eq!(
             p.touch(va + 5, false, ZERO),
-            Some(Touch::Mapped {
+            Walked::Hit(Touch::Mapped {
                 pa: ZERO.huge + 5,
                 size: PageSize::Huge
             })

@@ -1,6 +1,8 @@
 //! A page-table entry for a base page, packed in a `u64` like the hardware's: frame
 //! number in bits 12 and up, present, accessed, dirty, and zero-page (maps the shared
-//! zero page, read-only, no frame of its own: Linux's `pte_special` zero-pfn PTE).
+//! zero page, read-only, no frame of its own: Linux's `pte_special` zero-pfn PTE), and a
+//! software bit, written: the frame's content already records a write of the mapping
+//! process (`content.rs`), so writes through this entry need not look at the frame.
 //!
 //! Owns the bit layout only. It must not know where tables live or what frames are.
 
@@ -10,6 +12,7 @@ const PRESENT: u64 = 1 << 0;
 const ACCESSED: u64 = 1 << 1;
 const DIRTY: u64 = 1 << 2;
 const ZERO_PAGE: u64 = 1 << 3;
+const WRITTEN: u64 = 1 << 4;
 const PFN_SHIFT: u32 = 12;
 
 /// One PTE.
@@ -23,6 +26,17 @@ impl Pte {
     /// A present PTE mapping frame `pfn`.
     pub const fn frame(pfn: Pfn, accessed: bool, dirty: bool) -> Pte {
         Pte((pfn.0 << PFN_SHIFT) | PRESENT | (accessed as u64 * ACCESSED) | (dirty as u64 * DIRTY))
+    }
+
+    /// This entry with the written bit set as `yes` says.
+    pub const fn with_written(self, yes: bool) -> Pte {
+        Pte((self.0 & !WRITTEN) | (yes as u64 * WRITTEN))
+    }
+
+    /// Whether the frame's content already records a write through this mapping.
+    #[inline]
+    pub const fn written(self) -> bool {
+        self.0 & WRITTEN != 0
     }
 
     /// A present, read-only PTE mapping the shared zero page.
@@ -93,6 +107,9 @@ mod tests {
         assert!(p.dirty());
         assert!(p.clear_accessed());
         assert!(!p.accessed() && p.dirty());
+        assert!(!p.written() && p.with_written(true).written());
+        assert_eq!(p.with_written(true).pfn(), Pfn(0x12345));
+        assert!(!p.with_written(true).with_written(false).written());
     }
 
     #[test]

@@ -389,13 +389,11 @@ fn take_reserved(m: &mut Mech<'_>, region: u64, page: u64) -> Option<Alloc> {
     }
     let zeroed = m.phys.frame(pfn).is_some_and(|f| f.is_zeroed());
     m.phys.map_frames(pfn, 1, m.pid, m.vpn(page));
-    let clearing = match zeroed {
-        true => Nanos::ZERO,
-        false => m.costs.zero_time(m.layout.base_bytes()),
-    };
+    let zeroing = m.clearing(zeroed, 1);
     Some(Alloc {
         pfn,
-        cost: m.costs.alloc + clearing,
+        cost: m.costs.alloc + zeroing,
+        zeroing,
     })
 }
 
@@ -454,6 +452,7 @@ pub(crate) fn promote_if_full(
         pfn: base,
         accessed,
         dirty,
+        unwritten: (m.fanout() - m.written_in(base, m.fanout())) as u16,
     };
     if let Slot::Table(old) = space.pt.replace(region, huge) {
         m.release(old.table_pfn(), 0);

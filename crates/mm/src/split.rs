@@ -35,13 +35,17 @@ pub(crate) fn split_region(space: &mut AddressSpace, m: &mut Mech<'_>, va: u64) 
             pfn,
             accessed,
             dirty,
+            ..
         }) => {
             let t = m.alloc_table(region)?;
             if m.phys.split_compound(pfn).is_err() {
                 m.stats.internal_errors += 1;
             }
             let n = m.fanout();
-            let table = PteTable::filled(t.pfn, n, |i| Pte::frame(Pfn(pfn.0 + i), accessed, dirty));
+            let table = PteTable::filled(t.pfn, n, |i| {
+                let f = Pfn(pfn.0 + i);
+                Pte::frame(f, accessed, dirty).with_written(m.is_written(f))
+            });
             Ok(t.cost + install_split_table(space, m, region, table))
         }
         Some(&Slot::HugeZero { accessed }) => {

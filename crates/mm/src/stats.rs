@@ -152,6 +152,25 @@ pub struct KernelStats {
     pub promotions_in_place: u64,
     /// Time charged by in-place promotions (to the fault that mapped the last page).
     pub promotion_time: Nanos,
+    /// Frames cleared synchronously when mapped (faults, collapses, reservations).
+    pub cleared_pages: u64,
+    /// Frames mapped without clearing because they were known zero (pre-zeroed).
+    pub clear_skipped_pages: u64,
+    /// Free frames zeroed by pre-zeroing ([`Kernel::prezero`](crate::Kernel::prezero)).
+    pub prezeroed_pages: u64,
+    /// Huge pages scanned for zero-filled base pages (bloat recovery, THP shrinker).
+    pub zero_scan_huge_pages: u64,
+    /// Bytes those scans read (each base page up to its first non-zero byte).
+    pub zero_scan_bytes: u64,
+    /// Zero-filled base pages found by those scans.
+    pub zero_subpages_found: u64,
+    /// Huge pages split because they held more zero-filled base pages than allowed.
+    pub zero_dedup_splits: u64,
+    /// Zero-filled base pages of split huge pages remapped to the shared zero page, their
+    /// frames freed.
+    pub zero_subpages_recovered: u64,
+    /// Time of those scans and splits (charged to the caller).
+    pub zero_scan_time: Nanos,
 }
 
 /// Pageblock fallback events (`__rmqueue_fallback`), counted by the stealing mechanism
@@ -258,6 +277,8 @@ mod tests {
             kind: FaultKind::CowZeroPage,
             size: PageSize::Base,
             cost: Nanos(7),
+            alloc: Nanos(2),
+            zeroing: Nanos(1),
             oom: true,
         };
         s.record_fault(&out);

@@ -13,6 +13,9 @@ pub fn costs() -> MmCosts {
         copy_gbps: 4.096,
         pte_update: Nanos(10),
         tlb_flush: Nanos(300),
+        zero_nt_gbps: 4.096,
+        scan_gbps: 8.192,
+        scan_page: Nanos(100),
     }
 }
 

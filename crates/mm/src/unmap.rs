@@ -73,7 +73,7 @@ fn zap_region(
     let part = match space.slot(region) {
         Some(&Slot::Huge { pfn, .. }) if full => {
             space.pt.take(region);
-            m.release(pfn, m.layout.huge_order());
+            m.release_mapped(&mut space.written_pages, pfn, m.layout.huge_order());
             space.huge_pages -= 1;
             return (Nanos::ZERO, 1);
         }
@@ -85,6 +85,7 @@ fn zap_region(
             pfn,
             accessed,
             dirty,
+            ..
         }) => Pte::frame(pfn, accessed, dirty),
         Some(&Slot::HugeZero { accessed }) => Pte::zero_page(accessed),
         Some(Slot::Table(_)) => return (Nanos::ZERO, zap_table(space, m, region, lo, hi)),
@@ -104,13 +105,20 @@ fn zap_huge_part(
     hi: u64,
 ) -> Nanos {
     let n = m.fanout();
-    let pte_at = |i: u64| match first.is_frame() {
-        true => Pte::frame(Pfn(first.pfn().0 + i), first.accessed(), first.dirty()),
-        false => first,
-    };
     if first.is_frame() {
         free_covered(space, m, first.pfn(), lo, hi);
     }
+    let written: Vec<bool> = match first.is_frame() {
+        true => (0..n)
+            .map(|i| m.is_written(Pfn(first.pfn().0 + i)))
+            .collect(),
+        false => Vec::new(),
+    };
+    let pte_at = |i: u64| match first.is_frame() {
+        true => Pte::frame(Pfn(first.pfn().0 + i), first.accessed(), first.dirty())
+            .with_written(written[i as usize]),
+        false => first,
+    };
     m.stats.splits += 1;
     let Ok(t) = m.alloc_table(region) else {
         // Unreachable for frames (a frame was just freed). For the huge zero page, the
@@ -135,7 +143,7 @@ fn free_covered(space: &mut AddressSpace, m: &mut Mech<'_>, pfn: Pfn, lo: u64, h
     if m.phys.split_compound(pfn).is_err() {
         m.stats.internal_errors += 1;
     }
-    (lo..hi).for_each(|i| m.release(Pfn(pfn.0 + i), 0));
+    (lo..hi).for_each(|i| m.release_mapped(&mut space.written_pages, Pfn(pfn.0 + i), 0));
     space.huge_pages -= 1;
     space.base_pages += m.fanout() - (hi - lo);
 }
@@ -150,7 +158,7 @@ fn drop_mapping(
     space.pt.take(region);
     for pte in rest.filter(|p| p.is_frame()) {
         m.stats.internal_errors += 1;
-        m.release(pte.pfn(), 0);
+        m.release_mapped(&mut space.written_pages, pte.pfn(), 0);
         space.base_pages -= 1;
     }
 }
@@ -166,7 +174,7 @@ fn zap_table(space: &mut AddressSpace, m: &mut Mech<'_>, region: u64, lo: u64, h
         let old = t.set(i as usize, Pte::NONE);
         cleared += old.is_present() as u64;
         if old.is_frame() {
-            m.release(old.pfn(), 0);
+            m.release_mapped(&mut space.written_pages, old.pfn(), 0);
             space.base_pages -= 1;
         }
     }

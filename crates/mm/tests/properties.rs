@@ -2,15 +2,17 @@
 //! every invariant of [`Kernel::check_invariants`] (frames conserved, free blocks disjoint
 //! and maximally coalesced, mappings point at allocated anonymous frames whose reverse map
 //! names them, counters agree with a recount), and split and collapse preserve
-//! translations.
+//! translations; pre-zeroing keeps zeroed blocks zeroed throughout and behind the dirty
+//! ones on every list, and de-duplication of zero subpages keeps every present page's
+//! content (zero-filled ones read as the zero page).
 
 mod common;
 
 use common::{machine, HUGE, PAGE};
 use hugemm_hw::{Order, PageSize, Pid, VirtAddr};
 use hugemm_mm::{
-    AllocRequest, Block, HugeAdvice, Kernel, Madvise, MigrateType, MmError, OwnerKind, Touch,
-    Translation,
+    AllocRequest, Block, HugeAdvice, Kernel, Madvise, MigrateType, MmError, OwnerKind,
+    PrezeroScope, ScanStyle, Touch, Translation, ZeroScan,
 };
 use proptest::prelude::*;
 
@@ -76,6 +78,17 @@ enum Op {
     Exit {
         proc: u8,
     },
+    Prezero {
+        frames: u16,
+        max_order_only: bool,
+    },
+    Dedup {
+        proc: u8,
+        vma: u8,
+        page: u32,
+        max_zero: u16,
+        linux: bool,
+    },
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -95,7 +108,14 @@ fn op() -> impl Strategy<Value = Op> {
         2 => (0u8..11, any::<bool>()).prop_map(|(order, reclaimable)| Op::KernelAlloc { order, reclaimable }),
         2 => any::<u16>().prop_map(|idx| Op::KernelFree { idx }),
         1 => any::<u8>().prop_map(|proc| Op::Exit { proc }),
+        2 => (any::<u16>(), any::<bool>()).prop_map(|(frames, max_order_only)| Op::Prezero { frames, max_order_only }),
+        2 => (any::<u8>(), any::<u8>(), page_any(), 0u16..512, any::<bool>())
+            .prop_map(|(proc, vma, page, max_zero, linux)| Op::Dedup { proc, vma, page, max_zero, linux }),
     ]
+}
+
+fn page_any() -> impl Strategy<Value = u32> {
+    0u32..4096
 }
 
 struct World {
@@ -234,7 +254,68 @@ impl World {
                     prop_assert_eq!(self.k.rss_bytes(pid), 0);
                 }
             }
+            Op::Prezero {
+                frames,
+                max_order_only,
+            } => {
+                let scope = match max_order_only {
+                    true => PrezeroScope::MaxOrder,
+                    false => PrezeroScope::AllOrders,
+                };
+                let before = self.k.phys().zeroed_free_frames();
+                let done = self.k.prezero(frames as u64, scope);
+                prop_assert!(done <= frames as u64);
+                prop_assert_eq!(self.k.phys().zeroed_free_frames(), before + done);
+            }
+            Op::Dedup {
+                proc,
+                vma,
+                page,
+                max_zero,
+                linux,
+            } => self.dedup(proc, vma, page, max_zero as u32, linux)?,
         }
+        Ok(())
+    }
+
+    fn dedup(
+        &mut self,
+        proc: u8,
+        vma: u8,
+        page: u32,
+        max_zero: u32,
+        linux: bool,
+    ) -> Result<(), TestCaseError> {
+        let Some((pid, va)) = self.addr(proc, vma, page) else {
+            return Ok(());
+        };
+        let before = self.region_translations(pid, va);
+        let (rss, useful) = (self.k.rss_bytes(pid), self.k.useful_bytes(pid));
+        let style = if linux {
+            ScanStyle::Underused
+        } else {
+            ScanStyle::Full
+        };
+        let Ok(out) = self
+            .k
+            .dedup_zero_subpages(pid, va, ZeroScan { max_zero, style })
+        else {
+            return Ok(());
+        };
+        prop_assert!(
+            !out.split || out.zero > max_zero,
+            "split a page that was not underused"
+        );
+        let after = self.region_translations(pid, va);
+        let remapped = before
+            .iter()
+            .zip(&after)
+            .filter(|(b, a)| b.map(|t| t.pa) != a.map(|t| t.pa))
+            .count() as u32;
+        prop_assert_eq!(remapped, out.recovered, "only recovered pages moved");
+        prop_assert!(after.iter().all(|t| t.is_some()), "a page went missing");
+        prop_assert_eq!(self.k.rss_bytes(pid), rss - out.recovered as u64 * PAGE);
+        prop_assert!(self.k.useful_bytes(pid) <= useful);
         Ok(())
     }
 

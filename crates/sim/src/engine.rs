@@ -16,7 +16,7 @@ use crate::results::{
     HighAllocResult, ProcessSummary, RunResult, Summary, SystemSummary, TimeseriesRow,
 };
 use crate::Result;
-use hugemm_hw::{KernelCosts, Mmu, Nanos, Picos};
+use hugemm_hw::{KernelCosts, MachineProfile, Mmu, Nanos, Picos};
 use hugemm_mm::{Kernel, MemConfig, MmCosts};
 use hugemm_policy::{DaemonRun, DaemonSpec, Policy};
 use hugemm_workload::ProcessSpec;
@@ -85,8 +85,10 @@ fn ns(x: f64) -> Nanos {
     Nanos(x.max(0.0).round() as u64)
 }
 
-/// The kernel model's view of a profile's software costs.
-pub fn mm_costs(k: &KernelCosts) -> MmCosts {
+/// The kernel model's view of a profile's software costs (the optional ones default as
+/// [`KernelCosts`] documents).
+pub fn mm_costs(p: &MachineProfile) -> MmCosts {
+    let k: &KernelCosts = &p.costs;
     MmCosts {
         fault_trap: ns(k.fault_trap_ns),
         alloc: ns(k.alloc_ns),
@@ -94,13 +96,16 @@ pub fn mm_costs(k: &KernelCosts) -> MmCosts {
         copy_gbps: k.copy_gbps,
         pte_update: ns(k.pte_update_ns),
         tlb_flush: ns(k.tlb_flush_ns),
+        zero_nt_gbps: k.zero_nt_gbps.unwrap_or(k.zero_gbps),
+        scan_gbps: k.scan_gbps.unwrap_or(k.copy_gbps),
+        scan_page: ns(k.scan_page_ns.unwrap_or(p.dram_latency_ns)),
     }
 }
 
 impl Engine {
     /// Set up the machine, the policy and the processes of `exp`.
     pub fn new(exp: Experiment) -> Result<Engine> {
-        let costs = mm_costs(&exp.profile.costs);
+        let costs = mm_costs(&exp.profile);
         let kernel = Kernel::new(
             &MemConfig {
                 bytes: exp.memory_bytes,

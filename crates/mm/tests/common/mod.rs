@@ -14,6 +14,9 @@ pub fn costs() -> MmCosts {
         copy_gbps: 8.0,
         pte_update: Nanos(5),
         tlb_flush: Nanos(400),
+        zero_nt_gbps: 10.0,
+        scan_gbps: 16.0,
+        scan_page: Nanos(150),
     }
 }
 
