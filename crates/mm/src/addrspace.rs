@@ -37,7 +37,7 @@ impl AddressSpace {
     }
 
     /// The VMA containing `va`.
-    pub(crate) fn vma(&self, va: u64) -> Option<&Vma> {
+    pub(crate) fn vma(&self, va: u64) -> Option<Vma> {
         self.vmas.find(va)
     }
 
@@ -47,7 +47,7 @@ impl AddressSpace {
     }
 
     /// The VMA holding all of the region `[region, region + bytes)`, if one does.
-    pub(crate) fn vma_covering(&self, region: u64, bytes: u64) -> Option<&Vma> {
+    pub(crate) fn vma_covering(&self, region: u64, bytes: u64) -> Option<Vma> {
         self.vmas
             .find(region)
             .filter(|v| region.checked_add(bytes).is_some_and(|end| end <= v.end.0))

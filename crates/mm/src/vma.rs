@@ -8,6 +8,7 @@
 use crate::api::HugeAdvice;
 use hugemm_hw::VirtAddr;
 use serde::Serialize;
+use std::cell::Cell;
 use std::collections::BTreeMap;
 
 /// One anonymous mapping `[start, end)`.
@@ -32,16 +33,28 @@ impl Vma {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct VmaMap {
     map: BTreeMap<u64, Vma>,
+    /// The VMA found last (Linux's per-thread VMA cache): a fault looks its VMA up
+    /// several times. Cleared by every change.
+    last: Cell<Option<Vma>>,
 }
 
 impl VmaMap {
     /// The VMA containing `va`.
-    pub fn find(&self, va: u64) -> Option<&Vma> {
-        self.map
+    #[inline]
+    pub fn find(&self, va: u64) -> Option<Vma> {
+        if let Some(v) = self.last.get().filter(|v| v.contains(va)) {
+            return Some(v);
+        }
+        let found = self
+            .map
             .range(..=va)
             .next_back()
-            .map(|(_, v)| v)
-            .filter(|v| v.contains(va))
+            .map(|(_, v)| *v)
+            .filter(|v| v.contains(va));
+        if found.is_some() {
+            self.last.set(found);
+        }
+        found
     }
 
     /// All VMAs, low to high.
@@ -67,12 +80,14 @@ impl VmaMap {
 
     /// Add a VMA over a free range, merging with equal neighbours.
     pub fn insert(&mut self, vma: Vma) {
+        self.last.set(None);
         self.map.insert(vma.start.0, vma);
         self.merge_around(vma.start.0, vma.end.0);
     }
 
     /// Remove `[start, end)` from every VMA, splitting the ones that straddle its ends.
     pub fn remove_range(&mut self, start: u64, end: u64) {
+        self.last.set(None);
         self.split_at(start);
         self.split_at(end);
         let keys: Vec<u64> = self.map.range(start..end).map(|(&k, _)| k).collect();
@@ -83,6 +98,7 @@ impl VmaMap {
 
     /// Set the advice of `[start, end)` (holes skipped), splitting and re-merging.
     pub fn set_advice(&mut self, start: u64, end: u64, advice: HugeAdvice) {
+        self.last.set(None);
         self.split_at(start);
         self.split_at(end);
         for v in self.map.range_mut(start..end).map(|(_, v)| v) {
@@ -93,9 +109,10 @@ impl VmaMap {
 
     /// `split_vma`: cut the VMA straddling `at` in two.
     fn split_at(&mut self, at: u64) {
-        let Some(v) = self.find(at).copied() else {
+        let Some(v) = self.find(at) else {
             return;
         };
+        self.last.set(None);
         if v.start.0 == at {
             return;
         }
@@ -125,11 +142,11 @@ impl VmaMap {
             .map_or(start, |(&k, _)| k);
         let keys: Vec<u64> = self.map.range(from..=end).map(|(&k, _)| k).collect();
         for pair in keys.windows(2) {
-            let (Some(a), Some(b)) = (self.find(pair[0]).copied(), self.map.get(&pair[1]).copied())
-            else {
+            let (Some(a), Some(b)) = (self.find(pair[0]), self.map.get(&pair[1]).copied()) else {
                 continue;
             };
             if a.end == b.start && a.advice == b.advice {
+                self.last.set(None);
                 self.map.remove(&b.start.0);
                 self.map.insert(a.start.0, Vma { end: b.end, ..a });
             }
@@ -180,6 +197,19 @@ mod tests {
         );
         m.set_advice(0x3000, 0x5000, HugeAdvice::None);
         assert_eq!(starts(&m), vec![(0x1000, 0x9000)]);
+    }
+
+    #[test]
+    fn the_cached_vma_never_outlives_a_change() {
+        let mut m = VmaMap::default();
+        m.insert(vma(0x1000, 0x9000, HugeAdvice::None));
+        assert_eq!(m.find(0x2000).unwrap().end.0, 0x9000);
+        m.set_advice(0x1000, 0x3000, HugeAdvice::Hugepage);
+        assert_eq!(m.find(0x2000).unwrap().advice, HugeAdvice::Hugepage);
+        assert_eq!(m.find(0x2000).unwrap().end.0, 0x3000);
+        m.remove_range(0x1000, 0x3000);
+        assert!(m.find(0x2000).is_none());
+        assert_eq!(m.find(0x4000).unwrap().start.0, 0x3000);
     }
 
     #[test]
