@@ -348,14 +348,15 @@ impl PhysMem {
 
     /// Zero free blocks of the movable lists in place, whole blocks only, until
     /// `budget` frames have been zeroed or nothing is left to zero (`scope` says which);
-    /// a zeroed block goes back at the tail of its list. Returns the frames zeroed.
-    pub fn prezero(&mut self, budget: u64, scope: PrezeroScope) -> u64 {
+    /// a zeroed block goes back at the tail of its list. Returns the blocks zeroed (first
+    /// frame and order).
+    pub fn prezero(&mut self, budget: u64, scope: PrezeroScope) -> Vec<(Pfn, Order)> {
         let mt = MigrateType::Movable;
         let lowest = match scope {
             PrezeroScope::AllOrders => 0,
             PrezeroScope::MaxOrder => self.max_order,
         };
-        let mut done = 0;
+        let (mut done, mut blocks) = (0, Vec::new());
         for order in (lowest..=self.max_order).rev() {
             let frames = 1u64 << order;
             while done + frames <= budget {
@@ -370,10 +371,11 @@ impl PhysMem {
                 self.frames
                     .update_range(pfn, frames as u32, |_, f| f.set_zeroed(true));
                 self.list_push(pfn, order, mt);
+                blocks.push((Pfn(pfn as u64), Order(order)));
                 done += frames;
             }
         }
-        done
+        blocks
     }
 
     /// Free frames in zeroed blocks (HawkEye's zero lists).

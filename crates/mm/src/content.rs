@@ -21,13 +21,17 @@
 //! - The draw is a hash of (the kernel's seed, pid, virtual page), not a generator's next
 //!   value: the same page of the same process always gets the same content, whatever the
 //!   order in which pages are first written (sampled mode writes pages in another order
-//!   than exact mode), so runs stay deterministic.
+//!   than exact mode), so runs stay deterministic. The offset is read from a table of the
+//!   distribution's quantiles at 65,536 levels (built once per mean, [`Quantiles`]), so
+//!   a first write costs a hash and a load, not a logarithm; the table cuts the tail off
+//!   at probability 2^-17 (113 bytes at the default mean).
 //!
 //! This module owns the draw and the scan arithmetic; frames and PTEs store the result.
 
 use crate::error::{MmError, Result};
 use hugemm_hw::{Pid, Vpn};
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// HawkEye's measured mean distance to the first non-zero byte of an in-use 4 KB page
 /// (section 3.2, Figure 3: 9.11 bytes over 56 workloads).
@@ -76,44 +80,77 @@ impl WriteContent {
     }
 }
 
+/// Levels of the quantile table (a power of two: indexed by the top bits of a hash).
+const LEVELS_LOG2: u32 = 16;
+
+/// The offsets of the first non-zero byte at 2^16 evenly spaced quantiles of the
+/// geometric distribution of one mean.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Quantiles {
+    mean: f64,
+    offsets: Arc<[u16]>,
+}
+
+impl Quantiles {
+    /// The table for `mean` (0: every offset is 0).
+    pub fn new(mean: f64) -> Quantiles {
+        let p = 1.0 / (mean.max(0.0) + 1.0);
+        let ln_q = (1.0 - p).ln();
+        let levels = 1usize << LEVELS_LOG2;
+        let offsets = (0..levels)
+            .map(|j| {
+                if ln_q == 0.0 {
+                    return 0;
+                }
+                // The quantile at the middle of level j: P(offset >= k) = q^k.
+                let u = (j as f64 + 0.5) / levels as f64;
+                (u.ln() / ln_q).floor().min(4095.0) as u16
+            })
+            .collect();
+        Quantiles { mean, offsets }
+    }
+
+    /// The mean it was built for.
+    pub fn mean(&self) -> f64 {
+        self.mean
+    }
+}
+
 /// A process's [`WriteContent`] prepared for drawing.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub(crate) struct ContentDraw {
     /// A hash word below this leaves data (`nonzero_share` of the range).
     threshold: u64,
-    /// `ln(1 - p)` of the geometric offset, 0 when the mean is 0.
-    ln_q: f64,
+    quantiles: Quantiles,
     seed: u64,
 }
 
 impl ContentDraw {
-    pub fn new(c: WriteContent, seed: u64, pid: Pid) -> ContentDraw {
+    /// The draw of `c` for `pid`; `quantiles` must be the table of `c`'s mean.
+    pub fn new(c: WriteContent, seed: u64, pid: Pid, quantiles: Quantiles) -> ContentDraw {
         let threshold = if c.nonzero_share >= 1.0 {
             u64::MAX
         } else {
             (c.nonzero_share.max(0.0) * u64::MAX as f64) as u64
         };
-        let p = 1.0 / (c.mean_first_nonzero.max(0.0) + 1.0);
         ContentDraw {
             threshold,
-            ln_q: (1.0 - p).ln(),
+            quantiles,
             seed: mix(seed ^ mix(pid.0 as u64 ^ 0x636f_6e74_656e_7473)),
         }
     }
 
     /// The content the first write of page `vpn` leaves: `None` all zero, `Some(k)` the
     /// first non-zero byte at `k`.
+    #[inline]
     pub fn draw(&self, vpn: Vpn) -> Option<u16> {
         let h = mix(self.seed ^ vpn.0);
         if self.threshold != u64::MAX && h >= self.threshold {
             return None;
         }
-        if self.ln_q == 0.0 {
-            return Some(0);
-        }
-        // A second, independent word for the offset: u in (0, 1].
-        let u = ((mix(h) >> 11) + 1) as f64 / (1u64 << 53) as f64;
-        Some((u.ln() / self.ln_q).floor().min(4095.0) as u16)
+        // A second, independent word picks the quantile.
+        let level = (mix(h) >> (64 - LEVELS_LOG2)) as usize;
+        Some(self.quantiles.offsets[level])
     }
 }
 
@@ -138,11 +175,15 @@ pub(crate) fn bytes_scanned(first_nonzero: Option<u16>, page_bytes: u64) -> u64 
 mod tests {
     use super::*;
 
+    fn draw(c: WriteContent, seed: u64, pid: Pid) -> ContentDraw {
+        ContentDraw::new(c, seed, pid, Quantiles::new(c.mean_first_nonzero))
+    }
+
     #[test]
     fn the_draw_is_a_function_of_the_page() {
-        let d = ContentDraw::new(WriteContent::default(), 7, Pid(3));
+        let d = draw(WriteContent::default(), 7, Pid(3));
         assert_eq!(d.draw(Vpn(12345)), d.draw(Vpn(12345)));
-        let other = ContentDraw::new(WriteContent::default(), 7, Pid(4));
+        let other = draw(WriteContent::default(), 7, Pid(4));
         let differ = (0..64)
             .filter(|&v| d.draw(Vpn(v)) != other.draw(Vpn(v)))
             .count();
@@ -154,7 +195,7 @@ mod tests {
 
     #[test]
     fn the_mean_first_nonzero_byte_is_the_configured_mean() {
-        let d = ContentDraw::new(WriteContent::default(), 1, Pid(1));
+        let d = draw(WriteContent::default(), 1, Pid(1));
         let n = 200_000;
         let sum: u64 = (0..n).map(|v| d.draw(Vpn(v)).expect("data") as u64).sum();
         let mean = sum as f64 / n as f64;
@@ -167,12 +208,12 @@ mod tests {
             nonzero_share: 0.25,
             ..WriteContent::default()
         };
-        let d = ContentDraw::new(c, 1, Pid(1));
+        let d = draw(c, 1, Pid(1));
         let data = (0..100_000).filter(|&v| d.draw(Vpn(v)).is_some()).count();
         assert!((24_000..26_000).contains(&data), "{data}");
-        let zeros = ContentDraw::new(WriteContent::ZEROS, 1, Pid(1));
+        let zeros = draw(WriteContent::ZEROS, 1, Pid(1));
         assert!((0..1000).all(|v| zeros.draw(Vpn(v)).is_none()));
-        let first = ContentDraw::new(
+        let first = draw(
             WriteContent {
                 mean_first_nonzero: 0.0,
                 ..WriteContent::default()
@@ -181,6 +222,27 @@ mod tests {
             Pid(1),
         );
         assert!((0..1000).all(|v| first.draw(Vpn(v)) == Some(0)));
+    }
+
+    #[test]
+    fn the_quantile_table_follows_the_geometric_distribution() {
+        let q = Quantiles::new(9.11);
+        let mean = q.offsets.iter().map(|&k| k as f64).sum::<f64>() / q.offsets.len() as f64;
+        assert!((mean - 9.11).abs() < 0.05, "table mean {mean}");
+        // P(offset = 0) = p = 1 / 10.11.
+        let zero = q.offsets.iter().filter(|&&k| k == 0).count() as f64;
+        assert!((zero / q.offsets.len() as f64 - 1.0 / 10.11).abs() < 0.001);
+        let long = draw(
+            WriteContent {
+                mean_first_nonzero: 4095.0,
+                ..WriteContent::default()
+            },
+            3,
+            Pid(1),
+        );
+        assert!((0..1000)
+            .filter_map(|v| long.draw(Vpn(v)))
+            .any(|k| k == 4095));
     }
 
     #[test]

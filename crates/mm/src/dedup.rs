@@ -12,8 +12,13 @@
 //!   that there cannot be), and a split of an underused page checks every base page again
 //!   as it remaps (`try_to_map_unused_to_zeropage`, `RMP_USE_SHARED_ZEROPAGE`).
 //!
+//! The split frees the zero-filled frames first and then allocates the page-table page,
+//! so it cannot fail for want of memory: a recovery run when nothing at all is free (a
+//! fault's direct reclaim) still works, as Linux's does with the page-table page it
+//! deposited at the huge fault.
+//!
 //! Cost: the scans (`MmCosts::scan_time`: a cache miss to reach each page, then the bytes
-//! read, `content.rs`), the split (`split.rs`), one PTE write per page remapped. Owns
+//! read, `content.rs`), the split (the page-table page, 512 PTE writes, a flush). Owns
 //! the mechanism only: which huge pages to scan, and when, is the policy's.
 
 use crate::addrspace::AddressSpace;
@@ -21,9 +26,9 @@ use crate::content::bytes_scanned;
 use crate::error::{MmError, Result};
 use crate::kernel::Kernel;
 use crate::mech::Mech;
+use crate::pagetable::PteTable;
 use crate::pagetable::Slot;
 use crate::pte::Pte;
-use crate::split::split_region;
 use hugemm_hw::{Nanos, Pfn, Pid, VirtAddr};
 use serde::{Deserialize, Serialize};
 
@@ -66,8 +71,7 @@ pub struct ZeroScanOutcome {
 impl Kernel {
     /// Scan the huge page mapping `region` of `pid` for zero-filled base pages and
     /// de-duplicate them if more than `scan.max_zero` are. Fails, changing nothing, when
-    /// the region is not a huge page. A split that finds no memory for its page-table
-    /// page leaves the huge page whole (the scan is still charged).
+    /// the region is not a huge page.
     pub fn dedup_zero_subpages(
         &mut self,
         pid: Pid,
@@ -94,7 +98,13 @@ fn dedup_region(
     scan: ZeroScan,
 ) -> Result<ZeroScanOutcome> {
     let region = m.layout.region_of(va);
-    let Some(&Slot::Huge { pfn, .. }) = space.slot(region) else {
+    let Some(&Slot::Huge {
+        pfn,
+        accessed,
+        dirty,
+        ..
+    }) = space.slot(region)
+    else {
         return Err(MmError::NotHuge(region));
     };
     let mut out = first_scan(m, pfn, scan);
@@ -109,13 +119,10 @@ fn dedup_region(
         out.bytes_read += bytes;
         out.cost += m.costs.scan_time(pages, bytes);
     }
-    let Ok(split) = split_region(space, m, region) else {
-        return Ok(out);
-    };
+    let (cost, recovered) = split_dedup(space, m, region, pfn, (accessed, dirty));
     out.split = true;
-    out.cost += split;
-    out.recovered = remap_zero_pages(space, m, region, pfn);
-    out.cost += m.pte_updates(out.recovered as u64);
+    out.cost += cost;
+    out.recovered = recovered;
     Ok(out)
 }
 
@@ -154,27 +161,53 @@ fn first_nonzero(m: &Mech<'_>, pfn: Pfn) -> Option<u16> {
     m.phys.frame(pfn).and_then(|f| f.first_nonzero())
 }
 
-/// After the split of the huge page at `pfn` mapping `region`: map each zero-filled base
-/// page to the zero page and free its frame. Returns how many.
-fn remap_zero_pages(space: &mut AddressSpace, m: &mut Mech<'_>, region: u64, pfn: Pfn) -> u32 {
-    let zero: Vec<usize> = (0..m.fanout())
-        .filter(|&i| m.phys.frame(Pfn(pfn.0 + i)).is_some_and(|f| f.is_zeroed()))
-        .map(|i| i as usize)
-        .collect();
-    let Some(Slot::Table(t)) = space.pt.slot_mut_uncached(region) else {
+/// Split the huge page at `pfn` mapping `region` (with its accessed and dirty bits):
+/// free its zero-filled frames, then map the rest with a new table whose entries for the
+/// freed pages map the zero page. Returns the cost and the frames freed (at least one:
+/// the caller found more zero-filled pages than allowed).
+fn split_dedup(
+    space: &mut AddressSpace,
+    m: &mut Mech<'_>,
+    region: u64,
+    pfn: Pfn,
+    (accessed, dirty): (bool, bool),
+) -> (Nanos, u32) {
+    let n = m.fanout();
+    if m.phys.split_compound(pfn).is_err() {
         m.stats.internal_errors += 1;
-        return 0;
+    }
+    let zero: Vec<bool> = (0..n)
+        .map(|i| m.phys.frame(Pfn(pfn.0 + i)).is_some_and(|f| f.is_zeroed()))
+        .collect();
+    let mut recovered = 0;
+    for i in (0..n).filter(|&i| zero[i as usize]) {
+        m.release_mapped(&mut space.written_pages, Pfn(pfn.0 + i), 0);
+        recovered += 1;
+    }
+    space.huge_pages -= 1;
+    space.base_pages += n - recovered;
+    m.stats.splits += 1;
+    let Ok(t) = m.alloc_table(region) else {
+        // Unreachable: frames were just freed. Drop the rest rather than leave a huge
+        // mapping over freed frames; the invariant checker reports the error.
+        m.stats.internal_errors += 1;
+        space.pt.take(region);
+        for i in (0..n).filter(|&i| !zero[i as usize]) {
+            m.release_mapped(&mut space.written_pages, Pfn(pfn.0 + i), 0);
+        }
+        space.base_pages -= n - recovered;
+        return (Nanos::ZERO, recovered as u32);
     };
-    let mut freed = Vec::with_capacity(zero.len());
-    for &i in &zero {
-        let old = t.set(i, Pte::zero_page(t.get(i).accessed()));
-        freed.push(old.pfn());
-    }
-    for &f in &freed {
-        m.release_mapped(&mut space.written_pages, f, 0);
-    }
-    space.base_pages -= freed.len() as u64;
-    freed.len() as u32
+    let table = PteTable::filled(t.pfn, n, |i| match zero[i as usize] {
+        true => Pte::zero_page(accessed),
+        false => {
+            let f = Pfn(pfn.0 + i);
+            Pte::frame(f, accessed, dirty).with_written(m.is_written(f))
+        }
+    });
+    space.pt.replace(region, Slot::Table(table));
+    let cost = t.cost + m.pte_updates(n) + m.flush(region, region + m.layout.region_bytes());
+    (cost, recovered as u32)
 }
 
 #[cfg(test)]
@@ -273,6 +306,23 @@ mod tests {
         let out = k.dedup_zero_subpages(pid, va, HAWKEYE).unwrap();
         assert_eq!(out.recovered, 512);
         assert_eq!((k.useful_bytes(pid), k.rss_bytes(pid)), (0, 0));
+        k.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn recovery_works_with_no_frame_free() {
+        let (mut k, pid, va) = sparse_huge(1);
+        let req = crate::buddy::AllocRequest::new(hugemm_hw::Order(0))
+            .owner(crate::frame::OwnerKind::KernelUnmovable);
+        while k.alloc_pages(&req).is_ok() {}
+        assert_eq!(k.phys().frames_free(), 0);
+        let out = k.dedup_zero_subpages(pid, va, HAWKEYE).unwrap();
+        assert_eq!((out.split, out.recovered), (true, 511));
+        assert_eq!(
+            k.phys().frames_free(),
+            510,
+            "one frame became the page table"
+        );
         k.check_invariants().unwrap();
     }
 

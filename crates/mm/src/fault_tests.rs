@@ -3,6 +3,10 @@
 use crate::api::{FaultKind, HugeAdvice, Touch};
 use crate::buddy::{PrezeroScope, ZeroedFirst};
 use crate::testutil::kernel;
+
+fn frames(blocks: &[(Pfn, hugemm_hw::Order)]) -> u64 {
+    blocks.iter().map(|b| 1u64 << b.1 .0).sum()
+}
 use hugemm_hw::{Nanos, PageSize, Pfn, VirtAddr};
 
 #[test]
@@ -51,7 +55,7 @@ fn pre_zeroed_memory_serves_huge_faults_without_clearing() {
     let va = k.mmap(pid, 8 << 20, HugeAdvice::None).unwrap();
     // Two order-9 blocks' worth: the daemon zeroes whole blocks, largest first (the
     // 64 MB machine's free memory is order-10 blocks).
-    assert_eq!(k.prezero(2048, PrezeroScope::AllOrders), 2048);
+    assert_eq!(frames(&k.prezero(2048, PrezeroScope::AllOrders)), 2048);
     assert_eq!(k.phys().zeroed_free_frames(), 2048);
     let out = k.fault(pid, va, true, PageSize::Huge);
     assert_eq!((out.kind, out.zeroing), (FaultKind::Huge, Nanos::ZERO));

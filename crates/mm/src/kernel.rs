@@ -11,7 +11,7 @@ use crate::addrspace::AddressSpace;
 use crate::api::{FaultInfo, RegionInfo, RegionState, TlbFlush, Touch, Translation};
 use crate::buddy::{AllocRequest, Block, PhysMem, PrezeroScope, ZeroedFirst};
 use crate::compaction::CompactState;
-use crate::content::{ContentDraw, WriteContent};
+use crate::content::{ContentDraw, Quantiles, WriteContent};
 use crate::costs::{FragCosts, MmCosts};
 use crate::error::{MmError, Result};
 use crate::fallback::FallbackPolicy;
@@ -64,6 +64,8 @@ pub struct Kernel {
     pub(crate) kmem_id: u64,
     /// Seed of the page-content draws (`content.rs`).
     pub(crate) content_seed: u64,
+    /// Quantile tables of first non-zero bytes, one per mean in use.
+    pub(crate) quantiles: Vec<Quantiles>,
     /// Clear frames not known zero at fault and collapse (see [`Kernel::set_clear_pages`]).
     pub(crate) clear_pages: bool,
 }
@@ -113,6 +115,7 @@ impl Kernel {
             kmem_unmovable: BTreeMap::new(),
             kmem_id: 0,
             content_seed: 0,
+            quantiles: Vec::new(),
             clear_pages: true,
         })
     }
@@ -158,9 +161,21 @@ impl Kernel {
     /// ([`WriteContent::default`]). Pids are never reused.
     pub fn create_process(&mut self) -> Pid {
         let pid = Pid(self.procs.len() as u32);
-        let draw = ContentDraw::new(WriteContent::default(), self.content_seed, pid);
+        let c = WriteContent::default();
+        let draw = ContentDraw::new(c, self.content_seed, pid, self.quantiles_of(c));
         self.procs.push(Some(AddressSpace::new(self.layout, draw)));
         pid
+    }
+
+    /// The quantile table of `c`'s mean, built on first use.
+    fn quantiles_of(&mut self, c: WriteContent) -> Quantiles {
+        let mean = c.mean_first_nonzero;
+        if let Some(q) = self.quantiles.iter().find(|q| q.mean() == mean) {
+            return q.clone();
+        }
+        let q = Quantiles::new(mean);
+        self.quantiles.push(q.clone());
+        q
     }
 
     /// Whether faults and collapses clear the frames they map when these are not known
@@ -180,13 +195,13 @@ impl Kernel {
     /// What `pid`'s first writes to pages leave in them from now on (`content.rs`).
     pub fn set_write_content(&mut self, pid: Pid, content: WriteContent) -> Result<()> {
         content.validate()?;
-        let seed = self.content_seed;
-        let space = self
-            .procs
-            .get_mut(pid.0 as usize)
-            .and_then(|s| s.as_mut())
-            .ok_or(MmError::NoSuchProcess(pid))?;
-        space.content = ContentDraw::new(content, seed, pid);
+        if !self.is_live(pid) {
+            return Err(MmError::NoSuchProcess(pid));
+        }
+        let draw = ContentDraw::new(content, self.content_seed, pid, self.quantiles_of(content));
+        if let Some(Some(space)) = self.procs.get_mut(pid.0 as usize) {
+            space.content = draw;
+        }
         Ok(())
     }
 
@@ -303,6 +318,17 @@ impl Kernel {
             }
             None | Some(Slot::Empty) => info(RegionState::Unmapped, 0, 0, 0, 0),
         }
+    }
+
+    /// The regions the process maps with huge pages (the huge zero page excluded), low to
+    /// high.
+    pub fn huge_regions(&self, pid: Pid) -> Vec<VirtAddr> {
+        self.space(pid).map_or_else(Vec::new, |s| {
+            s.pt.slots()
+                .filter(|(_, slot)| matches!(slot, Slot::Huge { .. }))
+                .map(|(r, _)| VirtAddr(r))
+                .collect()
+        })
     }
 
     /// The 2 MB-aligned regions intersecting the process's VMAs, low to high.
@@ -427,11 +453,12 @@ impl Kernel {
 
     /// Zero free blocks in place, up to `budget` frames (whole blocks only): one run of a
     /// pre-zeroing daemon (HawkEye section 3.1). `scope` says which blocks. Returns the
-    /// frames zeroed; clearing them is the daemon's cost, not the kernel's.
-    pub fn prezero(&mut self, budget: u64, scope: PrezeroScope) -> u64 {
-        let done = self.phys.prezero(budget, scope);
-        self.stats.prezeroed_pages += done;
-        done
+    /// blocks zeroed (first frame, order); clearing them is the daemon's cost, not the
+    /// kernel's.
+    pub fn prezero(&mut self, budget: u64, scope: PrezeroScope) -> Vec<(Pfn, Order)> {
+        let blocks = self.phys.prezero(budget, scope);
+        self.stats.prezeroed_pages += blocks.iter().map(|b| 1u64 << b.1 .0).sum::<u64>();
+        blocks
     }
 
     /// Whether allocations of anonymous memory take zeroed free blocks first (HawkEye's
@@ -482,20 +509,20 @@ impl Kernel {
 #[inline(never)]
 fn record_first_write(space: &mut AddressSpace, phys: &mut PhysMem, l: VaLayout, va: u64) {
     let idx = l.page_index(va);
-    let pfn = match space.pt.slot_mut_uncached(va) {
-        Some(Slot::Huge { pfn, .. }) => Pfn(pfn.0 + idx as u64),
-        Some(Slot::Table(t)) => t.get(idx).pfn(),
+    let (pfn, unwritten) = match space.pt.slot_mut_uncached(va) {
+        Some(Slot::Huge { pfn, unwritten, .. }) => (Pfn(pfn.0 + idx as u64), Some(unwritten)),
+        Some(Slot::Table(t)) => (t.get(idx).pfn(), None),
         _ => return,
     };
     if !phys.frame(pfn).is_some_and(|f| !f.is_written()) {
         return;
     }
+    if let Some(n) = unwritten {
+        *n = n.saturating_sub(1);
+    }
     let content = space.content.draw(hugemm_hw::Vpn(va >> l.base_shift));
     phys.frames.update(pfn.0 as u32, |f| f.set_written(content));
     space.written_pages += 1;
-    if let Some(Slot::Huge { unwritten, .. }) = space.pt.slot_mut_uncached(va) {
-        *unwritten = unwritten.saturating_sub(1);
-    }
 }
 
 #[cfg(test)]

@@ -263,7 +263,12 @@ impl World {
                     false => PrezeroScope::AllOrders,
                 };
                 let before = self.k.phys().zeroed_free_frames();
-                let done = self.k.prezero(frames as u64, scope);
+                let done: u64 = self
+                    .k
+                    .prezero(frames as u64, scope)
+                    .iter()
+                    .map(|b| 1u64 << b.1 .0)
+                    .sum();
                 prop_assert!(done <= frames as u64);
                 prop_assert_eq!(self.k.phys().zeroed_free_frames(), before + done);
             }
