@@ -28,6 +28,8 @@ pub struct CacheHierarchy {
     levels: Vec<PlruArray>,
     latency_cycles: Vec<f64>,
     dram_cycles: f64,
+    /// DRAM latency with no other load.
+    dram_idle_cycles: f64,
 }
 
 impl CacheHierarchy {
@@ -42,7 +44,23 @@ impl CacheHierarchy {
             levels: arrays,
             latency_cycles: levels.iter().map(|c| c.latency_cycles).collect(),
             dram_cycles,
+            dram_idle_cycles: dram_cycles,
         }
+    }
+
+    /// Write line `line` into the last level only, as another core's store through a
+    /// shared last-level cache does: it takes the place of this core's least recently
+    /// used line in its set (or refreshes itself if present).
+    pub fn fill_last(&mut self, line: u64) {
+        if let Some(last) = self.levels.last_mut() {
+            last.access_fp(line, fingerprint(line));
+        }
+    }
+
+    /// Scale DRAM latency by `factor` (>= 1) over its idle value: memory shared with a
+    /// busy writer.
+    pub fn set_dram_load(&mut self, factor: f64) {
+        self.dram_cycles = self.dram_idle_cycles * factor.max(1.0);
     }
 
     /// Accesses line `line` (a byte address shifted right by [`LINE_SHIFT`], or a

@@ -254,6 +254,21 @@ impl Mmu {
         }
     }
 
+    /// Another core's caching stores wrote `bytes` from physical byte address `pa`
+    /// through the shared last-level cache: fill each line into this core's last level.
+    pub fn fill_llc(&mut self, pa: u64, bytes: u64) {
+        let first = pa >> LINE_SHIFT;
+        for line in first..first + (bytes >> LINE_SHIFT) {
+            self.caches.fill_last(line);
+        }
+    }
+
+    /// DRAM latency scaled by `factor` (>= 1) from now on: memory bandwidth another
+    /// agent is using (1 restores it).
+    pub fn set_dram_load(&mut self, factor: f64) {
+        self.caches.set_dram_load(factor);
+    }
+
     /// Translates and serves one reference, updating every structure; returns its cost.
     #[inline]
     pub fn access(&mut self, r: &Reference) -> AccessCost {

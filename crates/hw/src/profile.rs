@@ -37,6 +37,11 @@ pub struct MachineProfile {
     pub caches: Vec<CacheLevelProfile>,
     /// Load-to-use latency of DRAM, in ns.
     pub dram_latency_ns: f64,
+    /// Sustained DRAM bandwidth of the memory the cores share, GB/s: what another agent's
+    /// traffic (a pre-zeroing daemon's) is measured against. Unset: that traffic does not
+    /// slow anyone (no bandwidth model).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dram_gbps: Option<f64>,
     /// Memory-level parallelism: independent data misses that overlap (line fill buffers).
     pub mlp: f64,
     /// Page walks that can be in flight at once.

@@ -28,6 +28,9 @@ pub(crate) fn validate(p: &MachineProfile, origin: &str) -> Result<()> {
     v.assoc("pwc.pde", p.pwc.pde)?;
     validate_caches(&v, &p.caches)?;
     v.positive("dram_latency_ns", p.dram_latency_ns)?;
+    if let Some(x) = p.dram_gbps {
+        v.positive("dram_gbps", x)?;
+    }
     v.check(
         p.mlp.is_finite() && p.mlp >= 1.0,
         "mlp",
