@@ -8,6 +8,7 @@ use hugemm_mm::{CompactRequest, FileId, HugeAdvice, Kernel, MemConfig, MmCosts};
 use hugemm_policy::{LinuxConfig, PolicyConfig, ThpMode};
 use hugemm_sim::{Engine, Experiment, Mode, SampledConfig};
 use hugemm_workload::kbuild::{FileIds, KernelBuild};
+use hugemm_workload::Writes;
 use hugemm_workload::{
     builtin, AccessPhase, Advice, Amount, BufferId, Pattern, Phase, ProcessSpec,
 };
@@ -100,6 +101,7 @@ fn access_process(bytes: u64, pattern: Pattern, refs: u64) -> ProcessSpec {
             dependent: true,
             write_fraction: 0.0,
             compute: Nanos::ZERO,
+            writes: Writes::default(),
         };
     }
     p

@@ -16,9 +16,16 @@
 //!   within a tolerance of it, takes that process's regions from its highest bucket down,
 //!   and stops promoting a process whose overhead is below 2%.
 //! - Huge pages are mapped at the first fault when a free order-9 block exists (the paper
-//!   takes them from pre-zeroed memory; pre-zeroing is a separate mechanism). A fault never
-//!   compacts: HawkEye's point is to keep fault latency low, so when no block is free the
-//!   fault takes a base page and promotion catches up later.
+//!   takes them from pre-zeroed memory: pre-zeroing is the kernel's daemon, on by default
+//!   with this policy, see hugemm-sim). A fault never compacts: HawkEye's point is to keep
+//!   fault latency low, so when no block is free the fault takes a base page and
+//!   promotion catches up later.
+//! - **Bloat recovery** ([`crate::bloat`], section 3.2): above 85% of memory allocated,
+//!   zero-filled base pages of huge pages are de-duplicated, lowest MMU overhead first,
+//!   until allocated memory is below 70%; a fault that finds no frame runs it at once.
+//!   HawkEye-PMU orders processes by measured MMU overhead; HawkEye-G by its estimate, the
+//!   summed EMA access-coverage of the process's regions still mapped by base pages (the
+//!   base pages that need TLB entries; a process all in huge pages estimates 0).
 //!
 //! Choices where the paper is silent (each a knob where it is a number):
 //! - EMA weight: the released code's `w = (6 w + 4 x) / 10`, i.e. a new sample counts
@@ -42,10 +49,16 @@
 //!   it). Processes within 10% (relative) of the highest overhead count as similar.
 //! - Every region in the map is eventually promotable, bucket 0 included (the paper
 //!   defers cold regions; the released code requires bucket >= 2: the `min_bucket` knob).
+//! - While bloat recovery is on (memory pressure), HawkEye conserves memory: faults map
+//!   base pages, and promotion takes only regions whose every base page is present, so
+//!   no new huge page brings zero-filled pages for recovery to take back (section 4,
+//!   Table 7: "switching from aggressive huge page allocations under low memory pressure
+//!   to memory conserving strategy at runtime"; how it switches, the paper does not say).
 
 use crate::access::{AccessSampler, ProcessSample, SamplerConfig};
+use crate::bloat::{BloatConfig, BloatRecovery};
 use crate::ops::collapse_or_compact;
-use crate::{DaemonRun, DaemonSpec, Defrag, MemoryOps, Policy};
+use crate::{DaemonRun, DaemonSpec, Defrag, MemoryOps, Policy, Pressure, Reclaimed};
 use hugemm_hw::{Nanos, PageSize, Picos, Pid, Pmu, VirtAddr};
 use hugemm_mm::{CollapseError, FaultInfo, HugeAdvice, RegionState};
 use serde::Serialize;
@@ -92,6 +105,8 @@ pub struct HawkeyeConfig {
     /// HawkEye-PMU: processes within this fraction of the highest overhead are served
     /// round-robin (0.1).
     pub pmu_similar: f64,
+    /// Bloat recovery.
+    pub bloat: BloatConfig,
 }
 
 impl Default for HawkeyeConfig {
@@ -110,6 +125,7 @@ impl Default for HawkeyeConfig {
             min_bucket: 0,
             pmu_threshold: 0.02,
             pmu_similar: 0.1,
+            bloat: BloatConfig::default(),
         }
     }
 }
@@ -200,6 +216,12 @@ impl AccessMap {
         self.insert(region, bucket, true);
     }
 
+    /// The summed EMA access-coverage of the tracked regions: base pages of base-page
+    /// regions accessed in a window, HawkEye-G's estimate of the process's TLB pressure.
+    pub fn coverage_sum(&self) -> f64 {
+        self.entries.values().map(|e| e.ema).sum()
+    }
+
     /// Regions tracked.
     pub fn len(&self) -> usize {
         self.entries.len()
@@ -268,11 +290,28 @@ pub struct HawkeyePolicy {
     pmu_next: usize,
     /// Promotions per process (by pid), for reports.
     promotions: BTreeMap<u32, u64>,
+    /// Bloat recovery.
+    recovery: BloatRecovery,
+    /// PMU counters at the bloat daemon's previous pass, and the overhead measured then.
+    bloat_pmu_last: BTreeMap<u32, (Pmu, f64)>,
 }
 
 /// Daemon indices.
 const SAMPLER: usize = 0;
 const PROMOTER: usize = 1;
+const BLOAT: usize = 2;
+
+/// MMU overhead between two readings of a process's counters.
+fn overhead_between(before: &Pmu, now: &Pmu) -> f64 {
+    let cycles = now.cycles.saturating_sub(before.cycles);
+    let walk = (now.walk_cycles_load + now.walk_cycles_store)
+        .saturating_sub(before.walk_cycles_load + before.walk_cycles_store);
+    if cycles == 0 {
+        0.0
+    } else {
+        walk as f64 / cycles as f64
+    }
+}
 
 impl HawkeyePolicy {
     /// HawkEye with `cfg`.
@@ -285,7 +324,38 @@ impl HawkeyePolicy {
             pmu_last: BTreeMap::new(),
             pmu_next: 0,
             promotions: BTreeMap::new(),
+            recovery: BloatRecovery::new(cfg.bloat),
+            bloat_pmu_last: BTreeMap::new(),
         }
+    }
+
+    /// Bloat recovery's state.
+    pub fn recovery(&self) -> &BloatRecovery {
+        &self.recovery
+    }
+
+    /// Live processes, lowest MMU overhead first (measured since the last call for
+    /// HawkEye-PMU, estimated from access-coverage for HawkEye-G), ties in start order.
+    fn lowest_overhead_first(&mut self, ops: &dyn MemoryOps) -> Vec<Pid> {
+        let mut ranked: Vec<(f64, usize, Pid)> = Vec::with_capacity(self.maps.len());
+        for (i, (pid, map)) in self.maps.iter().enumerate() {
+            let overhead = match self.cfg.variant {
+                Variant::G => map.coverage_sum(),
+                // Without counters (a direct reclaim inside a fault) the last measurement.
+                Variant::Pmu => match ops.pmu(*pid) {
+                    Some(now) => {
+                        let before = self.bloat_pmu_last.get(&pid.0).map(|b| &b.0);
+                        let o = overhead_between(before.unwrap_or(&Pmu::default()), &now);
+                        self.bloat_pmu_last.insert(pid.0, (now, o));
+                        o
+                    }
+                    None => self.bloat_pmu_last.get(&pid.0).map_or(0.0, |b| b.1),
+                },
+            };
+            ranked.push((overhead, i, *pid));
+        }
+        ranked.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        ranked.into_iter().map(|(_, _, pid)| pid).collect()
     }
 
     /// The access_map of `pid`, if it is tracked.
@@ -322,14 +392,7 @@ impl HawkeyePolicy {
                     return 0.0;
                 };
                 let before = self.pmu_last.insert(pid.0, now.clone()).unwrap_or_default();
-                let cycles = now.cycles.saturating_sub(before.cycles);
-                let walk = (now.walk_cycles_load + now.walk_cycles_store)
-                    .saturating_sub(before.walk_cycles_load + before.walk_cycles_store);
-                if cycles == 0 {
-                    0.0
-                } else {
-                    walk as f64 / cycles as f64
-                }
+                overhead_between(&before, &now)
             })
             .collect()
     }
@@ -384,6 +447,13 @@ impl HawkeyePolicy {
             if info.state != RegionState::Table || info.present == info.zero {
                 continue;
             }
+            let full = info.present - info.zero == 512;
+            if self.recovery.active() && !full {
+                // Conserving memory: a collapse would add zero-filled pages. The region
+                // stays in the map for when pressure is gone.
+                self.maps[i].1.push_back_head(region, bucket);
+                continue;
+            }
             let (result, compaction) = collapse_or_compact(ops, pid, region, self.cfg.defrag);
             cpu += Picos::from(compaction);
             match result {
@@ -408,7 +478,11 @@ impl Policy for HawkeyePolicy {
     }
 
     fn fault_size(&mut self, _pid: Pid, info: &FaultInfo) -> PageSize {
-        if info.advice != HugeAdvice::NoHugepage && info.huge_fits && info.region_empty {
+        if !self.recovery.active()
+            && info.advice != HugeAdvice::NoHugepage
+            && info.huge_fits
+            && info.region_empty
+        {
             PageSize::Huge
         } else {
             PageSize::Base
@@ -428,6 +502,10 @@ impl Policy for HawkeyePolicy {
             DaemonSpec {
                 name: "hawkeye-promoter",
                 first_run: self.cfg.scan_sleep,
+            },
+            DaemonSpec {
+                name: "hawkeye-bloat",
+                first_run: self.cfg.bloat.period,
             },
         ]
     }
@@ -453,7 +531,27 @@ impl Policy for HawkeyePolicy {
                     },
                 }
             }
+            BLOAT => {
+                let order = self.lowest_overhead_first(ops);
+                let run = self.recovery.pass(ops, &order);
+                DaemonRun {
+                    cpu: run.cpu,
+                    sleep: self.cfg.bloat.period,
+                }
+            }
             _ => DaemonRun::default(),
+        }
+    }
+
+    /// A fault found no frame: recover bloat at once (kswapd's pressure is left to the
+    /// rate-limited daemon and its watermarks).
+    fn reclaim(&mut self, ops: &mut dyn MemoryOps, want: u64, pressure: Pressure) -> Reclaimed {
+        match pressure {
+            Pressure::Kswapd => Reclaimed::default(),
+            Pressure::Direct => {
+                let order = self.lowest_overhead_first(ops);
+                self.recovery.recover(ops, &order, want)
+            }
         }
     }
 
@@ -473,6 +571,8 @@ impl Policy for HawkeyePolicy {
             self.g = GlobalRoundRobin::default();
         }
         self.pmu_last.remove(&pid.0);
+        self.bloat_pmu_last.remove(&pid.0);
+        self.recovery.process_exited(pid);
     }
 }
 

@@ -278,7 +278,7 @@ impl Policy for IngensPolicy {
         PageSize::Base
     }
 
-    fn fault_taken(&mut self, pid: Pid, region: VirtAddr) {
+    fn fault_taken(&mut self, pid: Pid, region: VirtAddr, _size: PageSize) {
         if let Some(p) = self.proc_mut(pid) {
             if p.recent_set.insert(region.0) {
                 p.recent.push_back(region.0);

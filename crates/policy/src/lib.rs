@@ -9,15 +9,18 @@
 //! model's internals: everything goes through [`MemoryOps`].
 
 pub mod access;
+pub mod bloat;
 pub mod freebsd;
 pub mod hawkeye;
 pub mod ingens;
 pub mod linux;
 pub mod ops;
+pub mod shrinker;
 
 use hugemm_hw::{Nanos, PageSize, Pid, VirtAddr};
 use hugemm_mm::FaultInfo;
 
+pub use bloat::{BloatConfig, BloatRecovery};
 pub use freebsd::{FreeBsdConfig, FreeBsdPolicy};
 pub use hawkeye::{HawkeyeConfig, HawkeyePolicy, Variant as HawkeyeVariant};
 pub use ingens::{IngensConfig, IngensPolicy};
@@ -52,6 +55,27 @@ pub struct DaemonRun {
     pub cpu: Nanos,
     /// How long the daemon sleeps before its next run.
     pub sleep: Nanos,
+}
+
+/// Who asks a policy to give memory back ([`Policy::reclaim`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pressure {
+    /// Background reclaim: free memory is below the low watermark (Linux's kswapd, which
+    /// runs the shrinkers, the THP shrinker among them).
+    Kswapd,
+    /// A fault found no free frame after reclaiming the page cache: the faulting process
+    /// stalls for this, and is killed if nothing is freed.
+    Direct,
+}
+
+/// What [`Policy::reclaim`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Reclaimed {
+    /// Frames freed.
+    pub freed: u64,
+    /// CPU time it took (charged to the faulting process for [`Pressure::Direct`], to
+    /// the daemon core for [`Pressure::Kswapd`]).
+    pub cpu: Nanos,
 }
 
 /// A huge-page management policy (the catalogue: `linux`, `freebsd`, and later `ingens`,
@@ -100,10 +124,20 @@ pub trait Policy {
         DaemonRun::default()
     }
 
-    /// A fault of `pid` mapped a page in the huge-page-sized region starting at `region`
-    /// (for policies that track faults, e.g. Ingens' recently faulted regions).
-    fn fault_taken(&mut self, pid: Pid, region: VirtAddr) {
-        let _ = (pid, region);
+    /// A fault of `pid` mapped a page of `size` in the huge-page-sized region starting
+    /// at `region` (for policies that track faults, e.g. Ingens' recently faulted regions,
+    /// Linux's deferred-split queue of new huge pages).
+    fn fault_taken(&mut self, pid: Pid, region: VirtAddr, size: PageSize) {
+        let _ = (pid, region, size);
+    }
+
+    /// Memory is short: free up to `want` frames of what the policy's huge pages hold
+    /// beyond their use (bloat), if the policy can. `pressure` says who asks: kswapd
+    /// below the low watermark, or a fault that found no frame at all (after the page
+    /// cache and reclaimable kernel memory were reclaimed). Default: nothing to free.
+    fn reclaim(&mut self, ops: &mut dyn MemoryOps, want: u64, pressure: Pressure) -> Reclaimed {
+        let _ = (ops, want, pressure);
+        Reclaimed::default()
     }
 
     /// A process started (in start order: policies that serve processes

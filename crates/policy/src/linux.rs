@@ -23,12 +23,17 @@
 //!   `defer+madvise` elsewhere), or just fall back. khugepaged's own `defrag` (default on)
 //!   compacts directly when a collapse cannot get its huge page, then retries once.
 //!
+//! - Linux 6.12's THP shrinker (`shrink_underused`, `shrinker.rs`) splits huge pages
+//!   holding more than `max_ptes_none` zero-filled base pages under reclaim; at the
+//!   default `max_ptes_none` of 511 it splits nothing.
+//!
 //! Simplification: an ineligible region (THP not allowed in its VMA) costs one unit of
 //! scan progress, where Linux charges one unit per ineligible VMA.
 
 use crate::ops::collapse_or_compact;
-use crate::{DaemonRun, DaemonSpec, Defrag, MemoryOps, Policy};
-use hugemm_hw::{Nanos, PageSize, Picos, Pid};
+use crate::shrinker::ThpShrinker;
+use crate::{DaemonRun, DaemonSpec, Defrag, MemoryOps, Policy, Pressure, Reclaimed};
+use hugemm_hw::{Nanos, PageSize, Picos, Pid, VirtAddr};
 use hugemm_mm::{CollapseError, FaultInfo, HugeAdvice, RegionState};
 use serde::Serialize;
 
@@ -99,6 +104,10 @@ pub struct LinuxConfig {
     pub defrag: DefragMode,
     /// khugepaged.
     pub khugepaged: KhugepagedConfig,
+    /// `transparent_hugepage/shrink_underused` (Linux 6.12, default on): the THP shrinker
+    /// splits huge pages with more than `khugepaged.max_ptes_none` zero-filled base pages
+    /// under reclaim.
+    pub shrink_underused: bool,
 }
 
 impl Default for LinuxConfig {
@@ -108,6 +117,7 @@ impl Default for LinuxConfig {
             enabled: ThpMode::Always,
             defrag: DefragMode::Madvise,
             khugepaged: KhugepagedConfig::default(),
+            shrink_underused: true,
         }
     }
 }
@@ -120,6 +130,8 @@ pub struct LinuxPolicy {
     slots: Vec<Pid>,
     /// Where the last pass stopped: index into `slots` and the next region address.
     cursor: (usize, u64),
+    /// The deferred-split queue of the THP shrinker.
+    shrinker: ThpShrinker,
 }
 
 impl LinuxPolicy {
@@ -129,6 +141,7 @@ impl LinuxPolicy {
             cfg,
             slots: Vec::new(),
             cursor: (0, 0),
+            shrinker: ThpShrinker::new(cfg.shrink_underused, cfg.khugepaged.max_ptes_none),
         }
     }
 
@@ -179,7 +192,10 @@ impl LinuxPolicy {
                     collapse_or_compact(ops, pid, r.start, self.cfg.khugepaged.defrag);
                 cpu += Picos::from(compaction);
                 match result {
-                    Ok(done) => cpu += Picos::from(done.cost),
+                    Ok(done) => {
+                        cpu += Picos::from(done.cost);
+                        self.shrinker.queue(pid, r.start);
+                    }
                     Err(CollapseError::NoMemory) => {
                         self.cursor.1 = r.start.0;
                         return (cpu, true);
@@ -252,11 +268,23 @@ impl Policy for LinuxPolicy {
         }
     }
 
+    fn fault_taken(&mut self, pid: Pid, region: VirtAddr, size: PageSize) {
+        if size == PageSize::Huge {
+            self.shrinker.queue(pid, region);
+        }
+    }
+
+    /// The THP shrinker runs under any reclaim, kswapd's or a failing allocation's.
+    fn reclaim(&mut self, ops: &mut dyn MemoryOps, want: u64, _pressure: Pressure) -> Reclaimed {
+        self.shrinker.scan(ops, want)
+    }
+
     fn process_started(&mut self, pid: Pid) {
         self.slots.push(pid);
     }
 
     fn process_exited(&mut self, pid: Pid) {
+        self.shrinker.process_exited(pid);
         if let Some(i) = self.slots.iter().position(|p| *p == pid) {
             self.slots.remove(i);
             if self.cursor.0 > i {

@@ -6,7 +6,9 @@
 //! here may assume which one is underneath.
 
 use hugemm_hw::{Nanos, Order, Picos, Pid, Pmu, VirtAddr};
-use hugemm_mm::{CollapseError, CollapseOutcome, HugeAdvice, MmError, RegionInfo};
+use hugemm_mm::{
+    CollapseError, CollapseOutcome, HugeAdvice, MmError, RegionInfo, ZeroScan, ZeroScanOutcome,
+};
 
 /// A 2 MB-aligned virtual region of a process that lies wholly inside one VMA.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,6 +43,9 @@ pub trait MemoryOps {
     fn processes(&self) -> Vec<Pid>;
     /// Huge-page-sized regions of `pid` lying wholly inside a VMA, low to high address.
     fn regions(&self, pid: Pid) -> Vec<RegionRef>;
+    /// The regions of `pid` mapped by huge pages (the huge zero page excluded), low to
+    /// high address.
+    fn huge_regions(&self, pid: Pid) -> Vec<VirtAddr>;
     /// The population and accessed/dirty counts of one region.
     fn region_info(&mut self, pid: Pid, region: VirtAddr) -> RegionInfo;
     /// Clear the accessed bits of one region; returns how many were set.
@@ -49,6 +54,14 @@ pub trait MemoryOps {
     fn collapse(&mut self, pid: Pid, region: VirtAddr) -> Result<CollapseOutcome, CollapseError>;
     /// Demote one huge mapping to base pages.
     fn split(&mut self, pid: Pid, region: VirtAddr) -> Result<Nanos, MmError>;
+    /// Scan one huge page for zero-filled base pages and, if more than `scan.max_zero`
+    /// are, split it and map them to the shared zero page, freeing their frames.
+    fn dedup_zero_subpages(
+        &mut self,
+        pid: Pid,
+        region: VirtAddr,
+        scan: ZeroScan,
+    ) -> Result<ZeroScanOutcome, MmError>;
     /// The performance counters of `pid`, where available.
     fn pmu(&self, pid: Pid) -> Option<Pmu>;
     /// Resident memory of `pid` in bytes (0 if it is not live).

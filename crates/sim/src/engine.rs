@@ -10,7 +10,8 @@
 use crate::compaction::{Deferral, Kcompactd, KCOMPACTD_PERIOD};
 use crate::experiment::{Experiment, Mode};
 use crate::kactivity::KmemLedger;
-use crate::ops::EngineOps;
+use crate::ops::{EngineOps, LiveProc, Procs};
+use crate::prezero::Prezero;
 use crate::process::Proc;
 use crate::results::{
     HighAllocResult, ProcessSummary, RunResult, Summary, SystemSummary, TimeseriesRow,
@@ -18,7 +19,7 @@ use crate::results::{
 use crate::Result;
 use hugemm_hw::{KernelCosts, MachineProfile, Mmu, Nanos, Picos};
 use hugemm_mm::{Kernel, MemConfig, MmCosts};
-use hugemm_policy::{DaemonRun, DaemonSpec, Policy};
+use hugemm_policy::{DaemonRun, DaemonSpec, Policy, Pressure};
 use hugemm_workload::ProcessSpec;
 use std::collections::{BTreeMap, VecDeque};
 
@@ -49,6 +50,8 @@ enum DaemonKind {
     Policy(usize),
     /// The kernel's background compaction.
     Kcompactd,
+    /// Asynchronous pre-zeroing of free memory.
+    Prezero,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -79,6 +82,16 @@ pub struct Engine {
     pub(crate) kmem_errors: u64,
     /// The latest simulated time any event reached.
     now: Picos,
+    /// The live processes as of the current turn (for direct reclaim inside a fault).
+    pub(crate) live: Vec<LiveProc>,
+    /// The pre-zeroing daemon's state.
+    prezero: Prezero,
+    /// kswapd wake-ups seen by the last background reclaim check.
+    kswapd_wakes_seen: u64,
+    /// CPU time of the policy's background reclaim (kswapd's shrinkers).
+    policy_reclaim_cpu: Nanos,
+    /// Frames the policy's background reclaim freed.
+    policy_reclaim_freed: u64,
 }
 
 fn ns(x: f64) -> Nanos {
@@ -114,6 +127,11 @@ impl Engine {
             costs,
         )?;
         let mut kernel = kernel;
+        kernel.set_content_seed(exp.seed);
+        kernel.set_clear_pages(exp.kernel.clear_pages);
+        if exp.kernel.prezero.enabled {
+            kernel.set_zeroed_first(exp.kernel.prezero.zeroed_first());
+        }
         let fallback = hugemm_mm::fallback::build(&exp.kernel.fallback, exp.seed)?;
         kernel.set_fallback_policy(fallback);
         kernel.set_compaction_proactiveness(exp.kernel.kcompactd.proactiveness.min(100) as u8)?;
@@ -170,6 +188,18 @@ impl Engine {
                 cpu: Nanos::ZERO,
             });
         }
+        let prezero = &exp.kernel.prezero;
+        if prezero.enabled {
+            daemons.push(Daemon {
+                spec: DaemonSpec {
+                    name: "prezero",
+                    first_run: prezero.period,
+                },
+                kind: DaemonKind::Prezero,
+                next: Picos::from(prezero.period),
+                cpu: Nanos::ZERO,
+            });
+        }
         let cycles_per_ps = exp.profile.freq_ghz / 1000.0;
         let scan_cost = Picos((exp.profile.costs.pte_update_ns * 1000.0).round() as u64);
         Ok(Engine {
@@ -188,6 +218,11 @@ impl Engine {
             highalloc: Vec::new(),
             kmem_errors: 0,
             now: Picos(0),
+            live: Vec::new(),
+            prezero: Prezero::default(),
+            kswapd_wakes_seen: 0,
+            policy_reclaim_cpu: Nanos::ZERO,
+            policy_reclaim_freed: 0,
             exp,
         })
     }
@@ -348,6 +383,7 @@ impl Engine {
         core.queue.push_back(i);
         p.start = t.to_nanos();
         self.policy.process_started(pid);
+        self.refresh_live();
     }
 
     fn run_daemon(&mut self, d: usize, t: Picos) {
@@ -355,7 +391,7 @@ impl Engine {
             DaemonKind::Policy(index) => {
                 let mut ops = EngineOps {
                     kernel: &mut self.kernel,
-                    procs: &mut self.procs,
+                    procs: Procs::All(&mut self.procs),
                     now: t.to_nanos(),
                     scan_cost: self.scan_cost,
                     deferral: &mut self.deferral,
@@ -368,12 +404,75 @@ impl Engine {
                     .run(&mut self.kernel, &self.exp.kernel.kcompactd),
                 sleep: KCOMPACTD_PERIOD,
             },
+            DaemonKind::Prezero => self.run_prezero(),
         };
         let daemon = &mut self.daemons[d];
         daemon.cpu += run.cpu;
         daemon.next = t + Picos::from(run.cpu) + Picos::from(run.sleep).max(Picos(1));
         let core = &mut self.cores[self.exp.daemon_core as usize];
         core.now = core.now.max(t) + Picos::from(run.cpu);
+        self.apply_tlb_flushes();
+    }
+
+    /// One run of the pre-zeroing daemon, and its effect on every core's last-level cache
+    /// and DRAM latency until the next run (see `prezero.rs`).
+    fn run_prezero(&mut self) -> DaemonRun {
+        let cfg = self.exp.kernel.prezero;
+        let run = self.prezero.run(&mut self.kernel, &cfg);
+        let base = self.exp.geometry.base_bytes();
+        for core in &mut self.cores {
+            for &(pfn, frames) in &run.cached {
+                core.mmu.fill_llc(pfn.0 * base, frames * base);
+            }
+        }
+        if let Some(gbps) = self.exp.profile.dram_gbps {
+            let secs = cfg.period.0 as f64 / 1e9;
+            let u = (run.traffic as f64 / (secs * gbps * 1e9)).min(0.9);
+            for core in &mut self.cores {
+                core.mmu.set_dram_load(1.0 / (1.0 - u));
+            }
+        }
+        DaemonRun {
+            cpu: run.cpu,
+            sleep: cfg.period,
+        }
+    }
+
+    /// Rebuild the list of live processes direct reclaim sees (at every start and exit).
+    fn refresh_live(&mut self) {
+        self.live.clear();
+        for p in self.procs.iter().filter(|p| p.running()) {
+            self.live.push(LiveProc {
+                pid: p.pid.expect("running"),
+                start: p.start,
+            });
+        }
+    }
+
+    /// After a turn: when free memory is below the low watermark, or kswapd ran, let the
+    /// policy give memory back as kswapd's shrinkers would ([`Pressure::Kswapd`]); its CPU
+    /// time goes to the daemon core.
+    pub(crate) fn background_reclaim(&mut self, t: Picos) {
+        let wakes = self.kernel.stats().kswapd_wakes;
+        let free = self.kernel.phys().frames_free();
+        let wmark = self.kernel.watermarks();
+        if free >= wmark.low && wakes == self.kswapd_wakes_seen {
+            return;
+        }
+        self.kswapd_wakes_seen = wakes;
+        let want = wmark.high.saturating_sub(free).max(1);
+        let mut ops = EngineOps {
+            kernel: &mut self.kernel,
+            procs: Procs::All(&mut self.procs),
+            now: t.to_nanos(),
+            scan_cost: self.scan_cost,
+            deferral: &mut self.deferral,
+        };
+        let r = self.policy.reclaim(&mut ops, want, Pressure::Kswapd);
+        self.policy_reclaim_cpu += r.cpu;
+        self.policy_reclaim_freed += r.freed;
+        let core = &mut self.cores[self.exp.daemon_core as usize];
+        core.now = core.now.max(t) + Picos::from(r.cpu);
         self.apply_tlb_flushes();
     }
 
@@ -417,6 +516,8 @@ impl Engine {
                 }),
                 huge_pages: Some(self.kernel.huge_pages(pid)),
                 rss_bytes: Some(self.kernel.rss_bytes(pid)),
+                useful_bytes: Some(self.kernel.useful_bytes(pid)),
+                faults: Some(p.fault_latency.len()),
                 faults_4k: Some(p.pmu.faults_4k),
                 faults_2m: Some(p.pmu.faults_2m),
                 promotions: Some(p.promotions),
@@ -438,6 +539,8 @@ impl Engine {
             pageblocks_unmovable: Some(frag.pageblocks.unmovable),
             pageblocks_reclaimable: Some(frag.pageblocks.reclaimable),
             pages_migrated: Some(stats.pgmigrate_success),
+            zeroed_free_frames: Some(self.kernel.phys().zeroed_free_frames()),
+            zero_subpages_recovered: Some(stats.zero_subpages_recovered),
             ..Default::default()
         });
         self.next_sample = t + Picos::from(self.exp.sample_interval);
@@ -449,11 +552,16 @@ impl Engine {
         let Some(pid) = p.pid else { return };
         p.huge_end = self.kernel.huge_pages(pid);
         p.rss_end = self.kernel.rss_bytes(pid);
+        p.useful_end = self.kernel.useful_bytes(pid);
+        if p.oom {
+            p.oom_at = Some(t.to_nanos());
+        }
         p.end = Some(t.to_nanos());
         self.kernel.exit_process(pid);
         self.free_exit_kmem(i);
         self.policy.process_exited(pid);
         self.apply_tlb_flushes();
+        self.refresh_live();
     }
 
     fn finish(mut self, end: Picos) -> RunResult {
@@ -462,6 +570,7 @@ impl Engine {
                 let pid = self.procs[i].pid.expect("running");
                 self.procs[i].huge_end = self.kernel.huge_pages(pid);
                 self.procs[i].rss_end = self.kernel.rss_bytes(pid);
+                self.procs[i].useful_end = self.kernel.useful_bytes(pid);
             }
         }
         let end_ns = end.to_nanos().0;
@@ -499,6 +608,11 @@ impl Engine {
             fragmentation_end: self.kernel.frag_metrics(),
             page_cache_pages_end: self.kernel.page_cache_pages(),
             kmem_free_errors: self.kmem_errors,
+            prezero_pages: self.prezero.pages,
+            prezero_traffic_bytes: self.prezero.traffic,
+            zeroed_free_frames_end: self.kernel.phys().zeroed_free_frames(),
+            policy_kswapd_reclaim_ns: self.policy_reclaim_cpu.0,
+            policy_kswapd_reclaim_frames: self.policy_reclaim_freed,
         };
         RunResult {
             summary: Summary {
@@ -530,6 +644,18 @@ fn summarise(p: &Proc, end_ns: u64) -> ProcessSummary {
         faults_huge_fallback: p.faults_huge_fallback,
         promotions: p.promotions,
         fault_time_ns: p.fault_time.0,
+        faults: p.fault_latency.len(),
+        fault_alloc_ns: p.fault_alloc.0,
+        fault_zeroing_ns: p.fault_zeroing.0,
+        fault_trap_ns: p
+            .fault_time
+            .0
+            .saturating_sub(p.fault_alloc.0 + p.fault_zeroing.0),
+        fault_mean_ns: match p.fault_latency.len() {
+            0 => 0.0,
+            n => p.fault_time.0 as f64 / n as f64,
+        },
+        fault_p99_ns: p.fault_latency.value_at_quantile(0.99),
         cycles: p.pmu.cycles,
         walk_cycles: walk,
         mmu_overhead: p.pmu.mmu_overhead(),
@@ -538,7 +664,10 @@ fn summarise(p: &Proc, end_ns: u64) -> ProcessSummary {
         walks: p.pmu.walks,
         huge_pages_end: p.huge_end,
         rss_bytes_end: p.rss_end,
+        useful_bytes_end: p.useful_end,
+        bloat_bytes_end: p.rss_end.saturating_sub(p.useful_end),
         oom: p.oom,
+        oom_time_ns: p.oom_at.map(|t| t.0),
         error: p.error.clone(),
     }
 }

@@ -3,6 +3,7 @@
 //! `hugemm demo`); the engine trusts it.
 
 use crate::compaction::KcompactdConfig;
+use crate::prezero::PrezeroConfig;
 use hugemm_hw::{Geometry, MachineProfile, Nanos};
 use hugemm_policy::PolicyConfig;
 use hugemm_workload::ProcessSpec;
@@ -99,6 +100,11 @@ pub struct KernelConfig {
     /// (`set_recommended_min_free_kbytes`: 66 MiB on this project's machines); the model
     /// does so only when told here.
     pub min_free_kbytes: Option<u64>,
+    /// Clear pages at fault and collapse (every real kernel does; off is HawkEye Table
+    /// 1's hypothetical kernel without page zeroing).
+    pub clear_pages: bool,
+    /// Asynchronous pre-zeroing of free memory (HawkEye section 3.1).
+    pub prezero: PrezeroConfig,
 }
 
 impl Default for KernelConfig {
@@ -108,6 +114,8 @@ impl Default for KernelConfig {
             kcompactd: KcompactdConfig::default(),
             per_cpu_lists: false,
             min_free_kbytes: None,
+            clear_pages: true,
+            prezero: PrezeroConfig::default(),
         }
     }
 }

@@ -20,6 +20,7 @@ mod kactivity;
 mod lookahead;
 pub mod matrix;
 mod ops;
+mod prezero;
 mod process;
 pub mod results;
 mod run;
@@ -28,6 +29,7 @@ pub mod sampling;
 pub use compaction::KcompactdConfig;
 pub use engine::{mm_costs, Engine};
 pub use experiment::{Experiment, KernelConfig, Mode, SampledConfig};
+pub use prezero::{PrezeroConfig, Stores, ZeroLists};
 pub use results::{
     HighAllocResult, ProcessSummary, RunResult, Summary, SystemSummary, TimeseriesRow,
 };

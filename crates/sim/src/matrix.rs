@@ -10,6 +10,7 @@
 use crate::{Engine, Experiment, Mode, SampledConfig};
 use hugemm_hw::{Geometry, MachineProfile, Nanos};
 use hugemm_policy::{LinuxConfig, PolicyConfig, ThpMode};
+use hugemm_workload::Writes;
 use hugemm_workload::{builtin, AccessPhase, Advice, Amount, BufferId, Pattern, Phase};
 
 /// One cell of the matrix.
@@ -91,6 +92,7 @@ pub fn experiment_for(c: &Case, mode: Mode, profile: &MachineProfile) -> Experim
             dependent: c.dependent,
             write_fraction: 0.0,
             compute: Nanos::ZERO,
+            writes: Writes::default(),
         };
     }
     let thp = if c.huge {

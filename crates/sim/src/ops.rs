@@ -5,16 +5,46 @@
 use crate::compaction::{direct_compact, Deferral};
 use crate::process::Proc;
 use hugemm_hw::{Nanos, Order, Picos, Pid, Pmu, VirtAddr};
-use hugemm_mm::{CollapseError, CollapseOutcome, HugeAdvice, Kernel, MmError, RegionInfo};
+use hugemm_mm::{
+    CollapseError, CollapseOutcome, HugeAdvice, Kernel, MmError, RegionInfo, ZeroScan,
+    ZeroScanOutcome,
+};
 use hugemm_policy::{MemInfo, MemoryOps, RegionRef};
 
-/// [`MemoryOps`] for one daemon run.
+/// A live process as a policy sees it in a direct reclaim, which runs inside another
+/// process's fault (when the processes themselves are borrowed): its pid and start.
+#[derive(Clone, Debug)]
+pub(crate) struct LiveProc {
+    pub pid: Pid,
+    pub start: Nanos,
+}
+
+/// The processes a [`MemoryOps`] sees.
+pub(crate) enum Procs<'a> {
+    /// All of them (a daemon run between turns).
+    All(&'a mut [Proc]),
+    /// The live ones (a direct reclaim inside a fault): skipped references' accessed
+    /// bits are not applied first, counters are not readable (`pmu` is `None`: policies
+    /// use what they last read), and collapses are not counted per process (reclaim does
+    /// not collapse).
+    Live(&'a [LiveProc]),
+}
+
+/// [`MemoryOps`] for one daemon run or reclaim.
 pub(crate) struct EngineOps<'a> {
     pub kernel: &'a mut Kernel,
-    pub procs: &'a mut [Proc],
+    pub procs: Procs<'a>,
     pub now: Nanos,
     pub scan_cost: Picos,
     pub deferral: &'a mut Deferral,
+}
+
+impl EngineOps<'_> {
+    fn materialise(&mut self, pid: Pid, region: VirtAddr) {
+        if let Procs::All(procs) = &mut self.procs {
+            materialise(self.kernel, procs, pid, region);
+        }
+    }
 }
 
 /// Apply pending skipped-reference bits to the 2 MB region at `region` of `pid`.
@@ -47,9 +77,22 @@ impl MemoryOps for EngineOps<'_> {
     }
 
     fn processes(&self) -> Vec<Pid> {
-        let mut live: Vec<&Proc> = self.procs.iter().filter(|p| p.running()).collect();
-        live.sort_by_key(|p| p.start);
-        live.iter().filter_map(|p| p.pid).collect()
+        match &self.procs {
+            Procs::All(procs) => {
+                let mut live: Vec<&Proc> = procs.iter().filter(|p| p.running()).collect();
+                live.sort_by_key(|p| p.start);
+                live.iter().filter_map(|p| p.pid).collect()
+            }
+            Procs::Live(live) => {
+                let mut live: Vec<&LiveProc> = live.iter().collect();
+                live.sort_by_key(|p| p.start);
+                live.iter().map(|p| p.pid).collect()
+            }
+        }
+    }
+
+    fn huge_regions(&self, pid: Pid) -> Vec<VirtAddr> {
+        self.kernel.huge_regions(pid)
     }
 
     fn regions(&self, pid: Pid) -> Vec<RegionRef> {
@@ -66,20 +109,20 @@ impl MemoryOps for EngineOps<'_> {
     }
 
     fn region_info(&mut self, pid: Pid, region: VirtAddr) -> RegionInfo {
-        materialise(self.kernel, self.procs, pid, region);
+        self.materialise(pid, region);
         self.kernel.region_info(pid, region)
     }
 
     fn clear_accessed(&mut self, pid: Pid, region: VirtAddr) -> usize {
-        materialise(self.kernel, self.procs, pid, region);
+        self.materialise(pid, region);
         self.kernel.clear_accessed(pid, region)
     }
 
     fn collapse(&mut self, pid: Pid, region: VirtAddr) -> Result<CollapseOutcome, CollapseError> {
-        materialise(self.kernel, self.procs, pid, region);
+        self.materialise(pid, region);
         let out = self.kernel.collapse(pid, region);
-        if out.is_ok() {
-            if let Some(p) = self.procs.iter_mut().find(|p| p.pid == Some(pid)) {
+        if let (true, Procs::All(procs)) = (out.is_ok(), &mut self.procs) {
+            if let Some(p) = procs.iter_mut().find(|p| p.pid == Some(pid)) {
                 p.promotions += 1;
             }
         }
@@ -87,15 +130,28 @@ impl MemoryOps for EngineOps<'_> {
     }
 
     fn split(&mut self, pid: Pid, region: VirtAddr) -> Result<Nanos, MmError> {
-        materialise(self.kernel, self.procs, pid, region);
+        self.materialise(pid, region);
         self.kernel.split(pid, region)
     }
 
+    fn dedup_zero_subpages(
+        &mut self,
+        pid: Pid,
+        region: VirtAddr,
+        scan: ZeroScan,
+    ) -> Result<ZeroScanOutcome, MmError> {
+        self.materialise(pid, region);
+        self.kernel.dedup_zero_subpages(pid, region, scan)
+    }
+
     fn pmu(&self, pid: Pid) -> Option<Pmu> {
-        self.procs
-            .iter()
-            .find(|p| p.pid == Some(pid))
-            .map(|p| p.pmu.clone())
+        match &self.procs {
+            Procs::All(procs) => procs
+                .iter()
+                .find(|p| p.pid == Some(pid))
+                .map(|p| p.pmu.clone()),
+            Procs::Live(_) => None,
+        }
     }
 
     fn rss_bytes(&self, pid: Pid) -> u64 {

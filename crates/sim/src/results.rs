@@ -36,8 +36,22 @@ pub struct ProcessSummary {
     /// Regions of this process promoted to huge pages by the policy's daemons
     /// (khugepaged's collapses, HawkEye's and Ingens' promotions).
     pub promotions: u64,
-    /// Time spent in fault handling (ns).
+    /// Time spent in fault handling (ns): trap and page-table work, allocation, zeroing.
     pub fault_time_ns: u64,
+    /// Faults taken (every fault the process took, zero-page and copy-on-write ones
+    /// included).
+    pub faults: u64,
+    /// Of `fault_time_ns`, allocating frames: buddy allocations, direct reclaim of page
+    /// cache, the policy's direct reclaim (bloat recovery) and direct compaction (ns).
+    pub fault_alloc_ns: u64,
+    /// Of `fault_time_ns`, clearing frames (ns).
+    pub fault_zeroing_ns: u64,
+    /// Of `fault_time_ns`, the rest: trap, page-table writes, flushes (ns).
+    pub fault_trap_ns: u64,
+    /// Mean latency of a fault (ns).
+    pub fault_mean_ns: f64,
+    /// 99th percentile of fault latency (ns; two significant digits).
+    pub fault_p99_ns: u64,
     /// User-mode cycles (references and compute; fault time excluded, as PMU counts in
     /// user mode).
     pub cycles: u64,
@@ -55,8 +69,15 @@ pub struct ProcessSummary {
     pub huge_pages_end: u64,
     /// Resident memory when it exited (or at the end of the run).
     pub rss_bytes_end: u64,
+    /// Of `rss_bytes_end`, base pages the process had written (its useful memory).
+    pub useful_bytes_end: u64,
+    /// `rss_bytes_end - useful_bytes_end`: resident pages it never wrote (bloat).
+    pub bloat_bytes_end: u64,
     /// Killed because memory ran out.
     pub oom: bool,
+    /// When it was killed for want of memory (ns), if it was; its `rss_bytes_end`,
+    /// `useful_bytes_end` and `bloat_bytes_end` are from that moment.
+    pub oom_time_ns: Option<u64>,
     /// A workload error that stopped it, if any.
     pub error: Option<String>,
 }
@@ -114,6 +135,18 @@ pub struct SystemSummary {
     pub page_cache_pages_end: u64,
     /// Kernel-memory frees the model refused (always 0 unless the model has a bug).
     pub kmem_free_errors: u64,
+    /// Pre-zeroing: pages the daemon cleared (including, under stress, pages cleared
+    /// again).
+    pub prezero_pages: u64,
+    /// Pre-zeroing: DRAM traffic of its stores, in bytes (twice the bytes for caching
+    /// stores: each line is read for ownership, then written back).
+    pub prezero_traffic_bytes: u64,
+    /// Free frames in zeroed blocks at the end.
+    pub zeroed_free_frames_end: u64,
+    /// CPU time of the policy's reclaim under kswapd (Linux's THP shrinker), ns.
+    pub policy_kswapd_reclaim_ns: u64,
+    /// Frames that reclaim freed.
+    pub policy_kswapd_reclaim_frames: u64,
 }
 
 /// One stress-highalloc attempt ([`hugemm_workload::Phase::HighAlloc`]).
@@ -164,6 +197,8 @@ pub struct TimeseriesRow {
     pub huge_pages: Option<u64>,
     /// Resident bytes.
     pub rss_bytes: Option<u64>,
+    /// Of those, written (useful) bytes.
+    pub useful_bytes: Option<u64>,
     /// 4 KB faults so far.
     pub faults_4k: Option<u64>,
     /// 2 MB faults so far.
@@ -188,6 +223,12 @@ pub struct TimeseriesRow {
     pub pageblocks_reclaimable: Option<u64>,
     /// Pages migrated so far by compaction and evacuation (system row).
     pub pages_migrated: Option<u64>,
+    /// Free frames in zeroed blocks (system row).
+    pub zeroed_free_frames: Option<u64>,
+    /// Zero-filled base pages recovered from huge pages so far (system row).
+    pub zero_subpages_recovered: Option<u64>,
+    /// Faults so far (process rows), for fault rates.
+    pub faults: Option<u64>,
 }
 
 /// Everything a run produced.
@@ -202,7 +243,7 @@ pub struct RunResult {
 impl TimeseriesRow {
     /// The CSV header.
     pub const HEADER: &'static str =
-        "time_ns,process,pid,references,mmu_overhead,huge_pages,rss_bytes,faults_4k,faults_2m,promotions,frames_free,collapses,splits,page_cache_pages,fmfi,tainted_pageblocks,pageblocks_unmovable,pageblocks_reclaimable,pages_migrated";
+        "time_ns,process,pid,references,mmu_overhead,huge_pages,rss_bytes,faults_4k,faults_2m,promotions,frames_free,collapses,splits,page_cache_pages,fmfi,tainted_pageblocks,pageblocks_unmovable,pageblocks_reclaimable,pages_migrated,useful_bytes,faults,zeroed_free_frames,zero_subpages_recovered";
 
     /// This row as a CSV line (no trailing newline). Process names are validated to
     /// contain no commas or quotes, so no escaping is needed.
@@ -216,7 +257,7 @@ impl TimeseriesRow {
             .unwrap_or_default();
         let fmfi = self.fmfi.map(|x| format!("{x:.4}")).unwrap_or_default();
         format!(
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             self.time_ns,
             self.process,
             o(&self.pid),
@@ -235,7 +276,11 @@ impl TimeseriesRow {
             o(&self.tainted_pageblocks),
             o(&self.pageblocks_unmovable),
             o(&self.pageblocks_reclaimable),
-            o(&self.pages_migrated)
+            o(&self.pages_migrated),
+            o(&self.useful_bytes),
+            o(&self.faults),
+            o(&self.zeroed_free_frames),
+            o(&self.zero_subpages_recovered)
         )
     }
 }

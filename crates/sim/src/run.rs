@@ -6,13 +6,14 @@ use crate::coverage::{coin, key, skipped_touch, LazyCoverage};
 use crate::engine::{Core, Engine, SLICE};
 use crate::experiment::Mode;
 use crate::lookahead::{Ahead, AHEAD};
+use crate::ops::{EngineOps, LiveProc, Procs};
 use crate::process::{AccessRun, Activity, Buffer, Proc};
 use crate::sampling::{whole, Sampler, Stage, WindowAcc};
 use crate::Result;
 use hugemm_hw::{AccessCost, Mmu, Picos, Pmu, Reference, TlbOutcome, VirtAddr};
 use hugemm_hw::{Nanos, PageSize, Pid};
-use hugemm_mm::{FaultInfo, FaultKind, FaultRequest, Kernel, Madvise, Touch};
-use hugemm_policy::{Defrag, Policy};
+use hugemm_mm::{FaultInfo, FaultKind, FaultRequest, Kernel, Madvise, Touch, WriteContent};
+use hugemm_policy::{Defrag, Policy, Pressure, Reclaimed};
 use hugemm_workload::{Advice, Amount, MadviseKind, Phase, SkipCoverage, Stream};
 use rand::RngCore;
 
@@ -24,6 +25,12 @@ pub(crate) enum Stop {
     Error(String),
 }
 
+/// Frames a fault that found none asks the policy's direct reclaim for at a time
+/// (`SWAP_CLUSTER_MAX`, the batch Linux's direct reclaim aims at).
+const DIRECT_RECLAIM_BATCH: u64 = 32;
+/// Direct reclaims one fault may run before it is declared out of memory.
+const DIRECT_RECLAIM_TRIES: u32 = 16;
+
 /// The pieces of the engine a reference needs, borrowed apart.
 pub(crate) struct Ctx<'a> {
     pub kernel: &'a mut Kernel,
@@ -32,6 +39,9 @@ pub(crate) struct Ctx<'a> {
     pub cycles_per_ps: f64,
     pub deferral: &'a mut Deferral,
     pub kcompactd: &'a mut Kcompactd,
+    /// The live processes, for the policy's direct reclaim.
+    pub live: &'a [LiveProc],
+    pub scan_cost: Picos,
 }
 
 impl Ctx<'_> {
@@ -83,7 +93,9 @@ impl Ctx<'_> {
     }
 
     /// Take one fault: ask the policy for the page size (and, for 4 KB, whether to
-    /// reserve a superpage), let the kernel map it.
+    /// reserve a superpage), let the kernel map it. A fault that finds no frame at all
+    /// asks the policy to give memory back ([`Policy::reclaim`], direct) and retries,
+    /// up to [`DIRECT_RECLAIM_TRIES`] times, before the process is out of memory.
     fn fault(
         &mut self,
         p: &mut Proc,
@@ -103,21 +115,59 @@ impl Ctx<'_> {
         let req = FaultRequest::new(want)
             .reserve(reserve)
             .promote(self.policy.promote_reservations());
-        let out = self.kernel.fault_with(pid, va, write, req);
-        p.fault_time += out.cost + stall;
+        let mut out = self.kernel.fault_with(pid, va, write, req);
+        let (mut cost, mut alloc, mut zeroing) = (out.cost, out.alloc, out.zeroing);
+        let mut tries = 0;
+        while out.oom && tries < DIRECT_RECLAIM_TRIES {
+            tries += 1;
+            let now = self.core.now + Picos::from(stall + cost);
+            let r = self.direct_reclaim(now.to_nanos());
+            cost += r.cpu;
+            alloc += r.cpu;
+            if r.freed == 0 {
+                break;
+            }
+            out = self.kernel.fault_with(pid, va, write, req);
+            cost += out.cost;
+            alloc += out.alloc;
+            zeroing += out.zeroing;
+        }
+        p.fault_time += cost + stall;
+        p.fault_alloc += alloc + stall;
+        p.fault_zeroing += zeroing;
+        let _ = p.fault_latency.record((cost + stall).0.max(1));
         self.core.now += Picos::from(stall);
         if out.oom {
+            self.core.now += Picos::from(cost);
             return Err(Stop::Oom);
         }
         count_fault(&mut p.pmu, out.kind);
         let region = va.0 & !(self.kernel.geometry().huge_bytes() - 1);
-        self.policy.fault_taken(pid, VirtAddr(region));
+        let mapped = match out.kind {
+            FaultKind::HugeZeroPage => PageSize::Base,
+            _ => out.size,
+        };
+        self.policy.fault_taken(pid, VirtAddr(region), mapped);
         if out.kind == FaultKind::HugeFallback {
             p.faults_huge_fallback += 1;
         }
-        let t = Picos::from(out.cost);
+        let t = Picos::from(cost);
         self.core.now += t;
         Ok(t)
+    }
+
+    /// The policy's direct reclaim, for a fault that found no frame.
+    #[cold]
+    fn direct_reclaim(&mut self, now: Nanos) -> Reclaimed {
+        let mut ops = EngineOps {
+            kernel: self.kernel,
+            procs: Procs::Live(self.live),
+            now,
+            scan_cost: self.scan_cost,
+            deferral: self.deferral,
+        };
+        self.policy
+            .reclaim(&mut ops, DIRECT_RECLAIM_BATCH, Pressure::Direct)
     }
 
     /// Before a huge-page fault with no free huge block: compact directly or wake
@@ -195,6 +245,7 @@ impl Engine {
         };
         let outcome = self.step(i, c, bound);
         let now = self.cores[c].now;
+        self.background_reclaim(now);
         if self.kcompactd.wake.is_some() {
             self.wake_kcompactd(now);
         }
@@ -326,6 +377,13 @@ impl Engine {
                     Amount::Refs(n) => (n, Picos(u64::MAX)),
                     Amount::Duration(d) => (u64::MAX, core_now + Picos::from(d)),
                 };
+                let content = WriteContent {
+                    nonzero_share: a.writes.nonzero_share,
+                    mean_first_nonzero: a.writes.mean_first_nonzero,
+                };
+                kernel
+                    .set_write_content(pid, content)
+                    .map_err(|e| Stop::Error(format!("access phase writes: {e}")))?;
                 let write_threshold = (a.write_fraction.clamp(0.0, 1.0) * u64::MAX as f64) as u64;
                 let sampler = sampled.then(|| Sampler::new(core_now, warmup));
                 cost = Picos(0);
@@ -406,6 +464,8 @@ impl Engine {
             cycles_per_ps: self.cycles_per_ps,
             deferral: &mut self.deferral,
             kcompactd: &mut self.kcompactd,
+            live: &self.live,
+            scan_cost: self.scan_cost,
         };
         let result = match (mode, run.sampler.as_ref().map(|s| s.stage)) {
             (Mode::Sampled(cfg), Some(stage)) => {

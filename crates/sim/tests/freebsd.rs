@@ -9,6 +9,7 @@ use common::*;
 use hugemm_hw::Nanos;
 use hugemm_policy::{FreeBsdConfig, ThpMode};
 use hugemm_sim::RunResult;
+use hugemm_workload::Writes;
 use hugemm_workload::{builtin, AccessPhase, Amount, BufferId, Pattern, Phase, ProcessSpec};
 
 const PAGE: u64 = 4096;
@@ -66,6 +67,7 @@ fn touch_every(name: &str, bytes: u64, stride: u64, idle: Nanos, start: Nanos) -
                 dependent: false,
                 write_fraction: 1.0,
                 compute: Nanos::ZERO,
+                writes: Writes::default(),
             }),
             Phase::Sleep(idle),
         ],

@@ -24,6 +24,7 @@ use hugemm_policy::{
 };
 use hugemm_sim::{RunResult, SampledConfig};
 use hugemm_workload::kbuild::{self, FileIds};
+use hugemm_workload::Writes;
 use hugemm_workload::{Amount, Pattern, ProcessSpec};
 
 const SIZE: u64 = 96 * MIB;
@@ -263,6 +264,7 @@ fn sparse(name: &str, start_ms: u64) -> ProcessSpec {
                 dependent: false,
                 write_fraction: 1.0,
                 compute: Nanos::ZERO,
+                writes: Writes::default(),
             }),
             Phase::Sleep(Nanos::from_secs(10)),
         ],

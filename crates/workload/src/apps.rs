@@ -151,6 +151,7 @@ fn work(buffer: usize, pattern: Pattern, run: Amount, dependent: bool, writes: f
         dependent,
         write_fraction: writes,
         compute: Nanos::ZERO,
+        writes: Writes::default(),
     })
 }
 
@@ -382,6 +383,7 @@ pub fn redis(bytes: u64, run: Amount, r: &Redis) -> Vec<Phase> {
         dependent: true,
         write_fraction: 0.0,
         compute,
+        writes: Writes::default(),
     });
     let mut v = init(0, bytes).to_vec();
     for _ in 0..batches {

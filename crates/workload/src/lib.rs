@@ -16,5 +16,5 @@ pub mod spec;
 pub use pattern::{SkipCoverage, Stream};
 pub use spec::{
     AccessPhase, Advice, Amount, BufferId, FileId, KernelMem, Lifetime, MadviseKind, Pattern,
-    Phase, ProcessSpec,
+    Phase, ProcessSpec, Writes,
 };

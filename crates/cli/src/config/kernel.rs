@@ -6,13 +6,19 @@
 use super::raw::*;
 use super::validate::{Phases, Validator, R};
 use hugemm_hw::Nanos;
-use hugemm_sim::{KcompactdConfig, KernelConfig};
+use hugemm_sim::{KcompactdConfig, KernelConfig, PrezeroConfig, Stores, ZeroLists};
 use hugemm_workload::kbuild::{self, FileIds, KernelBuild};
 use hugemm_workload::{KernelMem, Lifetime, Phase, ProcessSpec};
 
 impl Validator<'_> {
-    /// `[kernel]`.
-    pub(super) fn kernel(&self, k: &mut RawKernel, memory_bytes: u64) -> R<KernelConfig> {
+    /// `[kernel]`; `policy` is the policy's name (pre-zeroing is on by default with
+    /// `hawkeye`).
+    pub(super) fn kernel(
+        &self,
+        k: &mut RawKernel,
+        memory_bytes: u64,
+        policy: &str,
+    ) -> R<KernelConfig> {
         let fallback = k.fallback.clone().unwrap_or_else(|| "default".into());
         if !hugemm_mm::fallback::NAMES.contains(&fallback.as_str()) {
             return Err(self.bad(
@@ -51,12 +57,67 @@ impl Validator<'_> {
                 (memory_bytes / 1024 / 2) as i64,
             )? as u64),
         };
+        let clear_pages = *k.clear_pages.get_or_insert(true);
+        let raw = k.prezero.get_or_insert_with(Default::default);
+        let prezero = self.prezero(raw, policy == "hawkeye")?;
         Ok(KernelConfig {
             fallback,
             kcompactd,
             per_cpu_lists,
             min_free_kbytes,
+            clear_pages,
+            prezero,
         })
+    }
+
+    /// `[kernel.prezero]`, resolved in place; on by default when `on` says so.
+    fn prezero(&self, r: &mut RawPrezero, on: bool) -> R<PrezeroConfig> {
+        let d = PrezeroConfig::default();
+        let stores = self.choice(
+            "kernel.prezero.stores",
+            r.stores.as_deref(),
+            "nt",
+            &[("nt", Stores::NonTemporal), ("caching", Stores::Caching)],
+        )?;
+        let lists = self.choice(
+            "kernel.prezero.lists",
+            r.lists.as_deref(),
+            "paper",
+            &[
+                ("paper", ZeroLists::Paper),
+                ("released", ZeroLists::Released),
+            ],
+        )?;
+        let period_ms = self.float(
+            "kernel.prezero.period_ms",
+            r.period_ms,
+            d.period.0 as f64 / 1e6,
+            0.001,
+            1e9,
+        )?;
+        let cfg = PrezeroConfig {
+            enabled: r.enabled.unwrap_or(on),
+            rate_pages_per_s: self.int(
+                "kernel.prezero.rate_pages_per_s",
+                r.rate_pages_per_s,
+                d.rate_pages_per_s as i64,
+                1,
+                1 << 40,
+            )? as u64,
+            period: Nanos((period_ms * 1e6) as u64),
+            stores,
+            lists,
+            stress: r.stress.unwrap_or(d.stress),
+        };
+        *r = RawPrezero {
+            enabled: Some(cfg.enabled),
+            rate_pages_per_s: Some(cfg.rate_pages_per_s as i64),
+            period_ms: Some(period_ms),
+            stores: Some(r.stores.clone().unwrap_or_else(|| "nt".into())),
+            lists: Some(r.lists.clone().unwrap_or_else(|| "paper".into())),
+            stress: Some(cfg.stress),
+        };
+        Ok(cfg)
     }
 
     /// A process name: present, and usable as a CSV cell and apart from `system`.

@@ -3,11 +3,11 @@
 //! paper's, or the released code's where the paper is silent); the resolved file writes
 //! each one out.
 
-use super::raw::{RawHawkeye, RawIngens};
+use super::raw::{RawBloat, RawHawkeye, RawIngens};
 use super::validate::{Validator, R};
 use hugemm_hw::Nanos;
 use hugemm_policy::access::SamplerConfig;
-use hugemm_policy::{HawkeyeConfig, HawkeyeVariant, IngensConfig};
+use hugemm_policy::{BloatConfig, HawkeyeConfig, HawkeyeVariant, IngensConfig};
 
 /// The longest period a knob may take (about 49 days, in ms).
 const MAX_MS: i64 = 1 << 32;
@@ -123,7 +123,9 @@ impl Validator<'_> {
                 1.0,
             )?,
             pmu_similar: self.float(&k("pmu_similar"), r.pmu_similar, d.pmu_similar, 0.0, 1.0)?,
+            bloat: self.bloat(r.bloat.get_or_insert_with(Default::default))?,
         };
+        let bloat = r.bloat.take();
         *r = RawHawkeye {
             variant: Some(
                 match variant {
@@ -142,6 +144,56 @@ impl Validator<'_> {
             min_bucket: Some(cfg.min_bucket as i64),
             pmu_threshold: Some(cfg.pmu_threshold),
             pmu_similar: Some(cfg.pmu_similar),
+            bloat,
+        };
+        Ok(cfg)
+    }
+
+    /// `[policy.hawkeye.bloat]`, resolved in place.
+    fn bloat(&self, r: &mut RawBloat) -> R<BloatConfig> {
+        let k = |key: &str| format!("policy.hawkeye.bloat.{key}");
+        let d = BloatConfig::default();
+        let high = self.float(
+            &k("high_watermark"),
+            r.high_watermark,
+            d.high_watermark,
+            0.0,
+            1.0,
+        )?;
+        let low = self.float(
+            &k("low_watermark"),
+            r.low_watermark,
+            d.low_watermark,
+            0.0,
+            1.0,
+        )?;
+        if low > high {
+            return Err(self.bad(
+                &k("low_watermark"),
+                format!("a share no higher than high_watermark ({high}), found {low}"),
+            ));
+        }
+        let cfg = BloatConfig {
+            enabled: r.enabled.unwrap_or(d.enabled),
+            high_watermark: high,
+            low_watermark: low,
+            period: self.period(&k("period_ms"), r.period_ms, d.period)?,
+            huge_pages_per_pass: self.int(
+                &k("huge_pages_per_pass"),
+                r.huge_pages_per_pass,
+                d.huge_pages_per_pass as i64,
+                1,
+                1 << 30,
+            )? as u32,
+            max_zero: self.int(&k("max_zero"), r.max_zero, d.max_zero as i64, 0, 511)? as u32,
+        };
+        *r = RawBloat {
+            enabled: Some(cfg.enabled),
+            high_watermark: Some(high),
+            low_watermark: Some(low),
+            period_ms: Some(ms(cfg.period)),
+            huge_pages_per_pass: Some(cfg.huge_pages_per_pass as i64),
+            max_zero: Some(cfg.max_zero as i64),
         };
         Ok(cfg)
     }

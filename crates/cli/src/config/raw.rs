@@ -116,6 +116,28 @@ pub struct RawKernel {
     pub per_cpu_lists: Option<bool>,
     /// `vm.min_free_kbytes` (default: Linux's value for the memory size).
     pub min_free_kbytes: Option<i64>,
+    /// Clear pages at fault (false: HawkEye Table 1's kernel without page zeroing).
+    pub clear_pages: Option<bool>,
+    /// `[kernel.prezero]`.
+    pub prezero: Option<RawPrezero>,
+}
+
+/// `[kernel.prezero]` (see `hugemm_sim::PrezeroConfig`).
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawPrezero {
+    /// Run the pre-zeroing daemon (default: with the hawkeye policy).
+    pub enabled: Option<bool>,
+    /// Pages zeroed per second.
+    pub rate_pages_per_s: Option<i64>,
+    /// Time between runs (ms).
+    pub period_ms: Option<f64>,
+    /// nt (non-temporal) or caching.
+    pub stores: Option<String>,
+    /// paper (two lists) or released (per-frame flag).
+    pub lists: Option<String>,
+    /// Zero at the full rate even with nothing left to zero.
+    pub stress: Option<bool>,
 }
 
 /// `[kernel.kcompactd]`.
@@ -306,6 +328,26 @@ pub struct RawHawkeye {
     pub pmu_threshold: Option<f64>,
     /// PMU: relative tolerance for round-robin among the highest.
     pub pmu_similar: Option<f64>,
+    /// `[policy.hawkeye.bloat]`.
+    pub bloat: Option<RawBloat>,
+}
+
+/// `[policy.hawkeye.bloat]` (see `hugemm_policy::BloatConfig`).
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawBloat {
+    /// Run bloat recovery.
+    pub enabled: Option<bool>,
+    /// Allocated share of memory that starts it.
+    pub high_watermark: Option<f64>,
+    /// Allocated share that stops it.
+    pub low_watermark: Option<f64>,
+    /// Time between passes (ms).
+    pub period_ms: Option<i64>,
+    /// Huge pages scanned per pass.
+    pub huge_pages_per_pass: Option<i64>,
+    /// Zero-filled base pages a huge page may keep.
+    pub max_zero: Option<i64>,
 }
 
 /// `[policy.freebsd]`.
@@ -328,6 +370,8 @@ pub struct RawLinux {
     pub defrag: Option<String>,
     /// `[policy.linux.khugepaged]`.
     pub khugepaged: Option<RawKhugepaged>,
+    /// `transparent_hugepage/shrink_underused`: the THP shrinker.
+    pub shrink_underused: Option<bool>,
 }
 
 /// `[policy.linux.khugepaged]`.
@@ -441,6 +485,12 @@ pub struct RawPhase {
     /// access: compute between references (ns).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub compute_ns: Option<f64>,
+    /// access/touch: share of pages whose first write leaves data (0: writes zeros).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nonzero_share: Option<f64>,
+    /// access/touch: mean offset of a data page's first non-zero byte.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mean_first_nonzero: Option<f64>,
     /// sequential/touch: stride.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stride: Option<RawSize>,

@@ -9,6 +9,7 @@ use hugemm_policy::{DefragMode, KhugepagedConfig, LinuxConfig, PolicyConfig, Thp
 use hugemm_sim::{Experiment, Mode, SampledConfig};
 use hugemm_workload::kbuild::FileIds;
 use hugemm_workload::FileId;
+use hugemm_workload::Writes;
 use hugemm_workload::{
     AccessPhase, Advice, Amount, BufferId, MadviseKind, Pattern, Phase, ProcessSpec,
 };
@@ -238,7 +239,8 @@ impl Validator<'_> {
         let (policy, policies) = self.policy(&mut raw.policy)?;
         let (mode, seed, sample_interval, time_limit, daemon_core) =
             self.sim(&mut raw.sim, cores)?;
-        let kernel = self.kernel(&mut raw.kernel, memory_bytes)?;
+        let policy_name = raw.policy.name.clone().unwrap_or_default();
+        let kernel = self.kernel(&mut raw.kernel, memory_bytes, &policy_name)?;
         if raw.processes.is_empty()
             && raw.kernel_builds.is_empty()
             && raw.file_readers.is_empty()
@@ -461,10 +463,14 @@ impl Validator<'_> {
         };
         l.enabled = Some(l.enabled.clone().unwrap_or_else(|| "always".into()));
         l.defrag = Some(l.defrag.clone().unwrap_or_else(|| "madvise".into()));
+        let shrink_underused = *l
+            .shrink_underused
+            .get_or_insert(LinuxConfig::default().shrink_underused);
         Ok(LinuxConfig {
             enabled,
             defrag,
             khugepaged,
+            shrink_underused,
         })
     }
 
@@ -627,7 +633,7 @@ impl<'a, 'b> Phases<'a, 'b> {
 
     /// Refuse keys that `op` does not use, so a misplaced key is never silently ignored.
     pub(super) fn only(&self, j: usize, ph: &RawPhase, op: &str, allowed: &[&str]) -> R<()> {
-        let present: [(&str, bool); 24] = [
+        let present: [(&str, bool); 26] = [
             ("file", ph.file.is_some()),
             ("kind", ph.kind.is_some()),
             ("order", ph.order.is_some()),
@@ -651,6 +657,8 @@ impl<'a, 'b> Phases<'a, 'b> {
             ("position", ph.position.is_some()),
             ("hot_fraction", ph.hot_fraction.is_some()),
             ("hot_share", ph.hot_share.is_some()),
+            ("nonzero_share", ph.nonzero_share.is_some()),
+            ("mean_first_nonzero", ph.mean_first_nonzero.is_some()),
             ("op", true),
         ];
         for (k, set) in present {
@@ -760,7 +768,18 @@ impl<'a, 'b> Phases<'a, 'b> {
     }
 
     fn touch(&mut self, j: usize, ph: &mut RawPhase) -> R<Phase> {
-        self.only(j, ph, "touch", &["buffer", "write_fraction", "stride"])?;
+        self.only(
+            j,
+            ph,
+            "touch",
+            &[
+                "buffer",
+                "write_fraction",
+                "stride",
+                "nonzero_share",
+                "mean_first_nonzero",
+            ],
+        )?;
         let (buffer, bytes) = self.buffer(j, ph)?;
         let stride = match &ph.stride {
             Some(s) => self.v.size(&self.key(j, "stride"), s)?,
@@ -781,6 +800,7 @@ impl<'a, 'b> Phases<'a, 'b> {
         )?;
         ph.write_fraction = Some(write_fraction);
         ph.stride = Some(RawSize::Bytes(stride as i64));
+        let writes = self.writes(j, ph)?;
         Ok(Phase::Access(AccessPhase {
             buffer,
             pattern: Pattern::Sequential { stride },
@@ -788,7 +808,33 @@ impl<'a, 'b> Phases<'a, 'b> {
             dependent: false,
             write_fraction,
             compute: Nanos::ZERO,
+            writes,
         }))
+    }
+
+    /// What the phase's first writes to pages leave in them (`nonzero_share`,
+    /// `mean_first_nonzero`), resolved in place.
+    fn writes(&self, j: usize, ph: &mut RawPhase) -> R<Writes> {
+        let d = Writes::default();
+        let writes = Writes {
+            nonzero_share: self.v.float(
+                &self.key(j, "nonzero_share"),
+                ph.nonzero_share,
+                d.nonzero_share,
+                0.0,
+                1.0,
+            )?,
+            mean_first_nonzero: self.v.float(
+                &self.key(j, "mean_first_nonzero"),
+                ph.mean_first_nonzero,
+                d.mean_first_nonzero,
+                0.0,
+                4095.0,
+            )?,
+        };
+        ph.nonzero_share = Some(writes.nonzero_share);
+        ph.mean_first_nonzero = Some(writes.mean_first_nonzero);
+        Ok(writes)
     }
 
     fn access(&mut self, j: usize, ph: &mut RawPhase) -> R<Phase> {
@@ -800,6 +846,8 @@ impl<'a, 'b> Phases<'a, 'b> {
             "dependent",
             "write_fraction",
             "compute_ns",
+            "nonzero_share",
+            "mean_first_nonzero",
         ];
         let (buffer, bytes) = self.buffer(j, ph)?;
         let pattern_name = ph.pattern.clone().unwrap_or_else(|| "uniform".into());
@@ -843,6 +891,7 @@ impl<'a, 'b> Phases<'a, 'b> {
         ph.dependent = Some(dependent);
         ph.write_fraction = Some(write_fraction);
         ph.compute_ns = Some(compute);
+        let writes = self.writes(j, ph)?;
         Ok(Phase::Access(AccessPhase {
             buffer,
             pattern,
@@ -850,6 +899,7 @@ impl<'a, 'b> Phases<'a, 'b> {
             dependent,
             write_fraction,
             compute: Nanos(compute.round() as u64),
+            writes,
         }))
     }
 

@@ -4,6 +4,7 @@
 use hugemm_hw::{Geometry, MachineProfile, Nanos};
 use hugemm_policy::{FreeBsdConfig, KhugepagedConfig, LinuxConfig, PolicyConfig, ThpMode};
 use hugemm_sim::{Engine, Experiment, Mode, RunResult, SampledConfig};
+use hugemm_workload::Writes;
 use hugemm_workload::{
     builtin, AccessPhase, Advice, Amount, BufferId, MadviseKind, Pattern, Phase, ProcessSpec,
 };
@@ -116,6 +117,7 @@ pub fn access(
             dependent,
             write_fraction: 0.0,
             compute: Nanos::ZERO,
+            writes: Writes::default(),
         };
     }
     p
