@@ -668,6 +668,7 @@ fn summarise(p: &Proc, end_ns: u64) -> ProcessSummary {
         bloat_bytes_end: p.rss_end.saturating_sub(p.useful_end),
         oom: p.oom,
         oom_time_ns: p.oom_at.map(|t| t.0),
+        kv: p.kv_results.clone(),
         error: p.error.clone(),
     }
 }

@@ -17,6 +17,7 @@ pub mod coverage;
 mod engine;
 pub mod experiment;
 mod kactivity;
+mod kvrun;
 mod lookahead;
 pub mod matrix;
 mod ops;
@@ -31,7 +32,8 @@ pub use engine::{mm_costs, Engine};
 pub use experiment::{Experiment, KernelConfig, Mode, SampledConfig};
 pub use prezero::{PrezeroConfig, Stores, ZeroLists};
 pub use results::{
-    HighAllocResult, ProcessSummary, RunResult, Summary, SystemSummary, TimeseriesRow,
+    HighAllocResult, KvPhaseResult, ProcessSummary, RunResult, Summary, SystemSummary,
+    TimeseriesRow,
 };
 
 /// Errors from running an experiment.

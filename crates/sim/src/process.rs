@@ -63,6 +63,8 @@ pub(crate) enum Activity {
     Begin,
     /// In an access phase.
     Access(Box<AccessRun>),
+    /// In a phase of the key-value server.
+    Kv(Box<crate::kvrun::KvRun>),
     /// Sleeping until a core time.
     Sleep(Picos),
 }
@@ -103,6 +105,10 @@ pub(crate) struct Proc {
     pub oom_at: Option<Nanos>,
     /// PMU at the previous time-series sample, for interval overheads.
     pub last_sample: Pmu,
+    /// The key-value server's heap and state, from its first phase on.
+    pub kv: Option<crate::kvrun::KvHeap>,
+    /// What each key-value phase did.
+    pub kv_results: Vec<crate::results::KvPhaseResult>,
 }
 
 impl Proc {
@@ -136,6 +142,8 @@ impl Proc {
             useful_end: 0,
             oom_at: None,
             last_sample: Pmu::default(),
+            kv: None,
+            kv_results: Vec::new(),
         }
     }
 

@@ -80,6 +80,33 @@ pub struct ProcessSummary {
     pub oom_time_ns: Option<u64>,
     /// A workload error that stopped it, if any.
     pub error: Option<String>,
+    /// The phases of a key-value server, in order (empty for other processes).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub kv: Vec<KvPhaseResult>,
+}
+
+/// What one phase of a key-value server did.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct KvPhaseResult {
+    /// `insert`, `delete` or `get`.
+    pub op: String,
+    /// Requests served.
+    pub requests: u64,
+    /// When the phase started and ended (ns).
+    pub start_ns: u64,
+    /// End of the phase (ns).
+    pub end_ns: u64,
+    /// `requests` over the phase's simulated time.
+    pub requests_per_s: f64,
+    /// Live keys at the end.
+    pub keys_end: u64,
+    /// Heap bytes in use at the end (slabs and large extents, like Redis's
+    /// `used_memory`).
+    pub heap_bytes_end: u64,
+    /// Resident bytes at the end.
+    pub rss_bytes_end: u64,
+    /// Useful (written) bytes at the end.
+    pub useful_bytes_end: u64,
 }
 
 /// Results of the whole system.

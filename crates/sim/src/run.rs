@@ -191,7 +191,7 @@ impl Ctx<'_> {
     /// [`Pmu::sync_cycles`]). Returns its cost and the fault time it took.
     /// `prefetch_data`: whether to prefetch the data line's cache sets (speed only).
     #[inline]
-    fn reference(
+    pub(crate) fn reference(
         &mut self,
         p: &mut Proc,
         va: VirtAddr,
@@ -305,6 +305,13 @@ impl Engine {
                 }
                 Activity::Access(_) => {
                     if self.access(i, c, bound)? {
+                        let p = &mut self.procs[i];
+                        p.phase += 1;
+                        p.activity = Activity::Begin;
+                    }
+                }
+                Activity::Kv(_) => {
+                    if self.kv_turn(i, c, bound)? {
                         let p = &mut self.procs[i];
                         p.phase += 1;
                         p.activity = Activity::Begin;
@@ -439,6 +446,9 @@ impl Engine {
                 cost = Picos(0);
                 next = Activity::Sleep(core_now + Picos::from(d));
             }
+            Phase::Kv(k) => {
+                next = crate::kvrun::begin(kernel, p, pid, k, core_now)?;
+            }
             _ => unreachable!("kernel phases are carried out above"),
         }
         self.cores[c].now += cost;
@@ -448,6 +458,21 @@ impl Engine {
         }
         p.activity = next;
         Ok(())
+    }
+
+    /// The processes, and apart from them the pieces a reference on core `c` needs.
+    pub(crate) fn split_ctx(&mut self, c: usize) -> (&mut [Proc], Ctx<'_>) {
+        let ctx = Ctx {
+            kernel: &mut self.kernel,
+            policy: self.policy.as_mut(),
+            core: &mut self.cores[c],
+            cycles_per_ps: self.cycles_per_ps,
+            deferral: &mut self.deferral,
+            kcompactd: &mut self.kcompactd,
+            live: &self.live,
+            scan_cost: self.scan_cost,
+        };
+        (&mut self.procs, ctx)
     }
 
     /// Advance the access phase of process `i`. `Ok(true)` when the phase is over.

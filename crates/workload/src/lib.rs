@@ -9,7 +9,9 @@
 
 pub mod apps;
 pub mod builtin;
+pub mod jemalloc;
 pub mod kbuild;
+pub mod kv;
 pub mod pattern;
 pub mod spec;
 

@@ -213,6 +213,10 @@ pub enum Phase {
     DropCaches,
     /// `echo 1 > /proc/sys/vm/compact_memory`: compact all of memory.
     CompactMemory,
+    /// A step of a Redis-like key-value server ([`crate::kv`]): inserts, deletes or gets,
+    /// on the process's heap (one VMA of `server.heap_bytes`, mapped at the first such
+    /// phase).
+    Kv(crate::kv::KvPhase),
     /// One attempt of mmtests' stress-highalloc: allocate huge pages (order 9, as the
     /// benchmark's kernel module does) until `share` of memory is requested, each failed
     /// allocation trying direct compaction first; report the success rate and free them.
@@ -290,7 +294,8 @@ impl ProcessSpec {
                 | Phase::Madvise { buffer, .. }
                 | Phase::Munmap { buffer } => buffer.0 + 1,
                 Phase::Access(a) => a.buffer.0 + 1,
-                Phase::Sleep(_)
+                Phase::Kv(_)
+                | Phase::Sleep(_)
                 | Phase::FileRead { .. }
                 | Phase::FileDelete { .. }
                 | Phase::KernelAlloc { .. }

@@ -6,6 +6,7 @@
 mod apps;
 mod freebsd;
 mod kernel;
+mod kv;
 mod policies;
 pub mod raw;
 pub mod size;

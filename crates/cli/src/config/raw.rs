@@ -82,6 +82,51 @@ pub struct RawExperiment {
     /// Models of the papers' applications (generated processes).
     #[serde(default, rename = "app", skip_serializing_if = "Vec::is_empty")]
     pub apps: Vec<RawApp>,
+    /// Redis-like key-value servers (generated processes).
+    #[serde(default, rename = "kv_server", skip_serializing_if = "Vec::is_empty")]
+    pub kv_servers: Vec<RawKvServer>,
+}
+
+/// `[[kv_server]]` (see `hugemm_workload::kv`).
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawKvServer {
+    /// Process name.
+    pub name: Option<String>,
+    /// Start time (ms).
+    pub start_ms: Option<f64>,
+    /// Virtual bytes reserved for the heap.
+    pub heap: Option<RawSize>,
+    /// CPU time of a request apart from memory (us).
+    pub request_cpu_us: Option<f64>,
+    /// Bytes of a key.
+    pub key_size: Option<i64>,
+    /// The server's steps.
+    #[serde(default, rename = "step")]
+    pub steps: Vec<RawKvStep>,
+}
+
+/// `[[kv_server.step]]`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawKvStep {
+    /// insert, delete, get, idle.
+    pub op: Option<String>,
+    /// insert: keys.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub keys: Option<i64>,
+    /// insert: bytes of each value.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value_size: Option<RawSize>,
+    /// delete: share of the live keys.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub share: Option<f64>,
+    /// get: requests.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requests: Option<i64>,
+    /// idle: duration (s).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duration_s: Option<f64>,
 }
 
 /// `[reproduce]`.

@@ -246,10 +246,11 @@ impl Validator<'_> {
             && raw.file_readers.is_empty()
             && raw.memhogs.is_empty()
             && raw.apps.is_empty()
+            && raw.kv_servers.is_empty()
         {
             return Err(self.bad(
                 "process",
-                "at least one [[process]], [[kernel_build]], [[file_reader]], [[memhog]] or [[app]] table",
+                "at least one [[process]], [[kernel_build]], [[file_reader]], [[memhog]], [[app]] or [[kv_server]] table",
             ));
         }
         let mut processes = Vec::new();
@@ -269,6 +270,9 @@ impl Validator<'_> {
         }
         for (i, a) in raw.apps.iter_mut().enumerate() {
             processes.extend(self.app(i, a, memory_bytes)?);
+        }
+        for (i, k) in raw.kv_servers.iter_mut().enumerate() {
+            processes.push(self.kv_server(i, k, seed)?);
         }
         raw.machine.profile = Some(
             raw.machine
