@@ -15,8 +15,9 @@
 //! ([`PhysMem::prezero`], HawkEye section 3.1) zeroes free blocks in place; zeroed blocks
 //! sit at the tails of the free lists (`freelist.rs`), and a request that prefers zeroed
 //! frames takes the smallest zeroed block first ([`ZeroedFirst`]). Invariant: a free
-//! block whose head frame is zeroed is zeroed throughout (merging clears the merged
-//! head's bit, since the freed half is dirty).
+//! block whose head frame is zeroed is zeroed throughout: every merge step clears the
+//! bit of the merged block's head (the freed part is dirty), so a zeroed frame inside a
+//! dirty block never heads a block again unless its own zeroed block is split out.
 //!
 //! Bookkeeping hooks: every free-list push and remove goes through `PhysMem::list_push`
 //! and `PhysMem::list_remove`, which keep the per-pageblock counters
@@ -449,9 +450,11 @@ impl PhysMem {
             self.list_remove(buddy);
             pfn = pfn.min(buddy);
             order += 1;
+            // The merged block holds the dirty frames just freed: its head (maybe a
+            // zeroed buddy's) must not say zeroed, here or when a later split makes it
+            // a head again.
+            self.frames.update(pfn, |f| f.set_zeroed(false));
         }
-        // A zeroed buddy merged with the dirty block freed: the whole is dirty.
-        self.frames.update(pfn, |f| f.set_zeroed(false));
         self.list_push(pfn, order, mt);
         Ok(())
     }

@@ -142,3 +142,41 @@ fn invalid_machines_are_refused() {
     };
     assert!(PhysMem::new(1024, g).is_err());
 }
+
+/// Found by the property test: a zeroed buddy merged as the lower half of a step in the
+/// middle of a merge chain kept its bit inside the dirty merged block, and a later split
+/// made it the head of a "zeroed" block holding dirty frames.
+#[test]
+fn a_zeroed_buddy_merged_mid_chain_is_not_zeroed_when_split_out_again() {
+    let mut m = mem(8);
+    let blocks: Vec<Block> = (0..8)
+        .map(|_| m.alloc(&AllocRequest::new(Order(0))).unwrap())
+        .collect();
+    // Free 0..4 (a dirty order-2 block at 0) and 4, 5, 7; zero the order-1 block at 4.
+    for b in [0, 1, 2, 3, 4, 5, 7] {
+        m.free(blocks[b].pfn, Order(0)).unwrap();
+    }
+    assert_eq!(
+        m.prezero(2, PrezeroScope::AllOrders),
+        vec![(Pfn(4), Order(1))]
+    );
+    // Freeing 6 merges with 7, then with the zeroed block at 4, then with the block at 0.
+    m.free(blocks[6].pfn, Order(0)).unwrap();
+    assert_eq!(m.free_blocks(Order(3)), 1);
+    // An order-0 request splits it: the order-2 half at 4 holds dirty 6 and 7.
+    let b = m.alloc(&AllocRequest::new(Order(0))).unwrap();
+    assert_eq!(b.pfn, Pfn(0));
+    assert_eq!(
+        m.frame(Pfn(4)).unwrap().state(),
+        FrameState::FreeHead {
+            order: Order(2),
+            migrate: MigrateType::Movable
+        }
+    );
+    assert!(
+        !m.frame(Pfn(4)).unwrap().is_zeroed(),
+        "a zeroed head over dirty frames"
+    );
+    assert_eq!(m.zeroed_free_frames(), 0);
+    m.check_counters().unwrap();
+}
