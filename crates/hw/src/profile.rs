@@ -192,6 +192,10 @@ pub struct KernelCosts {
     /// stop at page boundaries), ns. Unset: `dram_latency_ns`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scan_page_ns: Option<f64>,
+    /// Setting up one tail page of a new huge page (`prep_compound_page`), ns. Unset: 0
+    /// (the cost is then inside whatever the profile's zeroing bandwidth was fitted to).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compound_tail_ns: Option<f64>,
 }
 
 impl KernelCosts {

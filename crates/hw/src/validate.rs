@@ -151,6 +151,9 @@ fn validate_costs(v: &Validator, c: &KernelCosts) -> Result<()> {
     if let Some(x) = c.scan_gbps {
         v.positive("costs.scan_gbps", x)?;
     }
+    if let Some(x) = c.compound_tail_ns {
+        v.non_negative("costs.compound_tail_ns", x)?;
+    }
     match c.scan_page_ns {
         Some(x) => v.non_negative("costs.scan_page_ns", x),
         None => Ok(()),

@@ -78,7 +78,8 @@ fn collapse_region(
     let copies = Nanos(m.costs.copy_time(m.layout.base_bytes()).0 * copied as u64);
     let ptes = m.pte_updates(table.present() as u64 + 1);
     let flush = m.flush(region, region + m.layout.region_bytes());
-    let cost = m.costs.alloc + copies + zero_fill + ptes + flush + unreserve;
+    let compound = Nanos(m.costs.compound_tail.0 * (m.fanout() - 1));
+    let cost = m.costs.alloc + compound + copies + zero_fill + ptes + flush + unreserve;
     Ok(CollapseOutcome {
         cost,
         copied,

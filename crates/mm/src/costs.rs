@@ -36,6 +36,10 @@ pub struct MmCosts {
     /// Reaching a page a scan has not read yet: its first line is a cache miss (the
     /// hardware prefetchers stop at page boundaries).
     pub scan_page: Nanos,
+    /// Setting up one tail page of a new compound (huge) page (`prep_compound_page`
+    /// initialises 511 `struct page`s of a 2 MB page), charged to huge faults and
+    /// collapses.
+    pub compound_tail: Nanos,
 }
 
 impl MmCosts {
@@ -68,6 +72,7 @@ impl MmCosts {
             self.pte_update,
             self.tlb_flush,
             self.scan_page,
+            self.compound_tail,
         ];
         if fixed.iter().any(|c| *c > MAX_COST) {
             return Err(MmError::InvalidConfig {
@@ -156,6 +161,7 @@ mod tests {
             zero_nt_gbps: 10.0,
             scan_gbps: 20.0,
             scan_page: Nanos(100),
+            compound_tail: Nanos::ZERO,
         }
     }
 

@@ -72,9 +72,10 @@ impl Mech<'_> {
         self.phys
             .map_frames(block.pfn, frames, self.pid, self.vpn(va));
         let zeroing = self.clearing(block.zeroed, frames);
+        let compound = Nanos(self.costs.compound_tail.0 * (frames - 1));
         Ok(Alloc {
             pfn: block.pfn,
-            cost: self.costs.alloc + zeroing + reclaim,
+            cost: self.costs.alloc + compound + zeroing + reclaim,
             zeroing,
         })
     }

@@ -16,6 +16,7 @@ pub fn costs() -> MmCosts {
         zero_nt_gbps: 4.096,
         scan_gbps: 8.192,
         scan_page: Nanos(100),
+        compound_tail: Nanos::ZERO,
     }
 }
 

@@ -112,6 +112,7 @@ pub fn mm_costs(p: &MachineProfile) -> MmCosts {
         zero_nt_gbps: k.zero_nt_gbps.unwrap_or(k.zero_gbps),
         scan_gbps: k.scan_gbps.unwrap_or(k.copy_gbps),
         scan_page: ns(k.scan_page_ns.unwrap_or(p.dram_latency_ns)),
+        compound_tail: ns(k.compound_tail_ns.unwrap_or(0.0)),
     }
 }
 

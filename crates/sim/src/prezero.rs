@@ -226,6 +226,7 @@ mod tests {
             zero_nt_gbps: 8.192,
             scan_gbps: 8.192,
             scan_page: Nanos(100),
+            compound_tail: Nanos::ZERO,
         };
         let mem = MemConfig {
             bytes: 64 << 20,

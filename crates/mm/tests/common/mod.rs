@@ -17,6 +17,7 @@ pub fn costs() -> MmCosts {
         zero_nt_gbps: 10.0,
         scan_gbps: 16.0,
         scan_page: Nanos(150),
+        compound_tail: Nanos::ZERO,
     }
 }
 
