@@ -1,6 +1,7 @@
 //! Models of the applications in HawkEye's evaluation (ASPLOS'19 §2.4 and §4): Graph500,
-//! XSBench, NPB cg.D and mg.D, the random and sequential microbenchmarks of Table 9, and a
-//! lightly loaded Redis server (Figure 8).
+//! XSBench, NPB cg.D and mg.D, the random and sequential microbenchmarks of Table 9, a
+//! lightly loaded Redis server (Figure 8), and Table 8's workloads whose speed is the
+//! fault handler's: SparseHash, HACC-IO, and JVM and VM spin-up.
 //!
 //! Each model turns a few parameters ([`App`]: name, memory, start, run length) into a
 //! [`ProcessSpec`] built from the ordinary phase and pattern vocabulary. What a model
@@ -41,11 +42,19 @@ pub enum AppModel {
     Sequential,
     /// A lightly loaded Redis server ([`redis`]).
     Redis,
+    /// A growing open-addressing hash map ([`sparsehash`]).
+    SparseHash,
+    /// HACC-IO's checkpoint to an in-memory file system ([`hacc_io`]).
+    HaccIo,
+    /// A JVM starting with its whole heap pre-touched ([`jvm_spinup`]).
+    JvmSpinup,
+    /// A virtual machine starting with its memory preallocated ([`vm_spinup`]).
+    VmSpinup,
 }
 
 impl AppModel {
     /// Every model, in the order of [`AppModel::NAMES`].
-    pub const ALL: [AppModel; 7] = [
+    pub const ALL: [AppModel; 11] = [
         AppModel::Graph500,
         AppModel::XsBench,
         AppModel::CgD,
@@ -53,10 +62,14 @@ impl AppModel {
         AppModel::Random,
         AppModel::Sequential,
         AppModel::Redis,
+        AppModel::SparseHash,
+        AppModel::HaccIo,
+        AppModel::JvmSpinup,
+        AppModel::VmSpinup,
     ];
 
     /// The names used in experiment files.
-    pub const NAMES: [&'static str; 7] = [
+    pub const NAMES: [&'static str; 11] = [
         "graph500",
         "xsbench",
         "cg.D",
@@ -64,7 +77,20 @@ impl AppModel {
         "random",
         "sequential",
         "redis",
+        "sparsehash",
+        "hacc-io",
+        "jvm-spinup",
+        "vm-spinup",
     ];
+
+    /// Whether the model is all initialisation, with no work phase to run for a given
+    /// length (Table 8's workloads).
+    pub fn runs_to_completion(self) -> bool {
+        matches!(
+            self,
+            AppModel::SparseHash | AppModel::HaccIo | AppModel::JvmSpinup | AppModel::VmSpinup
+        )
+    }
 
     /// The model called `name` in experiment files.
     pub fn from_name(name: &str) -> Option<AppModel> {
@@ -94,7 +120,8 @@ pub struct App {
     pub bytes: u64,
     /// When it starts.
     pub start: Nanos,
-    /// How long its work phase runs after initialisation: references, or simulated time.
+    /// How long its work phase runs after initialisation: references, or simulated time
+    /// (ignored by the models that [run to completion](AppModel::runs_to_completion)).
     pub run: Amount,
 }
 
@@ -114,6 +141,10 @@ impl App {
             AppModel::Random => random(bytes, run),
             AppModel::Sequential => sequential(bytes, run),
             AppModel::Redis => redis(bytes, run, &Redis::default()),
+            AppModel::SparseHash => sparsehash(bytes),
+            AppModel::HaccIo => hacc_io(bytes),
+            AppModel::JvmSpinup => jvm_spinup(bytes),
+            AppModel::VmSpinup => vm_spinup(bytes),
         };
         ProcessSpec {
             name: self.name.clone(),
@@ -305,6 +336,126 @@ pub fn sequential(bytes: u64, run: Amount) -> Vec<Phase> {
     v
 }
 
+/// An access phase over `buffer`: a sweep of `stride`, once through, writing
+/// (`write`) or reading.
+fn sweep(buffer: usize, bytes: u64, stride: u64, write: bool) -> Phase {
+    Phase::Access(AccessPhase {
+        buffer: BufferId(buffer),
+        pattern: Pattern::Sequential { stride },
+        amount: Amount::Refs(bytes.div_ceil(stride)),
+        dependent: false,
+        write_fraction: if write { 1.0 } else { 0.0 },
+        compute: Nanos::ZERO,
+        writes: Writes::default(),
+    })
+}
+
+/// Bytes of the smallest table [`sparsehash`] starts from.
+pub const SPARSEHASH_FIRST_TABLE: u64 = 32 * MIB;
+
+/// Google's `dense_hash_map` growing by inserts (HawkEye Table 8: SparseHash, 36 GB).
+///
+/// The paper names the library and the footprint only. The model is the library's
+/// growth: 16-byte entries (8-byte key and value), the table doubling when half full
+/// (`dense_hash_map`'s default maximum load). Each table is a fresh allocation (large,
+/// so `mmap`ed); it is first filled with the empty key (a sequential write of every
+/// line), then every element of the old table is reinserted and new ones are inserted
+/// until it is half full — one write of a uniformly random line per element, `table /
+/// 32` of them — and the old table is freed. Tables double from
+/// [`SPARSEHASH_FIRST_TABLE`] while the old and the new one fit in `bytes` together
+/// (the peak of a resize); `bytes` is that peak.
+pub fn sparsehash(bytes: u64) -> Vec<Phase> {
+    let mut v = Vec::new();
+    let mut table = SPARSEHASH_FIRST_TABLE;
+    let mut id = 0;
+    while table + table / 2 <= bytes.max(SPARSEHASH_FIRST_TABLE * 3 / 2) {
+        let b = BufferId(id);
+        v.push(Phase::Mmap {
+            buffer: b,
+            bytes: table,
+            advice: Advice::Default,
+        });
+        v.push(sweep(id, table, 64, true));
+        v.push(work(
+            id,
+            Pattern::Uniform,
+            Amount::Refs(table / 32),
+            false,
+            1.0,
+        ));
+        if id > 0 {
+            v.push(Phase::Munmap {
+                buffer: BufferId(id - 1),
+            });
+        }
+        id += 1;
+        table *= 2;
+    }
+    v
+}
+
+/// HACC-IO (HawkEye Table 8: 6 GB, "a parallel IO benchmark used with an in-memory file
+/// system").
+///
+/// The benchmark fills its particle arrays (nine variables a particle), writes them to
+/// a checkpoint file, reads the file back and verifies it. With the file system in
+/// memory (tmpfs), the file's pages are anonymous-like memory allocated, zeroed and
+/// filled as the file is written. The model: half of `bytes` of arrays mapped and
+/// written line by line, the other half (the file) mapped and written line by line as
+/// the arrays are read line by line, then both read back line by line.
+pub fn hacc_io(bytes: u64) -> Vec<Phase> {
+    let half = pages_of(bytes, 0.5);
+    let map = |id: usize| Phase::Mmap {
+        buffer: BufferId(id),
+        bytes: half,
+        advice: Advice::Default,
+    };
+    vec![
+        map(0),
+        sweep(0, half, 64, true),
+        map(1),
+        sweep(0, half, 64, false),
+        sweep(1, half, 64, true),
+        sweep(1, half, 64, false),
+        sweep(0, half, 64, false),
+    ]
+}
+
+/// A JVM starting with `-Xms` = `-Xmx` = `bytes` and `-XX:+AlwaysPreTouch` (HawkEye
+/// Table 8: JVM spin-up, 36 GB, "configured to allocate all memory during
+/// initialization").
+///
+/// HotSpot maps the heap and pre-touches it: `os::pretouch_memory` stores a zero into
+/// every page, one thread, in address order. The pages stay zero-filled (written, but
+/// with zeros). Spin-up ends there.
+pub fn jvm_spinup(bytes: u64) -> Vec<Phase> {
+    spinup(bytes, Advice::Default)
+}
+
+/// A KVM virtual machine started by QEMU with `-mem-prealloc` (HawkEye Table 8: KVM
+/// spin-up, 36 GB).
+///
+/// QEMU maps guest memory, advises `MADV_HUGEPAGE` on it (`qemu_madvise` in
+/// `ram_block_add`), and preallocates it by writing one zero byte into every page
+/// (`touch_all_pages`), one thread, in address order. Spin-up ends there.
+pub fn vm_spinup(bytes: u64) -> Vec<Phase> {
+    spinup(bytes, Advice::Hugepage)
+}
+
+fn spinup(bytes: u64, advice: Advice) -> Vec<Phase> {
+    let b = BufferId(0);
+    let mut touch = touch(b, bytes);
+    touch.writes = Writes::ZEROS;
+    vec![
+        Phase::Mmap {
+            buffer: b,
+            bytes,
+            advice,
+        },
+        Phase::Access(touch),
+    ]
+}
+
 /// The request stream of the Redis model ([`redis`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Redis {
@@ -398,6 +549,57 @@ pub fn redis(bytes: u64, run: Amount, r: &Redis) -> Vec<Phase> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn mapped(phases: &[Phase]) -> Vec<u64> {
+        phases
+            .iter()
+            .filter_map(|p| match p {
+                Phase::Mmap { bytes, .. } => Some(*bytes),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn sparsehash_doubles_its_table_within_the_peak() {
+        let p = sparsehash(1 << 30);
+        // 32, 64, ..., 512 MiB: 512 + 256 fits in 1 GiB, 1024 + 512 does not.
+        assert_eq!(mapped(&p), (5..=9).map(|k| MIB << k).collect::<Vec<_>>());
+        let inserts: u64 = p
+            .iter()
+            .filter_map(|ph| match ph {
+                Phase::Access(a) if a.pattern == Pattern::Uniform => match a.amount {
+                    Amount::Refs(n) => Some(n),
+                    _ => None,
+                },
+                _ => None,
+            })
+            .sum();
+        assert_eq!(inserts, (1023 - 31) * MIB / 32);
+    }
+
+    #[test]
+    fn spinups_write_zeros_into_every_page() {
+        for p in [jvm_spinup(1 << 30), vm_spinup(1 << 30)] {
+            let Phase::Access(a) = &p[1] else { panic!() };
+            assert_eq!(a.writes, Writes::ZEROS);
+            assert_eq!(a.amount, Amount::Refs((1 << 30) / 4096));
+        }
+        assert!(matches!(
+            vm_spinup(1 << 30)[0],
+            Phase::Mmap {
+                advice: Advice::Hugepage,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn hacc_io_writes_its_file_from_its_arrays() {
+        let p = hacc_io(1 << 30);
+        assert_eq!(mapped(&p), [512 * MIB, 512 * MIB]);
+        assert_eq!(p.len(), 7);
+    }
     use crate::Stream;
 
     const GIB: u64 = 1 << 30;
@@ -433,7 +635,11 @@ mod tests {
 
     #[test]
     fn every_model_maps_and_touches_all_its_memory_before_working() {
-        for m in AppModel::ALL {
+        // Table 8's models are all initialisation: tested on their own above.
+        for m in AppModel::ALL
+            .into_iter()
+            .filter(|m| !m.runs_to_completion())
+        {
             for bytes in [App::MIN_BYTES, 3 * GIB + 4096] {
                 let p = app(m, bytes);
                 let mapped: u64 = p

@@ -34,7 +34,25 @@ impl Validator<'_> {
         let count = self.int(&key("count"), a.count, 1, 1, MAX_COUNT)?;
         let start = self.start(&key("start_ms"), &mut a.start_ms)?;
         let bytes = self.app_memory(&key("memory"), a, memory)?;
-        let run = self.app_run(&key, a)?;
+        let run = if model.runs_to_completion() {
+            if a.refs.is_some() || a.duration_s.is_some() {
+                let k = if a.refs.is_some() {
+                    "refs"
+                } else {
+                    "duration_s"
+                };
+                return Err(self.bad(
+                    &key(k),
+                    format!(
+                        "no `{k}` for model \"{}\": it runs until its initialisation is done",
+                        model.name()
+                    ),
+                ));
+            }
+            Amount::Refs(0)
+        } else {
+            self.app_run(&key, a)?
+        };
         let batches = Redis::default().batches(run);
         if model == AppModel::Redis && batches * count as u64 > Redis::MAX_BATCHES {
             let k = if a.refs.is_some() {
