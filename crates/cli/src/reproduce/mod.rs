@@ -9,6 +9,7 @@
 pub mod apsys16;
 pub mod hawkeye;
 pub mod hawkeye_table3;
+pub mod zeroing;
 
 use crate::config::{self, ConfigError, PolicyCatalog};
 use hugemm_mm::{FallbackStats, Kernel};
@@ -29,6 +30,20 @@ pub const KINDS: &[&str] = &[
     "hawkeye-fig7",
     "hawkeye-fig8",
     "hawkeye-table9",
+    "hawkeye-fig1",
+    "hawkeye-table1",
+    "hawkeye-table7",
+    "hawkeye-table8",
+    "hawkeye-fig10",
+];
+
+/// The reproductions of HawkEye's zeroing and bloat results ([`zeroing`]).
+const ZEROING: &[&str] = &[
+    "hawkeye-fig1",
+    "hawkeye-table1",
+    "hawkeye-table7",
+    "hawkeye-table8",
+    "hawkeye-fig10",
 ];
 
 /// The reproduction files `paths` stand for, in order: a file stands for itself, a
@@ -171,10 +186,14 @@ pub fn load(path: &Path) -> Result<Reproduction, ConfigError> {
         ));
     }
     // HawkEye's promotion reproductions compare policy setups over sets of processes;
-    // Table 3 sets the page size itself and takes neither.
-    let hawkeye = kind.starts_with("hawkeye-") && kind != "hawkeye-table3";
+    // Table 3 sets the page size itself and takes neither; the zeroing ones compare
+    // policy and kernel setups, over sets if the file gives them.
+    let zeroing = ZEROING.contains(&kind.as_str());
+    let hawkeye = kind.starts_with("hawkeye-") && kind != "hawkeye-table3" && !zeroing;
     let (allowed, what, default): (&[&str], &str, &str) = if hawkeye {
         (hawkeye::VARIANTS, "policy setups", "4k")
+    } else if zeroing {
+        (zeroing::VARIANTS, "policy and kernel setups", "linux-2m")
     } else {
         (hugemm_mm::fallback::NAMES, "fallback policies", "default")
     };
@@ -195,7 +214,7 @@ pub fn load(path: &Path) -> Result<Reproduction, ConfigError> {
     }
     let sets = r.sets.clone().unwrap_or_default();
     r.sets = (!sets.is_empty()).then(|| sets.clone());
-    if hawkeye {
+    if hawkeye || (zeroing && !sets.is_empty()) {
         if sets.is_empty() || sets.iter().any(|s| s.is_empty()) {
             return Err(bad(
                 "reproduce.sets",
@@ -219,7 +238,7 @@ pub fn load(path: &Path) -> Result<Reproduction, ConfigError> {
     } else if !sets.is_empty() {
         return Err(bad(
             "reproduce.sets",
-            "no sets: they are for hawkeye-* reproductions".into(),
+            "no sets: they are for HawkEye's reproductions".into(),
         ));
     }
     let settle_s = r.settle_s.unwrap_or(60.0);
@@ -257,6 +276,11 @@ pub fn run(r: &Reproduction, progress: &mut dyn FnMut(&str)) -> anyhow::Result<R
         "hawkeye-fig7" => hawkeye::figure7(r, progress)?,
         "hawkeye-fig8" => hawkeye::figure8(r, progress)?,
         "hawkeye-table9" => hawkeye::table9(r, progress)?,
+        "hawkeye-fig1" => zeroing::figure1(r, progress)?,
+        "hawkeye-table1" => zeroing::table1(r, progress)?,
+        "hawkeye-table7" => zeroing::table7(r, progress)?,
+        "hawkeye-table8" => zeroing::table8(r, progress)?,
+        "hawkeye-fig10" => zeroing::figure10(r, progress)?,
         other => anyhow::bail!("unknown reproduction {other}"),
     };
     report.scale = r.scale.clone();
