@@ -121,13 +121,14 @@ pub struct Run {
     pub processes: Vec<ProcessSummary>,
     /// Simulated time at the end (s).
     pub end_s: f64,
-    /// Per sample time (s), the resident and useful bytes of each process (by name).
+    /// The whole result (time series included).
     #[serde(skip)]
     pub result: RunResult,
 }
 
 impl Run {
-    fn process(&self, name: &str) -> Option<&ProcessSummary> {
+    /// The summary of process `name` (or of its first instance).
+    pub fn process(&self, name: &str) -> Option<&ProcessSummary> {
         self.processes
             .iter()
             .find(|p| super::hawkeye::member(&p.name, name))
@@ -135,7 +136,7 @@ impl Run {
 }
 
 /// Run every set (or all processes) under every variant.
-fn run_all(r: &Reproduction, progress: &mut dyn FnMut(&str)) -> anyhow::Result<Vec<Run>> {
+pub fn run_all(r: &Reproduction, progress: &mut dyn FnMut(&str)) -> anyhow::Result<Vec<Run>> {
     let sets: Vec<Vec<String>> = if r.sets.is_empty() {
         vec![Vec::new()]
     } else {
