@@ -433,9 +433,10 @@ impl Engine {
                 core.mmu.set_dram_load(1.0 / (1.0 - u));
             }
         }
+        // The rate is per period: the run's own time comes out of its sleep.
         DaemonRun {
             cpu: run.cpu,
-            sleep: cfg.period,
+            sleep: cfg.period.saturating_sub(run.cpu),
         }
     }
 
