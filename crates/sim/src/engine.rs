@@ -390,14 +390,8 @@ impl Engine {
     fn run_daemon(&mut self, d: usize, t: Picos) {
         let run = match self.daemons[d].kind {
             DaemonKind::Policy(index) => {
-                let mut ops = EngineOps {
-                    kernel: &mut self.kernel,
-                    procs: Procs::All(&mut self.procs),
-                    now: t.to_nanos(),
-                    scan_cost: self.scan_cost,
-                    deferral: &mut self.deferral,
-                };
-                self.policy.run_daemon(index, &mut ops)
+                let (policy, mut ops) = self.policy_ops(t);
+                policy.run_daemon(index, &mut ops)
             }
             DaemonKind::Kcompactd => DaemonRun {
                 cpu: self
@@ -413,6 +407,19 @@ impl Engine {
         let core = &mut self.cores[self.exp.daemon_core as usize];
         core.now = core.now.max(t) + Picos::from(run.cpu);
         self.apply_tlb_flushes();
+    }
+
+    /// The policy, and apart from it the interface it acts through at time `t`, between
+    /// turns (every process visible).
+    fn policy_ops(&mut self, t: Picos) -> (&mut dyn Policy, EngineOps<'_>) {
+        let ops = EngineOps {
+            kernel: &mut self.kernel,
+            procs: Procs::All(&mut self.procs),
+            now: t.to_nanos(),
+            scan_cost: self.scan_cost,
+            deferral: &mut self.deferral,
+        };
+        (self.policy.as_mut(), ops)
     }
 
     /// One run of the pre-zeroing daemon, and its effect on every core's last-level cache
@@ -463,14 +470,8 @@ impl Engine {
         }
         self.kswapd_wakes_seen = wakes;
         let want = wmark.high.saturating_sub(free).max(1);
-        let mut ops = EngineOps {
-            kernel: &mut self.kernel,
-            procs: Procs::All(&mut self.procs),
-            now: t.to_nanos(),
-            scan_cost: self.scan_cost,
-            deferral: &mut self.deferral,
-        };
-        let r = self.policy.reclaim(&mut ops, want, Pressure::Kswapd);
+        let (policy, mut ops) = self.policy_ops(t);
+        let r = policy.reclaim(&mut ops, want, Pressure::Kswapd);
         self.policy_reclaim_cpu += r.cpu;
         self.policy_reclaim_freed += r.freed;
         let core = &mut self.cores[self.exp.daemon_core as usize];

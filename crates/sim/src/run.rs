@@ -478,19 +478,10 @@ impl Engine {
     /// Advance the access phase of process `i`. `Ok(true)` when the phase is over.
     fn access(&mut self, i: usize, c: usize, bound: Picos) -> std::result::Result<bool, Stop> {
         let mode = self.exp.mode;
-        let p = &mut self.procs[i];
+        let (procs, mut ctx) = self.split_ctx(c);
+        let p = &mut procs[i];
         let Activity::Access(mut run) = std::mem::replace(&mut p.activity, Activity::Begin) else {
             unreachable!("access() on a non-access activity")
-        };
-        let mut ctx = Ctx {
-            kernel: &mut self.kernel,
-            policy: self.policy.as_mut(),
-            core: &mut self.cores[c],
-            cycles_per_ps: self.cycles_per_ps,
-            deferral: &mut self.deferral,
-            kcompactd: &mut self.kcompactd,
-            live: &self.live,
-            scan_cost: self.scan_cost,
         };
         let result = match (mode, run.sampler.as_ref().map(|s| s.stage)) {
             (Mode::Sampled(cfg), Some(stage)) => {

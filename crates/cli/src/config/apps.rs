@@ -34,13 +34,15 @@ impl Validator<'_> {
         let count = self.int(&key("count"), a.count, 1, 1, MAX_COUNT)?;
         let start = self.start(&key("start_ms"), &mut a.start_ms)?;
         let bytes = self.app_memory(&key("memory"), a, memory)?;
+        // The length key the file gave, for errors.
+        let given = if a.refs.is_some() {
+            "refs"
+        } else {
+            "duration_s"
+        };
         let run = if model.runs_to_completion() {
             if a.refs.is_some() || a.duration_s.is_some() {
-                let k = if a.refs.is_some() {
-                    "refs"
-                } else {
-                    "duration_s"
-                };
+                let k = given;
                 return Err(self.bad(
                     &key(k),
                     format!(
@@ -55,13 +57,8 @@ impl Validator<'_> {
         };
         let batches = Redis::default().batches(run);
         if model == AppModel::Redis && batches * count as u64 > Redis::MAX_BATCHES {
-            let k = if a.refs.is_some() {
-                "refs"
-            } else {
-                "duration_s"
-            };
             return Err(self.bad(
-                &key(k),
+                &key(given),
                 format!(
                     "a redis run of at most {} bursts of 100 ms in all instances \
                      ({} s, or {} references), found {batches} x {count}",
