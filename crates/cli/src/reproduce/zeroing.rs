@@ -12,6 +12,8 @@
 //! | `linux-4k` | `linux`, THP `never`, khugepaged off | clears pages at fault |
 //! | `linux-2m` | `[policy.linux]` of the file | clears pages at fault |
 //! | `linux-4k-nozero`, `linux-2m-nozero` | as above | no clearing (Table 1's hypothetical kernel) |
+//! | `linux-shrink-409`, `linux-shrink-256` | `[policy.linux]` with `max_ptes_none` 409 or 256 and the THP shrinker on (Linux 6.12; at the default 511 it splits nothing, so these are the settings a user would choose; the same knob also limits khugepaged's collapses) | |
+//! | `freebsd` | `[policy.freebsd]`: reservations, broken under pressure | |
 //! | `ingens`, `ingens-90`, `ingens-50` | `[policy.ingens]`, utilisation threshold as named | |
 //! | `hawkeye` (= `hawkeye-2m`) | `[policy.hawkeye]` | `[kernel.prezero]` on |
 //! | `hawkeye-4k` | `linux`, THP `never` | `[kernel.prezero]` on: pre-zeroing with base pages only |
@@ -37,6 +39,9 @@ pub const VARIANTS: &[&str] = &[
     "linux-2m",
     "linux-4k-nozero",
     "linux-2m-nozero",
+    "linux-shrink-409",
+    "linux-shrink-256",
+    "freebsd",
     "ingens",
     "ingens-90",
     "ingens-50",
@@ -73,6 +78,21 @@ pub fn experiment(r: &Reproduction, set: &[String], variant: &str) -> Experiment
     match variant {
         "linux-4k" | "linux-4k-nozero" => exp.policy = never(&c.linux),
         "linux-2m" | "linux-2m-nozero" => exp.policy = PolicyConfig::Linux(c.linux),
+        "linux-shrink-409" | "linux-shrink-256" => {
+            exp.policy = PolicyConfig::Linux(LinuxConfig {
+                shrink_underused: true,
+                khugepaged: KhugepagedConfig {
+                    max_ptes_none: if variant == "linux-shrink-409" {
+                        409
+                    } else {
+                        256
+                    },
+                    ..c.linux.khugepaged
+                },
+                ..c.linux
+            })
+        }
+        "freebsd" => exp.policy = PolicyConfig::FreeBsd(c.freebsd),
         "ingens" => exp.policy = PolicyConfig::Ingens(c.ingens),
         "ingens-90" | "ingens-50" => {
             exp.policy = PolicyConfig::Ingens(IngensConfig {
