@@ -61,7 +61,9 @@ impl Validator<'_> {
 
     fn kv_step(&self, at: &str, s: &mut RawKvStep, heap: u64) -> R<KvStep> {
         let key = |k: &str| format!("{at}.{k}");
-        let op = s.op.clone().unwrap_or_default();
+        let op =
+            s.op.clone()
+                .ok_or_else(|| self.bad(&key("op"), "an op: one of insert, delete, get, idle"))?;
         let allowed: &[&str] = match op.as_str() {
             "insert" => &["keys", "value_size"],
             "delete" => &["share"],
@@ -90,9 +92,13 @@ impl Validator<'_> {
                 ),
             ));
         }
+        let required = |v: Option<i64>, k: &str, what: &str| {
+            let v = v.ok_or_else(|| self.bad(&key(k), format!("{what}, e.g. 1000")))?;
+            self.int(&key(k), Some(v), 0, 1, MAX_REQUESTS)
+        };
         Ok(match op.as_str() {
             "insert" => {
-                let keys = self.int(&key("keys"), s.keys, 0, 1, MAX_REQUESTS)?;
+                let keys = required(s.keys, "keys", "the number of keys to insert")?;
                 let raw = s.value_size.as_ref().ok_or_else(|| {
                     self.bad(&key("value_size"), "the bytes of each value, e.g. \"4086\"")
                 })?;
@@ -116,14 +122,17 @@ impl Validator<'_> {
                 KvStep::Op(KvOp::Delete { share })
             }
             "get" => {
-                let requests = self.int(&key("requests"), s.requests, 0, 1, MAX_REQUESTS)?;
+                let requests = required(s.requests, "requests", "the number of gets to serve")?;
                 s.requests = Some(requests);
                 KvStep::Op(KvOp::Get {
                     requests: requests as u64,
                 })
             }
             _ => {
-                let secs = self.float(&key("duration_s"), s.duration_s, 0.0, 1e-6, 1e9)?;
+                let secs = s.duration_s.ok_or_else(|| {
+                    self.bad(&key("duration_s"), "the idle time in seconds, e.g. 60")
+                })?;
+                let secs = self.float(&key("duration_s"), Some(secs), 0.0, 1e-6, 1e9)?;
                 s.duration_s = Some(secs);
                 KvStep::Idle(Nanos((secs * 1e9).round() as u64))
             }
