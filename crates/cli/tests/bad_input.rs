@@ -234,6 +234,20 @@ fn unknown_thp_mode() {
 }
 
 #[test]
+fn shrink_underused_of_wrong_type() {
+    expect_bad(
+        &format!("{BASE}\n[policy.linux]\nshrink_underused = 1\n"),
+        "policy.linux.shrink_underused",
+        &["invalid type: integer `1`", "expected a boolean"],
+    );
+    expect_bad(
+        &format!("{BASE}\n[policy.linux]\nshrink_underused = \"never\"\n"),
+        "policy.linux.shrink_underused",
+        &["invalid type: string \"never\"", "expected a boolean"],
+    );
+}
+
+#[test]
 fn unknown_profile_name() {
     expect_bad(
         &edit("\"epyc-milan-kvm\"", "\"nope\""),
@@ -326,6 +340,60 @@ fn both_refs_and_duration() {
         &edit("refs = 1000\n", "refs = 1000\nduration_ms = 5\n"),
         "process[0].phase[2].refs",
         &["exactly one of `refs` and `duration_ms`"],
+    );
+}
+
+#[test]
+fn write_content_out_of_range() {
+    expect_bad(
+        &edit("refs = 1000\n", "refs = 1000\nnonzero_share = 1.5\n"),
+        "process[0].phase[2].nonzero_share",
+        &["a number from 0 to 1, found 1.5"],
+    );
+    expect_bad(
+        &edit(
+            "op = \"touch\"\nbuffer = \"b\"\n",
+            "op = \"touch\"\nbuffer = \"b\"\nnonzero_share = -0.5\n",
+        ),
+        "process[0].phase[1].nonzero_share",
+        &["a number from 0 to 1, found -0.5"],
+    );
+    expect_bad(
+        &edit(
+            "op = \"touch\"\nbuffer = \"b\"\n",
+            "op = \"touch\"\nbuffer = \"b\"\nmean_first_nonzero = 5000\n",
+        ),
+        "process[0].phase[1].mean_first_nonzero",
+        &["a number from 0 to 4095, found 5000"],
+    );
+    expect_bad(
+        &edit("refs = 1000\n", "refs = 1000\nmean_first_nonzero = nan\n"),
+        "process[0].phase[2].mean_first_nonzero",
+        &["a number from 0 to 4095, found NaN"],
+    );
+    expect_bad(
+        &edit("refs = 1000\n", "refs = 1000\nnonzero_share = \"all\"\n"),
+        "process[0].phase[2].nonzero_share",
+        &["invalid type: string \"all\"", "expected f64"],
+    );
+}
+
+#[test]
+fn write_content_keys_only_for_touch_and_access() {
+    expect_bad(
+        &edit(
+            "size = \"4MiB\"\n",
+            "size = \"4MiB\"\nnonzero_share = 0.5\n",
+        ),
+        "process[0].phase[0].nonzero_share",
+        &["no `nonzero_share` for op \"mmap\" (it takes: buffer, size, advice)"],
+    );
+    expect_bad(
+        &format!(
+            "{BASE}\n[[process.phase]]\nop = \"sleep\"\nduration_ms = 1\nmean_first_nonzero = 9\n"
+        ),
+        "process[0].phase[3].mean_first_nonzero",
+        &["no `mean_first_nonzero` for op \"sleep\""],
     );
 }
 
@@ -585,6 +653,105 @@ fn min_free_kbytes_above_half_the_memory() {
 }
 
 #[test]
+fn clear_pages_of_wrong_type() {
+    expect_bad(
+        &format!("{BASE}\n[kernel]\nclear_pages = \"no\"\n"),
+        "kernel.clear_pages",
+        &["invalid type: string \"no\"", "expected a boolean"],
+    );
+}
+
+/// `BASE` with a `[kernel.prezero]` table of `keys` appended.
+fn with_prezero(keys: &str) -> String {
+    format!("{BASE}\n[kernel.prezero]\n{keys}")
+}
+
+#[test]
+fn unknown_prezero_stores_and_lists_list_the_valid_ones() {
+    expect_bad(
+        &with_prezero("stores = \"fast\"\n"),
+        "kernel.prezero.stores",
+        &["one of nt, caching", "found \"fast\""],
+    );
+    expect_bad(
+        &with_prezero("lists = \"linux\"\n"),
+        "kernel.prezero.lists",
+        &["one of paper, released", "found \"linux\""],
+    );
+}
+
+#[test]
+fn prezero_rate_and_period_out_of_range() {
+    for (keys, key, says) in [
+        (
+            "rate_pages_per_s = 0",
+            "rate_pages_per_s",
+            "an integer from 1 to 1099511627776, found 0",
+        ),
+        (
+            "rate_pages_per_s = 1099511627777",
+            "rate_pages_per_s",
+            "an integer from 1 to 1099511627776, found 1099511627777",
+        ),
+        (
+            "period_ms = 0",
+            "period_ms",
+            "a number from 0.001 to 1000000000, found 0",
+        ),
+        (
+            "period_ms = -1",
+            "period_ms",
+            "a number from 0.001 to 1000000000, found -1",
+        ),
+        (
+            "period_ms = 2e9",
+            "period_ms",
+            "a number from 0.001 to 1000000000, found 2000000000",
+        ),
+        (
+            "period_ms = inf",
+            "period_ms",
+            "a number from 0.001 to 1000000000, found inf",
+        ),
+    ] {
+        expect_bad(
+            &with_prezero(&format!("{keys}\n")),
+            &format!("kernel.prezero.{key}"),
+            &[says],
+        );
+    }
+}
+
+#[test]
+fn prezero_knobs_of_wrong_type_or_unknown() {
+    expect_bad(
+        &with_prezero("enabled = 1\n"),
+        "kernel.prezero.enabled",
+        &["invalid type: integer `1`", "expected a boolean"],
+    );
+    expect_bad(
+        &with_prezero("stress = \"yes\"\n"),
+        "kernel.prezero.stress",
+        &["invalid type: string \"yes\"", "expected a boolean"],
+    );
+    expect_bad(
+        &with_prezero("rate_pages_per_s = 2.5\n"),
+        "kernel.prezero.rate_pages_per_s",
+        &["invalid type: floating point `2.5`", "expected i64"],
+    );
+    expect_bad(
+        &with_prezero("stores = true\n"),
+        "kernel.prezero.stores",
+        &["invalid type: boolean `true`", "expected a string"],
+    );
+    expect_bad(
+        &with_prezero("threads = 2\n"),
+        "kernel.prezero.threads",
+        &["unknown field `threads`", "expected one of `enabled`"],
+    );
+}
+
+#[test]
 fn kernel_alloc_with_a_bad_lifetime_is_refused() {
     let text = format!(
         "{BASE}\n[[process.phase]]\nop = \"kernel_alloc\"\nsize = \"1MiB\"\nlifetime = \"fixed\"\n"
@@ -747,6 +914,25 @@ fn a_redis_run_too_long_to_generate_is_refused() {
 }
 
 #[test]
+fn apps_that_run_to_completion_take_no_run_length() {
+    for model in ["sparsehash", "hacc-io", "jvm-spinup", "vm-spinup"] {
+        for (keys, key) in [
+            ("refs = 10\n", "refs"),
+            ("duration_s = 1.0\n", "duration_s"),
+            ("refs = 10\nduration_s = 1.0\n", "refs"),
+        ] {
+            expect_bad(
+                &with_app(&format!("model = \"{model}\"\nmemory = \"64MiB\"\n{keys}")),
+                &format!("app[0].{key}"),
+                &[&format!(
+                    "no `{key}` for model \"{model}\": it runs until its initialisation is done"
+                )],
+            );
+        }
+    }
+}
+
+#[test]
 fn apps_run_and_are_named_after_their_table() {
     let dir = tempfile::tempdir().unwrap();
     let machine = BASE.split("[[process]]").next().unwrap();
@@ -759,6 +945,233 @@ fn apps_run_and_are_named_after_their_table() {
     for name in ["\"mg.D\"", "\"r-0\"", "\"r-1\""] {
         assert!(summary.contains(name), "{name} missing from {summary}");
     }
+}
+
+/// `BASE` with a `[[kv_server]]` named "kv" with `keys`, and a step of `step`, appended.
+fn with_kv(keys: &str, step: &str) -> String {
+    format!("{BASE}\n[[kv_server]]\nname = \"kv\"\n{keys}\n[[kv_server.step]]\n{step}")
+}
+
+#[test]
+fn kv_server_heap_must_be_pages_from_1_mib_to_64_tib() {
+    for (heap, found) in [
+        ("\"1KiB\"", "found 1024"),
+        ("\"65TiB\"", "found 71468255805440"),
+        ("1048577", "found 1048577"),
+        ("0", "found 0"),
+    ] {
+        expect_bad(
+            &with_kv(&format!("heap = {heap}\n"), "op = \"get\"\nrequests = 10\n"),
+            "kv_server[0].heap",
+            &["a multiple of 4 KiB from 1 MiB to 64 TiB", found],
+        );
+    }
+    expect_bad(
+        &with_kv("heap = \"4 XB\"\n", "op = \"get\"\nrequests = 10\n"),
+        "kv_server[0].heap",
+        &["a size such as 4096", "found \"4 XB\""],
+    );
+}
+
+#[test]
+fn kv_server_knobs_out_of_range_are_refused() {
+    let step = "op = \"get\"\nrequests = 10\n";
+    expect_bad(
+        &with_kv("key_size = 0\n", step),
+        "kv_server[0].key_size",
+        &["an integer from 1 to 1048576, found 0"],
+    );
+    expect_bad(
+        &with_kv("request_cpu_us = -1\n", step),
+        "kv_server[0].request_cpu_us",
+        &["a number from 0 to 1000000000, found -1"],
+    );
+    expect_bad(
+        &with_kv("start_ms = -5\n", step),
+        "kv_server[0].start_ms",
+        &["a number from 0"],
+    );
+    expect_bad(
+        &format!("{BASE}\n[[kv_server]]\n\n[[kv_server.step]]\n{step}"),
+        "kv_server[0].name",
+        &["a name"],
+    );
+    expect_bad(
+        &with_kv("threads = 4\n", step),
+        "kv_server[0].threads",
+        &["unknown field `threads`", "expected one of `name`"],
+    );
+}
+
+#[test]
+fn kv_server_without_steps_is_refused() {
+    expect_bad(
+        &format!("{BASE}\n[[kv_server]]\nname = \"kv\"\n"),
+        "kv_server[0].step",
+        &[
+            "at least one [[kv_server.step]]",
+            "insert, delete, get or idle",
+        ],
+    );
+}
+
+#[test]
+fn kv_step_with_an_unknown_or_missing_op_is_refused() {
+    expect_bad(
+        &with_kv("", "op = \"put\"\nkeys = 10\n"),
+        "kv_server[0].step[0].op",
+        &["one of insert, delete, get, idle, found \"put\""],
+    );
+    expect_bad(
+        &with_kv("", "keys = 10\n"),
+        "kv_server[0].step[0].op",
+        &["an op: one of insert, delete, get, idle"],
+    );
+    expect_bad(
+        &with_kv("", "op = 1\n"),
+        "kv_server[0].step[0].op",
+        &["invalid type: integer `1`", "expected a string"],
+    );
+    expect_bad(
+        &with_kv("", "op = \"get\"\nrequests = 10\nvalue = 5\n"),
+        "kv_server[0].step[0].value",
+        &["unknown field `value`"],
+    );
+}
+
+#[test]
+fn kv_step_key_not_valid_for_its_op() {
+    for (step, key, says) in [
+        (
+            "op = \"delete\"\nkeys = 10\n",
+            "keys",
+            "no `keys` for op \"delete\" (it takes: share)",
+        ),
+        (
+            "op = \"get\"\nvalue_size = 100\n",
+            "value_size",
+            "no `value_size` for op \"get\" (it takes: requests)",
+        ),
+        (
+            "op = \"idle\"\nrequests = 10\n",
+            "requests",
+            "no `requests` for op \"idle\" (it takes: duration_s)",
+        ),
+        (
+            "op = \"insert\"\nkeys = 10\nvalue_size = 100\nshare = 0.5\n",
+            "share",
+            "no `share` for op \"insert\" (it takes: keys, value_size)",
+        ),
+        (
+            "op = \"delete\"\nduration_s = 1.0\n",
+            "duration_s",
+            "no `duration_s` for op \"delete\" (it takes: share)",
+        ),
+    ] {
+        expect_bad(
+            &with_kv("", step),
+            &format!("kv_server[0].step[0].{key}"),
+            &[says],
+        );
+    }
+}
+
+#[test]
+fn kv_step_values_missing_or_out_of_range() {
+    for (keys, step, key, says) in [
+        (
+            "",
+            "op = \"insert\"\nkeys = 10\n",
+            "value_size",
+            "the bytes of each value",
+        ),
+        (
+            "",
+            "op = \"insert\"\nvalue_size = 100\n",
+            "keys",
+            "the number of keys to insert",
+        ),
+        (
+            "",
+            "op = \"insert\"\nkeys = 10\nvalue_size = 0\n",
+            "value_size",
+            "a size from 1 byte to half the heap, found 0",
+        ),
+        (
+            "heap = \"1MiB\"\n",
+            "op = \"insert\"\nkeys = 10\nvalue_size = \"1MiB\"\n",
+            "value_size",
+            "a size from 1 byte to half the heap, found 1048576",
+        ),
+        (
+            "",
+            "op = \"insert\"\nkeys = 10\nvalue_size = -1\n",
+            "value_size",
+            "a non-negative size, found -1",
+        ),
+        (
+            "",
+            "op = \"delete\"\nshare = 1.5\n",
+            "share",
+            "a number from 0 to 1, found 1.5",
+        ),
+        (
+            "",
+            "op = \"get\"\nrequests = 0\n",
+            "requests",
+            "an integer from 1 to 4294967296, found 0",
+        ),
+        (
+            "",
+            "op = \"get\"\nrequests = 4294967297\n",
+            "requests",
+            "an integer from 1 to 4294967296, found 4294967297",
+        ),
+        (
+            "",
+            "op = \"idle\"\nduration_s = 0\n",
+            "duration_s",
+            "a number from 0.000001 to 1000000000, found 0",
+        ),
+        (
+            "",
+            "op = \"idle\"\n",
+            "duration_s",
+            "the idle time in seconds",
+        ),
+        (
+            "",
+            "op = \"get\"\n",
+            "requests",
+            "the number of gets to serve",
+        ),
+    ] {
+        expect_bad(
+            &with_kv(keys, step),
+            &format!("kv_server[0].step[0].{key}"),
+            &[says],
+        );
+    }
+}
+
+#[test]
+fn kv_errors_name_the_server_and_step_they_are_in() {
+    let text = format!(
+        "{}\n[[kv_server.step]]\nop = \"delete\"\nshare = 2\n\n\
+         [[kv_server]]\nname = \"kv2\"\nkey_size = 0\n\n[[kv_server.step]]\nop = \"get\"\nrequests = 1\n",
+        with_kv("", "op = \"get\"\nrequests = 10\n")
+    );
+    expect_bad(
+        &text,
+        "kv_server[0].step[1].share",
+        &["a number from 0 to 1, found 2"],
+    );
+    let text = text.replace("share = 2", "share = 0.5");
+    expect_bad(
+        &text,
+        "kv_server[1].key_size",
+        &["an integer from 1 to 1048576, found 0"],
+    );
 }
 
 #[test]
@@ -869,6 +1282,87 @@ fn hawkeye_and_ingens_knobs_out_of_range_are_refused() {
         &with("[policy.ingens]\nthreshold = 0.5\n"),
         "policy.ingens.threshold",
         &["unknown field `threshold`"],
+    );
+}
+
+#[test]
+fn hawkeye_bloat_knobs_out_of_range_are_refused() {
+    let with = |keys: &str| {
+        format!("{BASE}\n[policy]\nname = \"hawkeye\"\n[policy.hawkeye.bloat]\n{keys}")
+    };
+    for (keys, key, says) in [
+        (
+            "high_watermark = 1.5",
+            "high_watermark",
+            "a number from 0 to 1, found 1.5",
+        ),
+        (
+            "low_watermark = -0.1",
+            "low_watermark",
+            "a number from 0 to 1, found -0.1",
+        ),
+        (
+            "high_watermark = nan",
+            "high_watermark",
+            "a number from 0 to 1, found NaN",
+        ),
+        (
+            "high_watermark = 0.5\nlow_watermark = 0.9",
+            "low_watermark",
+            "a share no higher than high_watermark (0.5), found 0.9",
+        ),
+        // Above the default high watermark (0.85).
+        (
+            "low_watermark = 0.9",
+            "low_watermark",
+            "a share no higher than high_watermark (0.85), found 0.9",
+        ),
+        (
+            "max_zero = 600",
+            "max_zero",
+            "an integer from 0 to 511, found 600",
+        ),
+        (
+            "max_zero = -1",
+            "max_zero",
+            "an integer from 0 to 511, found -1",
+        ),
+        (
+            "huge_pages_per_pass = 0",
+            "huge_pages_per_pass",
+            "an integer from 1 to 1073741824, found 0",
+        ),
+        (
+            "huge_pages_per_pass = 1073741825",
+            "huge_pages_per_pass",
+            "an integer from 1 to 1073741824, found 1073741825",
+        ),
+        (
+            "period_ms = 0",
+            "period_ms",
+            "an integer from 1 to 4294967296, found 0",
+        ),
+    ] {
+        expect_bad(
+            &with(&format!("{keys}\n")),
+            &format!("policy.hawkeye.bloat.{key}"),
+            &[says],
+        );
+    }
+    expect_bad(
+        &with("enabled = \"yes\"\n"),
+        "policy.hawkeye.bloat.enabled",
+        &["invalid type: string \"yes\"", "expected a boolean"],
+    );
+    expect_bad(
+        &with("period_ms = 1.5\n"),
+        "policy.hawkeye.bloat.period_ms",
+        &["invalid type: floating point `1.5`", "expected i64"],
+    );
+    expect_bad(
+        &with("threshold = 0.5\n"),
+        "policy.hawkeye.bloat.threshold",
+        &["unknown field `threshold`", "expected one of `enabled`"],
     );
 }
 
