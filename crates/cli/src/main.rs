@@ -248,6 +248,10 @@ fn run_bench(json: bool, reps: u32) -> anyhow::Result<()> {
             r.compact_16gib_ms
         );
         outln!(
+            "16 GiB bloat-recovery pass (12 GiB)   : {:>8.1} ms",
+            r.bloat_recovery_16gib_ms
+        );
+        outln!(
             "16 GiB through two kernel builds      : {:>8.1} s",
             r.kbuild_16gib_s
         );
