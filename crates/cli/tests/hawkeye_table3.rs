@@ -97,5 +97,5 @@ fn every_shipped_reproduction_file_validates() {
             seen += 1;
         }
     }
-    assert_eq!(seen, 12, "7 APSys'16 and 5 HawkEye files");
+    assert_eq!(seen, 17, "7 APSys'16 and 10 HawkEye files");
 }
