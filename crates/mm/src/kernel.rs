@@ -232,7 +232,7 @@ impl Kernel {
 
     /// The hot path, once per simulated reference: translate `va`, setting the accessed
     /// bit (and the dirty bit on a write). O(1) on the cached chunk, allocation-free.
-    #[inline]
+    #[inline(always)]
     pub fn touch(&mut self, pid: Pid, va: VirtAddr, write: bool) -> Touch {
         let Some(Some(space)) = self.procs.get_mut(pid.0 as usize) else {
             return Touch::Segfault;

@@ -223,7 +223,7 @@ impl PageTable {
     /// [`Walked::FirstWrite`] when a write goes through a mapping whose frame may not
     /// record a write yet (the caller records the page's content); [`Walked::Miss`] when
     /// nothing is mapped there.
-    #[inline]
+    #[inline(always)]
     pub fn touch(&mut self, va: u64, write: bool, zero: ZeroPages) -> Walked {
         let l = self.layout;
         let Some(slot) = self.slot_mut(va) else {
