@@ -154,12 +154,10 @@ impl ContentDraw {
     }
 }
 
-/// SplitMix64's finaliser: a well-mixed 64-bit hash.
-fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
+/// A well-mixed 64-bit hash of `z`: SplitMix64's first output from state `z`.
+fn mix(z: u64) -> u64 {
+    use rand::{RngCore, SeedableRng};
+    rand_xoshiro::SplitMix64::seed_from_u64(z).next_u64()
 }
 
 /// Bytes a scan for a zero-filled page reads from a page whose first non-zero byte is
