@@ -11,23 +11,15 @@ use hugemm_hw::{Geometry, MachineProfile, Mmu, PageSize, Reference, VirtAddr};
 const SPAN: u64 = 4 << 30;
 const REFS: usize = 1 << 16;
 
-/// splitmix64: a seeded generator with no dependency.
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
 /// `REFS` random references over `SPAN` bytes mapped by `size` pages, each page at a
 /// pseudo-random physical frame (a fixed scramble of its number).
 fn references(size: PageSize, dependent: bool, seed: u64) -> Vec<Reference> {
+    use rand::{RngCore, SeedableRng};
     let page = Geometry::X86_64.bytes(size);
-    let mut s = seed;
+    let mut rng = rand_xoshiro::SplitMix64::seed_from_u64(seed);
     (0..REFS)
         .map(|_| {
-            let va = 0x7f00_0000_0000 + splitmix(&mut s) % SPAN;
+            let va = 0x7f00_0000_0000 + rng.next_u64() % SPAN;
             let pn = (va / page) & (SPAN / page - 1);
             let frame = pn.wrapping_mul(0x9E37_79B9) & (SPAN / page - 1);
             let pa = frame * page + va % page;

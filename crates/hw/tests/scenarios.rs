@@ -30,16 +30,9 @@ fn reference(va: u64, size: PageSize, dependent: bool) -> Reference {
 
 /// Seeded random addresses in `[BASE_VA, BASE_VA + span)`.
 fn random_vas(n: usize, span: u64, seed: u64) -> Vec<u64> {
-    let mut s = seed;
-    (0..n)
-        .map(|_| {
-            s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = s;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            BASE_VA + (z ^ (z >> 31)) % span
-        })
-        .collect()
+    use rand::{RngCore, SeedableRng};
+    let mut rng = rand_xoshiro::SplitMix64::seed_from_u64(seed);
+    (0..n).map(|_| BASE_VA + rng.next_u64() % span).collect()
 }
 
 /// Fractions of L1 hits, STLB hits and walks, and the mean walk time, over `refs` after

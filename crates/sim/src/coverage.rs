@@ -17,12 +17,11 @@ use hugemm_hw::{Pid, VirtAddr};
 use hugemm_mm::Kernel;
 use hugemm_workload::Stream;
 
-/// A deterministic uniform number in [0, 1) from a key (splitmix64 finaliser).
+/// A deterministic uniform number in [0, 1) from a key (SplitMix64's first output from
+/// state `key`).
 pub fn coin(key: u64) -> f64 {
-    let mut z = key.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^= z >> 31;
+    use rand::{RngCore, SeedableRng};
+    let z = rand_xoshiro::SplitMix64::seed_from_u64(key).next_u64();
     (z >> 11) as f64 / (1u64 << 53) as f64
 }
 
