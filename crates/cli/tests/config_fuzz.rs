@@ -564,7 +564,7 @@ fn size_val(min: u64, max: u64, grain: u64) -> BoxedStrategy<Val> {
         ("\"1KiB\"", 1 << 10),
         ("\"65TiB\"", 65 << 40),
     ];
-    let fits = move |b: u64| (min..=max).contains(&b) && b % grain == 0;
+    let fits = move |b: u64| (min..=max).contains(&b) && b.is_multiple_of(grain);
     let (valid, invalid): (Vec<_>, Vec<_>) = named.into_iter().partition(|&(_, b)| fits(b));
     let named = |v: Vec<(&'static str, u64)>| {
         select(v).prop_map(move |(text, bytes)| Val {

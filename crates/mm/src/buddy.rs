@@ -501,7 +501,7 @@ impl PhysMem {
             what: "compound of frames that are not order-0 blocks of one owner",
             at: pfn.0,
         });
-        if order.0 > self.max_order || pfn.0 % n != 0 || pfn.0 + n > self.frames_total() {
+        if order.0 > self.max_order || !pfn.0.is_multiple_of(n) || pfn.0 + n > self.frames_total() {
             return bad;
         }
         let owner = self.frames.at(pfn.0 as u32).owner();

@@ -244,7 +244,7 @@ fn scan_frames(p: &PhysMem) -> Result<Census> {
         };
         let size = 1u64 << order;
         ensure(
-            order <= max && pfn % size == 0 && pfn + size <= total,
+            order <= max && pfn.is_multiple_of(size) && pfn + size <= total,
             "misaligned or overlong block",
             pfn,
         )?;

@@ -77,7 +77,7 @@ impl Kernel {
         costs.validate()?;
         let layout = VaLayout::new(cfg.geometry)?;
         let base = cfg.geometry.base_bytes();
-        if cfg.bytes % base != 0 {
+        if !cfg.bytes.is_multiple_of(base) {
             return Err(MmError::InvalidConfig {
                 what: "memory size must be a multiple of the base page size",
             });
@@ -514,7 +514,7 @@ fn record_first_write(space: &mut AddressSpace, phys: &mut PhysMem, l: VaLayout,
         Some(Slot::Table(t)) => (t.get(idx).pfn(), None),
         _ => return,
     };
-    if !phys.frame(pfn).is_some_and(|f| !f.is_written()) {
+    if phys.frame(pfn).is_none_or(|f| f.is_written()) {
         return;
     }
     if let Some(n) = unwritten {

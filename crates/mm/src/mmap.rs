@@ -29,7 +29,7 @@ fn mmap_base(l: &VaLayout) -> u64 {
 
 /// `[start, start + len rounded up to pages)`, checked. `len` must be positive.
 fn user_range(l: &VaLayout, start: VirtAddr, len: u64) -> Result<(u64, u64)> {
-    if start.0 % l.base_bytes() != 0 {
+    if !start.0.is_multiple_of(l.base_bytes()) {
         return Err(MmError::InvalidArgument {
             what: "start must be page-aligned",
         });

@@ -196,7 +196,7 @@ impl ReservTable {
             return false;
         };
         let (w, bit) = ((i / 64) as usize, 1u64 << (i % 64));
-        if r.popmap.get(w).map_or(true, |x| x & bit != 0) {
+        if r.popmap.get(w).is_none_or(|x| x & bit != 0) {
             return false;
         }
         r.popmap[w] |= bit;

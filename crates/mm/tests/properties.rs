@@ -160,7 +160,7 @@ impl World {
                         HugeAdvice::NoHugepage,
                     ][advice as usize];
                     let va = self.k.mmap(pid, pages as u64 * PAGE, advice).unwrap();
-                    prop_assert!(pages < 512 || va.0 % HUGE == 0);
+                    prop_assert!(pages < 512 || va.0.is_multiple_of(HUGE));
                 }
             }
             Op::Fault {

@@ -159,7 +159,7 @@ impl IngensPolicy {
                 p.hot_fraction(),
                 self.cfg.idle_tax,
             );
-            if best.map_or(true, |(_, b)| m > b) {
+            if best.is_none_or(|(_, b)| m > b) {
                 best = Some((i, m));
             }
         }

@@ -228,7 +228,11 @@ mod tests {
             "within 2% of the previous: settled"
         );
         for _ in 0..MAX_STREAK - 1 {
-            assert!(!s.finish_window(m(if s.streak % 2 == 0 { 100.0 } else { 200.0 })));
+            assert!(!s.finish_window(m(if s.streak.is_multiple_of(2) {
+                100.0
+            } else {
+                200.0
+            })));
         }
         assert!(s.finish_window(m(100.0)), "the streak is capped");
     }

@@ -387,7 +387,7 @@ mod tests {
         let mut r = rng();
         for _ in 0..10_000 {
             let o = s.next_offset(&mut r);
-            assert!(o < 3 * MB && o % LINE == 0);
+            assert!(o < 3 * MB && o.is_multiple_of(LINE));
         }
     }
 

@@ -380,7 +380,7 @@ impl Phases<'_, '_> {
             Some(o) => self.v.size(&self.key(j, "offset"), o)?,
             None => 0,
         };
-        if bytes == 0 || offset.checked_add(bytes).map_or(true, |end| end > 1 << 50) {
+        if bytes == 0 || offset.checked_add(bytes).is_none_or(|end| end > 1 << 50) {
             return Err(self.v.bad(
                 &self.key(j, "size"),
                 format!("a size above zero ending below 1 PiB, found {bytes} at offset {offset}"),

@@ -136,7 +136,7 @@ pub(super) fn sample(
         let start = view.pageblock_start(rng.gen_range(0..n));
         if let Some(c) = candidate(view, start, migrate, min) {
             found += 1;
-            if best.map_or(true, |b| c.reserve > b.reserve) {
+            if best.is_none_or(|b| c.reserve > b.reserve) {
                 best = Some(c);
             }
         }
@@ -176,7 +176,7 @@ pub(super) fn sample_listed(
         else {
             continue;
         };
-        if best.map_or(true, |b| c.reserve > b.reserve) {
+        if best.is_none_or(|b| c.reserve > b.reserve) {
             best = Some(c);
         }
     }
