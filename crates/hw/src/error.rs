@@ -2,7 +2,7 @@
 //!
 //! Every error names where the profile came from (a file path or `builtin:<name>`), the key
 //! path inside it in the form `tlb.stlb.ways` / `caches[1].bytes`, and what was expected
-//! (STYLE.md 6 and 7). The hardware model itself cannot fail: it is built from a validated
+//! (conventions 6 and 7). The hardware model itself cannot fail: it is built from a validated
 //! profile and its hot path takes no fallible input.
 
 use std::fmt;

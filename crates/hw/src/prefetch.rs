@@ -1,5 +1,5 @@
 //! Software prefetch of the simulator's own data structures into the host's caches: the
-//! only unsafe code of the hardware model (STYLE.md 8).
+//! only unsafe code of the hardware model (conventions 8).
 //!
 //! A simulated reference touches several large host arrays (the page table, the modelled
 //! caches' sets) at addresses known several references in advance; prefetching them keeps

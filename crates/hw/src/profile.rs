@@ -1,7 +1,7 @@
 //! Machine profiles: the TOML description of one machine's translation hardware, caches,
 //! clock and kernel software costs, and its loading.
 //!
-//! Loading is two-stage (STYLE.md 6): serde parses the text into these types with
+//! Loading is two-stage (conventions 6): serde parses the text into these types with
 //! `deny_unknown_fields` (syntax, shape and types; `serde_path_to_error` supplies the key
 //! path of a failure), then [`MachineProfile::validate`] checks the values the model
 //! needs (positive sizes, ways dividing entries into a power-of-two number of sets, finite

@@ -1,6 +1,6 @@
 //! Quantities as types: frame numbers, addresses, orders, page sizes and durations.
 //!
-//! Every crate of hugemm speaks in these types rather than bare integers (STYLE.md 1). This
+//! Every crate of hugemm speaks in these types rather than bare integers (conventions 1). This
 //! module owns only the vocabulary and the geometry of the modelled MMU; it must not hold
 //! any state or policy.
 
@@ -145,7 +145,7 @@ impl PageSize {
 }
 
 /// The geometry of the modelled MMU: page sizes, table fan-out and buddy orders, in one
-/// place so tests can build a tiny machine (STYLE.md 2). x86-64 four-level paging is the
+/// place so tests can build a tiny machine (conventions 2). x86-64 four-level paging is the
 /// default.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Geometry {

@@ -1,6 +1,6 @@
 //! The second stage of profile loading: checks that a parsed [`MachineProfile`] describes a
 //! machine the model can build, and names the key and the expectation of the first value
-//! that does not (STYLE.md 6).
+//! that does not (conventions 6).
 //!
 //! This module only judges values; it must not change them nor fill in defaults.
 

@@ -1,4 +1,4 @@
-//! The plain data types of the kernel's public interface (docs/dev/interfaces.md,
+//! The plain data types of the kernel's public interface (docs/design.md,
 //! hugemm-mm): advice, touch results, fault outcomes, region observations, TLB flushes.
 //!
 //! Owns vocabulary only; it must not hold state or behaviour beyond trivial accessors.

@@ -1,4 +1,4 @@
-//! The kernel model's error types and `Result` alias (STYLE.md 7).
+//! The kernel model's error types and `Result` alias (conventions 7).
 //!
 //! Owns only the vocabulary of failure; it must not decide anything. Every fallible public
 //! entry point of the crate returns one of these instead of panicking.

@@ -130,7 +130,7 @@ pub struct Frame(u128);
 /// Bytes of metadata per physical frame.
 pub const BYTES_PER_FRAME: usize = std::mem::size_of::<Frame>();
 
-/// Frame metadata must stay compact (DESIGN.md: <= 16 bytes a frame).
+/// Frame metadata must stay compact (docs/design.md: <= 16 bytes a frame).
 const _: () = assert!(std::mem::size_of::<Frame>() <= 16);
 
 impl Frame {

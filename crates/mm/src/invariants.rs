@@ -1,5 +1,5 @@
 //! The consistency checker ([`Kernel::check_invariants`]): recounts everything the model
-//! keeps incrementally and checks the properties STYLE.md 12 asks for. Linear in memory
+//! keeps incrementally and checks the properties conventions 12 asks for. Linear in memory
 //! and mappings; meant for tests and debug runs (CONFIG_DEBUG_VM), not the hot path.
 //!
 //! Physical memory: every frame is in exactly one block; free blocks are aligned, never

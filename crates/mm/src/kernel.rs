@@ -1,5 +1,5 @@
 //! [`Kernel`]: physical memory, the address spaces of processes, the page cache, the
-//! recorded TLB flushes and the counters, behind the interface of docs/dev/interfaces.md.
+//! recorded TLB flushes and the counters, behind the kernel model's interface (docs/design.md).
 //!
 //! Owns the process table, the hot translation path ([`Kernel::touch`]) and the read-only
 //! observations policies use. The mechanisms live in their own modules (`fault`,

@@ -6,7 +6,7 @@
 //! allocations, the page cache and its reclaim, page migration, compaction and the
 //! fragmentation metrics of APSys'16.
 //!
-//! The kernel model offers mechanisms; policies (hugemm-policy) decide (STYLE.md 3). Time
+//! The kernel model offers mechanisms; policies (hugemm-policy) decide (conventions 3). Time
 //! is charged from [`MmCosts`]; nothing here reads a clock. The hardware's view of a
 //! reference (TLBs, walks) is hugemm-hw's business: [`Kernel::touch`] only says which page
 //! size maps an address and at which physical address.

@@ -1,4 +1,4 @@
-//! Property tests of the fragmentation issue (STYLE.md 12): random mixes of anonymous
+//! Property tests of the fragmentation issue (conventions 12): random mixes of anonymous
 //! faults, page-cache reads, kernel allocations, reclaim, compaction and pageblock
 //! evacuation keep every invariant of `check_invariants`; compaction and evacuation
 //! preserve every translation (same pages mapped, same sizes, each moved page's frame

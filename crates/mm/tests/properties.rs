@@ -1,4 +1,4 @@
-//! Property tests (STYLE.md 12): random sequences of operations on a small machine keep
+//! Property tests (conventions 12): random sequences of operations on a small machine keep
 //! every invariant of [`Kernel::check_invariants`] (frames conserved, free blocks disjoint
 //! and maximally coalesced, mappings point at allocated anonymous frames whose reverse map
 //! names them, counters agree with a recount), and split and collapse preserve

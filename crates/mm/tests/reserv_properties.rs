@@ -1,4 +1,4 @@
-//! Property tests of superpage reservations (STYLE.md 12): random sequences of faults
+//! Property tests of superpage reservations (conventions 12): random sequences of faults
 //! that reserve (dense and sparse), unmaps, `MADV_DONTNEED`, advice cuts, kernel
 //! allocations and page-cache reads that put memory under pressure, collapses, splits,
 //! compaction and exits keep every invariant of [`Kernel::check_invariants`] (which

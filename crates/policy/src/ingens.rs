@@ -1,5 +1,5 @@
 //! Ingens (Kwon et al., OSDI'16), as HawkEye summarises it (sections 1-2) and its released
-//! code does it (`osa/hugepage_scan.c`, see `reference/original-implementations.md`):
+//! code does it (`osa/hugepage_scan.c` of the Ingens repository):
 //!
 //! - **Base pages at fault** (deferred mode): the fault path never maps a huge page.
 //! - **Utilisation-based, asynchronous promotion**: a region is promoted when its

@@ -2,7 +2,7 @@
 //! narrow interface ([`MemoryOps`]) that both the model kernel and, later, the live agent
 //! implement.
 //!
-//! A policy decides; the kernel model's mechanisms do (STYLE.md 3). A policy answers the
+//! A policy decides; the kernel model's mechanisms do (conventions 3). A policy answers the
 //! fault path's question "which page size?" and runs periodic kernel daemons (khugepaged,
 //! HawkEye's scanners, Ingens' promoter...) that observe regions and ask for promotions
 //! and splits. Each policy is one module. This crate must not reach into the kernel

@@ -1,5 +1,5 @@
-//! Scenario tests of the engine with the `linux` policy, each a claim of the issue that
-//! built the model kernel (#2), stated as the paper or the kernel would.
+//! Scenario tests of the engine with the `linux` policy, each a claim the model kernel
+//! must satisfy, stated as the paper or the kernel would.
 
 mod common;
 

@@ -1,7 +1,7 @@
 //! Experiment files: parsing ([`raw`]), validation into a typed
 //! [`hugemm_sim::Experiment`] ([`validate`]), and sizes with units ([`size`]).
 //!
-//! Every error names the file, the key and what was expected (STYLE.md 6).
+//! Every error names the file, the key and what was expected (conventions 6).
 
 mod apps;
 mod freebsd;

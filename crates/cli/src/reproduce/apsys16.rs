@@ -1,6 +1,6 @@
 //! "A Case for Protecting Huge Pages from the Kernel" (Panwar, Patel, Gopinath; APSys'16):
 //! Figure 2, Table 1, Figure 3, Table 2 and section 5.3, scripted over the model kernel.
-//! The paper's numbers are quoted from its text (`../shared/papers/`); its figures give
+//! The paper's numbers are quoted from its text; its figures give
 //! no numbers, so for them we quote the claim the text makes.
 
 use super::{run_workload, snapshot, table, variant, Report, Reproduction, Snapshot};

@@ -1,4 +1,4 @@
-//! The shared conformance suite every [`FallbackPolicy`] must pass (STYLE.md 11), enabled
+//! The shared conformance suite every [`FallbackPolicy`] must pass (conventions 11), enabled
 //! for other crates by the `conformance` feature.
 //!
 //! It drives a small machine through a seeded mix of allocations of every order and

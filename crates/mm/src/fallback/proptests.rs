@@ -1,4 +1,4 @@
-//! Property tests of every fallback policy (STYLE.md 12): random allocation and free
+//! Property tests of every fallback policy (conventions 12): random allocation and free
 //! sequences of mixed migrate types keep the allocator's invariants (frames conserved,
 //! free blocks never overlap and coalesce, per-pageblock counters and the address index
 //! match a recount), and the same seed gives the same run; plus the qualitative check
