@@ -28,8 +28,8 @@ shrink_underused = true
 [policy.linux.khugepaged]
 enabled = true
 pages_to_scan = 4096
-scan_sleep_ms = 10000
-alloc_sleep_ms = 60000
+scan_sleep_millisecs = 10000
+alloc_sleep_millisecs = 60000
 max_ptes_none = 511
 
 [policy.hawkeye.bloat]
@@ -265,7 +265,7 @@ const KEYS: &[&str] = &[
     "enabled",
     "defrag",
     "pages_to_scan",
-    "scan_sleep_ms",
+    "scan_sleep_millisecs",
     "max_ptes_none",
     "reservations",
     "pg_ps_enabled",
@@ -982,20 +982,21 @@ fn check(text: &str) -> Result<(), TestCaseError> {
     match parse(text, FILE, Path::new(".")) {
         Err(e) => {
             let msg = e.to_string();
+            // `FILE: key` or, where the key is in the text, `FILE:LINE:COLUMN: key`.
+            let after = msg.strip_prefix(FILE).unwrap_or_default();
+            let after = match after.split_once(": key `") {
+                Some((pos, rest)) if pos.is_empty() || is_line_col(pos) => rest,
+                _ => "",
+            };
             prop_assert!(
-                msg.starts_with(&format!("{FILE}: key `")),
+                !after.is_empty(),
                 "error does not name the file and a key: {msg}"
             );
             prop_assert!(
                 !matches!(e, ConfigError::Io { .. }),
                 "parse cannot fail to read: {msg}"
             );
-            let rest = msg.split_once("`: ").map_or("", |(_, r)| r.trim());
-            // Past an optional "line N:", something must say what is wrong.
-            let rest = match rest.strip_prefix("line ").and_then(|r| r.split_once(':')) {
-                Some((n, r)) if n.parse::<usize>().is_ok() => r.trim(),
-                _ => rest,
-            };
+            let rest = after.split_once("`: ").map_or("", |(_, r)| r.trim());
             prop_assert!(!rest.is_empty(), "error says nothing after the key: {msg}");
         }
         Ok(Loaded {
@@ -1101,4 +1102,14 @@ proptest! {
             Err(e) => prop_assert!(false, "unexpected error {e}:\n{text}"),
         }
     }
+}
+
+/// `:LINE:COLUMN`, both positive numbers.
+fn is_line_col(s: &str) -> bool {
+    let parts: Vec<&str> = s.split(':').collect();
+    parts.len() == 3
+        && parts[0].is_empty()
+        && parts[1..]
+            .iter()
+            .all(|n| n.parse::<usize>().is_ok_and(|n| n > 0))
 }

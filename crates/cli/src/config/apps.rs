@@ -20,15 +20,8 @@ impl Validator<'_> {
                 format!("one of {}", AppModel::NAMES.join(", ")),
             )
         })?;
-        let model = AppModel::from_name(model_name).ok_or_else(|| {
-            self.bad(
-                &key("model"),
-                format!(
-                    "one of {}, found \"{model_name}\"",
-                    AppModel::NAMES.join(", ")
-                ),
-            )
-        })?;
+        let model = AppModel::from_name(model_name)
+            .ok_or_else(|| self.not_one_of(&key("model"), model_name, &AppModel::NAMES))?;
         a.name = Some(a.name.clone().unwrap_or_else(|| model.name().into()));
         let name = self.name(&key("name"), &a.name)?;
         let count = self.int(&key("count"), a.count, 1, 1, MAX_COUNT)?;

@@ -21,28 +21,22 @@ impl Validator<'_> {
     ) -> R<KernelConfig> {
         let fallback = k.fallback.clone().unwrap_or_else(|| "default".into());
         if !hugemm_mm::fallback::NAMES.contains(&fallback.as_str()) {
-            return Err(self.bad(
-                "kernel.fallback",
-                format!(
-                    "one of {}, found \"{fallback}\"",
-                    hugemm_mm::fallback::NAMES.join(", ")
-                ),
-            ));
+            return Err(self.not_one_of("kernel.fallback", &fallback, hugemm_mm::fallback::NAMES));
         }
         let d = KcompactdConfig::default();
         let raw = k.kcompactd.get_or_insert_with(Default::default);
         let kcompactd = KcompactdConfig {
             enabled: raw.enabled.unwrap_or(d.enabled),
             proactiveness: self.int(
-                "kernel.kcompactd.proactiveness",
-                raw.proactiveness,
+                "kernel.kcompactd.compaction_proactiveness",
+                raw.compaction_proactiveness,
                 d.proactiveness as i64,
                 0,
                 100,
             )? as u32,
         };
         raw.enabled = Some(kcompactd.enabled);
-        raw.proactiveness = Some(kcompactd.proactiveness as i64);
+        raw.compaction_proactiveness = Some(kcompactd.proactiveness as i64);
         k.fallback = Some(fallback.clone());
         let per_cpu_lists = *k.per_cpu_lists.get_or_insert(false);
         // Unset means Linux's own value for this memory, which the resolved file

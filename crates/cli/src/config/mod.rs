@@ -7,6 +7,8 @@ mod apps;
 mod freebsd;
 mod kernel;
 mod kv;
+pub mod locate;
+pub mod overrides;
 mod policies;
 pub mod raw;
 pub mod size;
@@ -14,7 +16,10 @@ pub mod validate;
 
 use std::path::Path;
 
-pub use validate::{load, parse, ConfigError, Loaded, PolicyCatalog};
+pub use overrides::Override;
+pub use validate::{
+    load, load_with, parse, parse_with, ConfigError, Loaded, PolicyCatalog, Pos, Source,
+};
 
 /// The directory an experiment file's relative paths (profiles) are resolved from.
 pub fn base_dir(path: &Path) -> &Path {

@@ -43,6 +43,41 @@ impl<'de> Deserialize<'de> for RawSize {
     }
 }
 
+/// `machine.profile`: a name or path, or the profile itself.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+#[serde(untagged)]
+pub enum RawProfile {
+    /// A built-in profile's name or a path to a profile file.
+    Named(String),
+    /// The profile's tables in place (`[machine.profile]`, the shape of `profiles/*.toml`).
+    Inline(Box<hugemm_hw::MachineProfile>),
+}
+
+// By hand rather than `#[serde(untagged)]`, so that an error inside an inline profile
+// names its key (`machine.profile.tlb.stlb.ways`) instead of "did not match any variant".
+impl<'de> Deserialize<'de> for RawProfile {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = RawProfile;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a profile's name, a path to a profile file, or a profile table")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<RawProfile, E> {
+                Ok(RawProfile::Named(v.to_string()))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<RawProfile, A::Error> {
+                let de = serde::de::value::MapAccessDeserializer::new(map);
+                Ok(RawProfile::Inline(Box::new(Deserialize::deserialize(de)?)))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
 /// The whole experiment file.
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -191,8 +226,9 @@ pub struct RawPrezero {
 pub struct RawKcompactd {
     /// Run kcompactd.
     pub enabled: Option<bool>,
-    /// `compaction_proactiveness` (0..=100).
-    pub proactiveness: Option<i64>,
+    /// `vm.compaction_proactiveness` (0..=100).
+    #[serde(alias = "proactiveness")]
+    pub compaction_proactiveness: Option<i64>,
 }
 
 /// `[[kernel_build]]`: see `hugemm_workload::kbuild::KernelBuild` for each default.
@@ -296,8 +332,9 @@ pub struct RawApp {
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawMachine {
-    /// A built-in profile name or a path to a profile file.
-    pub profile: Option<String>,
+    /// A built-in profile's name, a path to a profile file, or the profile itself (an
+    /// inline table: what the resolved configuration writes).
+    pub profile: Option<RawProfile>,
     /// Physical memory.
     pub memory: Option<RawSize>,
     /// Cores used.
@@ -334,11 +371,13 @@ pub struct RawIngens {
     /// FMFI above which memory counts as fragmented.
     pub fmfi_threshold: Option<f64>,
     /// Sleep between promotion passes (ms).
-    pub scan_sleep_ms: Option<i64>,
+    #[serde(alias = "scan_sleep_ms")]
+    pub scan_sleep_millisecs: Option<i64>,
     /// Regions examined per pass.
     pub regions_per_pass: Option<i64>,
     /// Sleep after a failed allocation (ms).
-    pub alloc_sleep_ms: Option<i64>,
+    #[serde(alias = "alloc_sleep_ms")]
+    pub alloc_sleep_millisecs: Option<i64>,
     /// Compact when a promotion finds no huge block.
     pub defrag: Option<bool>,
     /// Accessed-bit tracking period (ms).
@@ -360,11 +399,13 @@ pub struct RawHawkeye {
     /// Weight of a new sample in the EMA.
     pub ema_alpha: Option<f64>,
     /// Sleep between promotion passes (ms).
-    pub scan_sleep_ms: Option<i64>,
+    #[serde(alias = "scan_sleep_ms")]
+    pub scan_sleep_millisecs: Option<i64>,
     /// Promotion attempts per pass.
     pub promotions_per_pass: Option<i64>,
     /// Sleep after a failed allocation (ms).
-    pub alloc_sleep_ms: Option<i64>,
+    #[serde(alias = "alloc_sleep_ms")]
+    pub alloc_sleep_millisecs: Option<i64>,
     /// Compact when a promotion finds no huge block.
     pub defrag: Option<bool>,
     /// Lowest bucket promoted from.
@@ -428,9 +469,11 @@ pub struct RawKhugepaged {
     /// PTEs per pass.
     pub pages_to_scan: Option<i64>,
     /// Sleep between passes (ms).
-    pub scan_sleep_ms: Option<i64>,
+    #[serde(alias = "scan_sleep_ms")]
+    pub scan_sleep_millisecs: Option<i64>,
     /// Sleep after an allocation failure (ms).
-    pub alloc_sleep_ms: Option<i64>,
+    #[serde(alias = "alloc_sleep_ms")]
+    pub alloc_sleep_millisecs: Option<i64>,
     /// max_ptes_none.
     pub max_ptes_none: Option<i64>,
     /// `khugepaged/defrag`: compact when a collapse finds no huge block.

@@ -2,6 +2,8 @@
 //! building the typed [`Experiment`], plus the resolved file (every default filled in)
 //! that `hugemm run` writes beside the results.
 
+use super::locate::{self, Spans};
+use super::overrides::Override;
 use super::raw::*;
 use super::size;
 use hugemm_hw::{Geometry, MachineProfile, Nanos};
@@ -39,20 +41,24 @@ pub enum ConfigError {
         error: std::io::Error,
     },
     /// A key has the wrong type, is unknown, or the TOML is malformed.
-    #[error("{file}: key `{key}`: {message}")]
+    #[error("{file}{}: key `{key}`: {message}", Pos::show(at))]
     Parse {
-        /// The file.
+        /// The file (and the `--set` argument, when the value came from one).
         file: String,
+        /// Where in the file, when known.
+        at: Option<Pos>,
         /// Dotted key path (`process[0].phase[1].size`), or `(file)` for syntax errors.
         key: String,
         /// The parser's message.
         message: String,
     },
     /// A value is out of range or inconsistent.
-    #[error("{file}: key `{key}`: expected {expected}")]
+    #[error("{file}{}: key `{key}`: expected {expected}", Pos::show(at))]
     Invalid {
-        /// The file.
+        /// The file (and the `--set` argument, when the value came from one).
         file: String,
+        /// Where in the file, when known.
+        at: Option<Pos>,
         /// Dotted key path.
         key: String,
         /// What was expected (and what was found).
@@ -77,6 +83,56 @@ pub enum ConfigError {
     },
 }
 
+/// A line and column (1-based) in an experiment file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pos {
+    /// Line.
+    pub line: usize,
+    /// Column, in characters.
+    pub col: usize,
+}
+
+impl Pos {
+    fn show(at: &Option<Pos>) -> String {
+        at.map(|p| format!(":{}:{}", p.line, p.col))
+            .unwrap_or_default()
+    }
+}
+
+/// The text an experiment was read from, to point errors found after parsing at it.
+#[derive(Clone, Debug)]
+pub struct Source {
+    /// The file's name as errors print it.
+    pub file: String,
+    /// The text parsed: the file with the overrides applied.
+    pub text: String,
+    /// The `--set` overrides applied.
+    pub overrides: Vec<Override>,
+}
+
+impl Source {
+    /// Points an error about this file at its place: the line and column of its key, or
+    /// the `--set` argument its value came from.
+    pub fn place(&self, mut err: ConfigError) -> ConfigError {
+        if let ConfigError::Parse { file, at, key, .. }
+        | ConfigError::Invalid { file, at, key, .. } = &mut err
+        {
+            if *file != self.file {
+                return err;
+            }
+            if let Some(o) = self.overrides.iter().rev().find(|o| o.covers(key)) {
+                *file = format!("{} (--set {o})", self.file);
+                *at = None;
+            } else if at.is_none() {
+                *at = Spans::new(&self.text)
+                    .locate(key)
+                    .map(|(line, col)| Pos { line, col });
+            }
+        }
+        err
+    }
+}
+
 /// A validated experiment and its resolved configuration.
 #[derive(Debug)]
 pub struct Loaded {
@@ -87,6 +143,10 @@ pub struct Loaded {
     pub policies: PolicyCatalog,
     /// The file as resolved: every default written out.
     pub resolved: RawExperiment,
+    /// What it was read from.
+    pub source: Source,
+    /// Notes for stderr: deprecated key names the file uses.
+    pub notes: Vec<String>,
 }
 
 /// The configuration of every policy an experiment file can name.
@@ -104,49 +164,72 @@ pub struct PolicyCatalog {
 
 /// Read and validate an experiment file.
 pub fn load(path: &Path) -> Result<Loaded, ConfigError> {
+    load_with(path, &[])
+}
+
+/// Read an experiment file, apply `--set` overrides, and validate the result.
+pub fn load_with(path: &Path, overrides: &[Override]) -> Result<Loaded, ConfigError> {
     let file = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|error| ConfigError::Io {
         file: file.clone(),
         error,
     })?;
-    parse(&text, &file, super::base_dir(path))
+    parse_with(&text, &file, super::base_dir(path), overrides)
 }
 
 /// Parse and validate experiment text; `file` names it in errors and `base` resolves
 /// relative profile paths.
 pub fn parse(text: &str, file: &str, base: &Path) -> Result<Loaded, ConfigError> {
+    parse_with(text, file, base, &[])
+}
+
+/// [`parse`] with `--set` overrides applied to the text first.
+pub fn parse_with(
+    text: &str,
+    file: &str,
+    base: &Path,
+    overrides: &[Override],
+) -> Result<Loaded, ConfigError> {
+    let source = Source {
+        file: file.into(),
+        text: super::overrides::apply(text, file, overrides)?,
+        overrides: overrides.to_vec(),
+    };
+    let text = source.text.as_str();
     let de = toml::Deserializer::new(text);
     let raw: RawExperiment = serde_path_to_error::deserialize(de).map_err(|e| {
         let key = e.path().to_string();
         let inner = e.into_inner();
         let mut message = inner.message().trim().to_string();
-        if key == "." {
-            // No key to name (malformed TOML, a duplicate key): name the line instead.
-            if message.is_empty() {
-                // toml says nothing for, e.g., a control character in a comment.
-                message = "malformed TOML (a control character?)".into();
-            }
-            if let Some(span) = inner.span() {
-                let line = text.as_bytes()[..span.start.min(text.len())]
-                    .iter()
-                    .filter(|&&b| b == b'\n')
-                    .count()
-                    + 1;
-                message = format!("line {line}: {message}");
-            }
+        if message.is_empty() {
+            // toml says nothing for, e.g., a control character in a comment.
+            message = "malformed TOML (a control character?)".into();
         }
-        ConfigError::Parse {
+        if let Some(explained) = locate::explain_unknown(&message) {
+            message = explained;
+        }
+        let at = inner.span().map(|s| {
+            let (line, col) = locate::line_col(text, s.start);
+            Pos { line, col }
+        });
+        source.place(ConfigError::Parse {
             file: file.into(),
+            at,
             key: if key == "." { "(file)".into() } else { key },
             message,
-        }
+        })
     })?;
-    Validator {
+    let notes = locate::deprecations(&Spans::new(text), file);
+    let mut loaded = Validator {
         file: file.into(),
         base,
         files: RefCell::new(HashMap::new()),
     }
     .experiment(raw)
+    .map_err(|e| source.place(e))?;
+    loaded.notes = notes;
+    loaded.source = source;
+    Ok(loaded)
 }
 
 pub(crate) struct Validator<'a> {
@@ -169,6 +252,7 @@ impl Validator<'_> {
     pub(super) fn bad(&self, key: &str, expected: impl Into<String>) -> ConfigError {
         ConfigError::Invalid {
             file: self.file.clone(),
+            at: None,
             key: key.into(),
             expected: expected.into(),
         }
@@ -208,6 +292,17 @@ impl Validator<'_> {
         size::parse(v).map_err(|e| self.bad(key, e))
     }
 
+    /// "one of a, b, c, found "x"", with a suggestion when `found` looks like a typo.
+    pub(super) fn not_one_of(&self, key: &str, found: &str, names: &[&str]) -> ConfigError {
+        let hint = locate::did_you_mean(found, names)
+            .map(|n| format!(" (did you mean \"{n}\"?)"))
+            .unwrap_or_default();
+        self.bad(
+            key,
+            format!("one of {}, found \"{found}\"{hint}", names.join(", ")),
+        )
+    }
+
     pub(super) fn choice<T: Copy>(
         &self,
         key: &str,
@@ -222,7 +317,7 @@ impl Validator<'_> {
             .map(|(_, t)| *t)
             .ok_or_else(|| {
                 let names: Vec<&str> = options.iter().map(|(n, _)| *n).collect();
-                self.bad(key, format!("one of {}, found \"{s}\"", names.join(", ")))
+                self.not_one_of(key, s, &names)
             })
     }
 
@@ -274,12 +369,8 @@ impl Validator<'_> {
         for (i, k) in raw.kv_servers.iter_mut().enumerate() {
             processes.push(self.kv_server(i, k, seed)?);
         }
-        raw.machine.profile = Some(
-            raw.machine
-                .profile
-                .clone()
-                .unwrap_or_else(|| profile.name.clone()),
-        );
+        // The profile itself, not its name or path, so the resolved file runs anywhere.
+        raw.machine.profile = Some(RawProfile::Inline(Box::new(profile.clone())));
         raw.machine.memory = Some(RawSize::Bytes(memory_bytes as i64));
         raw.machine.cores = Some(cores as i64);
         let experiment = Experiment {
@@ -300,11 +391,29 @@ impl Validator<'_> {
             experiment,
             policies,
             resolved: raw,
+            source: Source {
+                file: self.file.clone(),
+                text: String::new(),
+                overrides: Vec::new(),
+            },
+            notes: Vec::new(),
         })
     }
 
     fn profile(&self, m: &RawMachine) -> R<MachineProfile> {
-        let name = m.profile.as_deref().ok_or_else(|| {
+        let name = match &m.profile {
+            Some(RawProfile::Inline(p)) => {
+                let origin = "the inline [machine.profile] table";
+                p.validate(origin).map_err(|error| ConfigError::Profile {
+                    file: self.file.clone(),
+                    error,
+                })?;
+                return Ok((**p).clone());
+            }
+            Some(RawProfile::Named(name)) => Some(name.as_str()),
+            None => None,
+        };
+        let name = name.ok_or_else(|| {
             self.bad(
                 "machine.profile",
                 format!(
@@ -357,13 +466,7 @@ impl Validator<'_> {
     fn policy(&self, p: &mut RawPolicy) -> R<(PolicyConfig, PolicyCatalog)> {
         let name = p.name.clone().unwrap_or_else(|| "linux".into());
         if !PolicyConfig::NAMES.contains(&name.as_str()) {
-            return Err(self.bad(
-                "policy.name",
-                format!(
-                    "one of {}, found \"{name}\"",
-                    PolicyConfig::NAMES.join(", ")
-                ),
-            ));
+            return Err(self.not_one_of("policy.name", &name, PolicyConfig::NAMES));
         }
         p.name = Some(name.clone());
         // Each table is resolved into a copy, kept in the resolved file only when the
@@ -435,15 +538,15 @@ impl Validator<'_> {
                 1 << 30,
             )? as u64,
             scan_sleep: Nanos::from_millis(self.int(
-                "policy.linux.khugepaged.scan_sleep_ms",
-                k.scan_sleep_ms,
+                "policy.linux.khugepaged.scan_sleep_millisecs",
+                k.scan_sleep_millisecs,
                 10_000,
                 1,
                 1 << 32,
             )? as u64),
             alloc_sleep: Nanos::from_millis(self.int(
-                "policy.linux.khugepaged.alloc_sleep_ms",
-                k.alloc_sleep_ms,
+                "policy.linux.khugepaged.alloc_sleep_millisecs",
+                k.alloc_sleep_millisecs,
                 60_000,
                 1,
                 1 << 32,
@@ -460,8 +563,8 @@ impl Validator<'_> {
         *k = RawKhugepaged {
             enabled: Some(khugepaged.enabled),
             pages_to_scan: Some(khugepaged.pages_to_scan as i64),
-            scan_sleep_ms: Some((khugepaged.scan_sleep.0 / 1_000_000) as i64),
-            alloc_sleep_ms: Some((khugepaged.alloc_sleep.0 / 1_000_000) as i64),
+            scan_sleep_millisecs: Some((khugepaged.scan_sleep.0 / 1_000_000) as i64),
+            alloc_sleep_millisecs: Some((khugepaged.alloc_sleep.0 / 1_000_000) as i64),
             max_ptes_none: Some(khugepaged.max_ptes_none as i64),
             defrag: Some(khugepaged.defrag),
         };
@@ -723,10 +826,10 @@ impl<'a, 'b> Phases<'a, 'b> {
                         .float(&self.key(j, "duration_ms"), ph.duration_ms, -1.0, 0.0, 1e12)?;
                 Ok(Phase::Sleep(Nanos((ms * 1e6) as u64)))
             }
-            other => Err(self.v.bad(
-                &self.key(j, "op"),
-                format!("one of {OPS}, found \"{other}\""),
-            )),
+            other => {
+                let ops: Vec<&str> = OPS.split(", ").collect();
+                Err(self.v.not_one_of(&self.key(j, "op"), other, &ops))
+            }
         }
     }
 
