@@ -1,10 +1,11 @@
 //! hugemm's command line as a library: experiment files ([`config`]), the built-in demo
-//! ([`demo`]), throughput benchmarks ([`bench`]), and reports and output files
-//! ([`report`]). The binary in `main.rs` only parses arguments and maps errors to exit
+//! ([`demo`]), throughput benchmarks ([`bench`]), reports and output files
+//! ([`report`]) and what made them ([`provenance`]). The binary in `main.rs` only parses arguments and maps errors to exit
 //! codes.
 
 pub mod bench;
 pub mod config;
 pub mod demo;
+pub mod provenance;
 pub mod report;
 pub mod reproduce;

@@ -3,6 +3,7 @@
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
+use hugemm_cli::provenance::Provenance;
 use hugemm_cli::{bench, config, demo, report, reproduce};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -39,6 +40,11 @@ enum Command {
         /// Override the file's seed.
         #[arg(long)]
         seed: Option<u64>,
+        /// Override a key of the file: `--set key.path=value` (repeatable), e.g.
+        /// `--set policy.name=hawkeye` or `--set process[0].count=2`; checked like the
+        /// file and written into the resolved configuration.
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        set: Vec<config::Override>,
     },
     /// Run a reproduction of a paper's experiment (a file under experiments/).
     Reproduce {
@@ -53,6 +59,11 @@ enum Command {
         /// Override the file's seed.
         #[arg(long)]
         seed: Option<u64>,
+        /// Override a key of the file: `--set key.path=value` (repeatable), e.g.
+        /// `--set policy.name=hawkeye` or `--set process[0].count=2`; checked like the
+        /// file and written into the resolved configuration.
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        set: Vec<config::Override>,
     },
     /// Run the built-in comparison: a TLB-hungry program under THP never vs always.
     Demo {
@@ -74,8 +85,18 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Run { file, out, seed } => run(file, out, seed),
-        Command::Reproduce { paths, out, seed } => run_reproduce(&paths, out, seed),
+        Command::Run {
+            file,
+            out,
+            seed,
+            set,
+        } => run(file, out, seed, &set),
+        Command::Reproduce {
+            paths,
+            out,
+            seed,
+            set,
+        } => run_reproduce(&paths, out, seed, &set),
         Command::Demo { seed } => run_demo(seed),
         Command::Bench { json, reps } => run_bench(json, reps),
     };
@@ -84,7 +105,10 @@ fn main() -> ExitCode {
         Err(e) if broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
-            if e.downcast_ref::<config::ConfigError>().is_some() {
+            if e.downcast_ref::<config::ConfigError>().is_some()
+                || e.downcast_ref::<hugemm_cli::provenance::BadSourceDateEpoch>()
+                    .is_some()
+            {
                 ExitCode::from(2)
             } else {
                 ExitCode::from(1)
@@ -99,11 +123,26 @@ fn broken_pipe(e: &anyhow::Error) -> bool {
         .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
 }
 
-fn run(file: PathBuf, out: Option<PathBuf>, seed: Option<u64>) -> anyhow::Result<()> {
-    let mut loaded = config::load(&file)?;
+/// Print a loaded file's notes (deprecated key names) to stderr.
+fn print_notes(loaded: &config::Loaded) {
+    for note in &loaded.notes {
+        eprintln!("{note}");
+    }
+}
+
+fn run(
+    file: PathBuf,
+    out: Option<PathBuf>,
+    seed: Option<u64>,
+    set: &[config::Override],
+) -> anyhow::Result<()> {
+    let provenance = Provenance::of_this_process()?;
+    let mut loaded = config::load_with(&file, set)?;
+    print_notes(&loaded);
     if loaded.resolved.reproduce.is_some() {
         return Err(config::ConfigError::Invalid {
             file: file.display().to_string(),
+            at: None,
             key: "reproduce".into(),
             expected: "no [reproduce] table in an experiment file (run reproductions with \
                        `hugemm reproduce`)"
@@ -120,19 +159,28 @@ fn run(file: PathBuf, out: Option<PathBuf>, seed: Option<u64>) -> anyhow::Result
     let result = hugemm_sim::Engine::new(loaded.experiment)?
         .run()
         .context("running the experiment")?;
-    report::write_dir(&out, &loaded.resolved, &result)?;
+    report::write_dir(&out, &loaded.resolved, &result, &provenance)?;
     out!("{}", report::table(&result.summary));
     outln!("results written to {}", out.display());
     Ok(())
 }
 
-fn run_reproduce(paths: &[PathBuf], out: Option<PathBuf>, seed: Option<u64>) -> anyhow::Result<()> {
+fn run_reproduce(
+    paths: &[PathBuf],
+    out: Option<PathBuf>,
+    seed: Option<u64>,
+    set: &[config::Override],
+) -> anyhow::Result<()> {
+    let provenance = Provenance::of_this_process()?;
     let files = reproduce::files(paths)?;
     let dirs = reproduce::output_dirs(paths, &files, out.as_deref())?;
     // Every file is checked before any runs, so a mistake in the last one costs no time.
     let mut loaded = Vec::new();
     for file in &files {
-        let mut r = reproduce::load(file)?;
+        let mut r = reproduce::load_with(file, set)?;
+        for note in &r.notes {
+            eprintln!("{note}");
+        }
         if let Some(s) = seed {
             r.experiment.seed = s;
             r.resolved.sim.seed = Some(s as i64);
@@ -150,7 +198,7 @@ fn run_reproduce(paths: &[PathBuf], out: Option<PathBuf>, seed: Option<u64>) -> 
                 files.len()
             );
         }
-        reproduce_one(r, out)?;
+        reproduce_one(r, out, &provenance)?;
     }
     if files.len() > 1 {
         outln!(
@@ -163,15 +211,34 @@ fn run_reproduce(paths: &[PathBuf], out: Option<PathBuf>, seed: Option<u64>) -> 
 }
 
 /// Run one loaded reproduction, print its report and write its files to `out`.
-fn reproduce_one(r: &reproduce::Reproduction, out: &Path) -> anyhow::Result<()> {
+fn reproduce_one(
+    r: &reproduce::Reproduction,
+    out: &Path,
+    provenance: &Provenance,
+) -> anyhow::Result<()> {
     let started = std::time::Instant::now();
     let report = reproduce::run(r, &mut |what| eprintln!("reproduce: {what} ..."))?;
     out!("{report}");
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
-    let resolved = toml::to_string(&r.resolved).context("writing the resolved file")?;
+    let resolved = report::resolved_toml(&r.resolved, provenance)?;
     std::fs::write(out.join("config.resolved.toml"), resolved)
         .with_context(|| format!("writing {}", out.display()))?;
-    let json = serde_json::to_string_pretty(&report.data)?;
+    /// `reproduction.json`: what made it first, then what it is, then its data.
+    #[derive(serde::Serialize)]
+    struct File<'a> {
+        provenance: &'a Provenance,
+        kind: &'a str,
+        title: &'a str,
+        scale: &'a str,
+        data: &'a serde_json::Value,
+    }
+    let json = serde_json::to_string_pretty(&File {
+        provenance,
+        kind: &r.kind,
+        title: &report.title,
+        scale: &report.scale,
+        data: &report.data,
+    })?;
     std::fs::write(out.join("reproduction.json"), json + "\n")
         .with_context(|| format!("writing {}", out.display()))?;
     outln!(

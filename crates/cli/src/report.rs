@@ -2,6 +2,7 @@
 //! (`config.resolved.toml`, `summary.json`, `timeseries.csv`; schema in `docs/output.md`).
 
 use crate::config::raw::RawExperiment;
+use crate::provenance::{Provenance, WithProvenance};
 use anyhow::Context;
 use hugemm_sim::{RunResult, Summary, TimeseriesRow};
 use std::fmt::Write as _;
@@ -81,25 +82,37 @@ pub fn timeseries_csv(rows: &[TimeseriesRow]) -> String {
     out
 }
 
+/// The resolved configuration's text: provenance as comments, then every key.
+pub fn resolved_toml(resolved: &RawExperiment, provenance: &Provenance) -> anyhow::Result<String> {
+    Ok(format!(
+        "# hugemm: the experiment as run, every default written out; `hugemm run` on this\n\
+         # file runs it again, anywhere (the machine profile is written out too).\n{}\n{}",
+        provenance.toml_comments(),
+        toml::to_string(resolved).context("serialising the resolved configuration")?
+    ))
+}
+
 /// Write a run's files into `dir` (created if needed).
-pub fn write_dir(dir: &Path, resolved: &RawExperiment, result: &RunResult) -> anyhow::Result<()> {
+pub fn write_dir(
+    dir: &Path,
+    resolved: &RawExperiment,
+    result: &RunResult,
+    provenance: &Provenance,
+) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir)
         .with_context(|| format!("creating output directory {}", dir.display()))?;
     let write = |name: &str, text: String| {
         let path = dir.join(name);
         std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))
     };
-    let header = "# hugemm: the experiment as run, every default written out.\n";
-    write(
-        "config.resolved.toml",
-        format!(
-            "{header}{}",
-            toml::to_string(resolved).context("serialising the resolved configuration")?
-        ),
-    )?;
+    write("config.resolved.toml", resolved_toml(resolved, provenance)?)?;
+    let summary = WithProvenance {
+        provenance,
+        output: &result.summary,
+    };
     write(
         "summary.json",
-        serde_json::to_string_pretty(&result.summary).context("serialising the summary")? + "\n",
+        serde_json::to_string_pretty(&summary).context("serialising the summary")? + "\n",
     )?;
     write("timeseries.csv", timeseries_csv(&result.timeseries))?;
     Ok(())

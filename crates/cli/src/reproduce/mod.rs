@@ -136,6 +136,8 @@ pub struct Reproduction {
     pub experiment: Experiment,
     /// The resolved file.
     pub resolved: config::raw::RawExperiment,
+    /// Notes for stderr (deprecated key names the file uses).
+    pub notes: Vec<String>,
 }
 
 /// What a reproduction printed, also written as JSON.
@@ -165,12 +167,21 @@ impl std::fmt::Display for Report {
 
 /// Load a reproduction file.
 pub fn load(path: &Path) -> Result<Reproduction, ConfigError> {
-    let mut loaded = config::load(path)?;
+    load_with(path, &[])
+}
+
+/// Load a reproduction file with `--set` overrides applied.
+pub fn load_with(path: &Path, overrides: &[config::Override]) -> Result<Reproduction, ConfigError> {
+    let mut loaded = config::load_with(path, overrides)?;
     let file = path.display().to_string();
-    let bad = |key: &str, expected: String| ConfigError::Invalid {
-        file: file.clone(),
-        key: key.into(),
-        expected,
+    let source = loaded.source.clone();
+    let bad = |key: &str, expected: String| {
+        source.place(ConfigError::Invalid {
+            file: file.clone(),
+            at: None,
+            key: key.into(),
+            expected,
+        })
     };
     let r = loaded.resolved.reproduce.as_mut().ok_or_else(|| {
         bad(
@@ -260,6 +271,7 @@ pub fn load(path: &Path) -> Result<Reproduction, ConfigError> {
         settle_s,
         experiment: loaded.experiment,
         resolved: loaded.resolved,
+        notes: loaded.notes,
     })
 }
 
