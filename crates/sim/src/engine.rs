@@ -14,19 +14,65 @@ use crate::ops::{EngineOps, LiveProc, Procs};
 use crate::prezero::Prezero;
 use crate::process::Proc;
 use crate::results::{
-    HighAllocResult, ProcessSummary, RunResult, Summary, SystemSummary, TimeseriesRow,
+    HighAllocResult, ProcessSummary, RunResult, StopReason, Summary, SystemSummary, TimeseriesRow,
 };
-use crate::Result;
+use crate::{Result, SimError};
 use hugemm_hw::{KernelCosts, MachineProfile, Mmu, Nanos, Picos};
 use hugemm_mm::{Kernel, MemConfig, MmCosts};
 use hugemm_policy::{DaemonRun, DaemonSpec, Policy, Pressure};
 use hugemm_workload::ProcessSpec;
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 /// Longest a core runs ahead of the slowest other busy core.
 pub const SYNC: Picos = Picos(1_000_000_000); // 1 ms
 /// Time slice of processes sharing a core (CFS's default minimum granularity scale).
 pub const SLICE: Picos = Picos(4_000_000_000); // 4 ms
+
+/// A request to stop a run early, shared between the engine and whoever may make it (a
+/// signal handler, another thread). It holds 0 while the run may go on, else the code of
+/// a [`StopReason`]; the engine looks at it before every event, so a run stops within one
+/// core turn (at most [`SYNC`] of simulated time) of the request.
+#[derive(Clone, Debug, Default)]
+pub struct StopFlag(Arc<AtomicUsize>);
+
+impl StopFlag {
+    /// A flag nobody has raised.
+    pub fn new() -> StopFlag {
+        StopFlag::default()
+    }
+
+    /// Ask the run to stop, for `why`.
+    pub fn request(&self, why: StopReason) {
+        self.0.store(why.code(), Ordering::Relaxed);
+    }
+
+    /// Why a stop was asked for, if it was.
+    pub fn requested(&self) -> Option<StopReason> {
+        StopReason::from_code(self.0.load(Ordering::Relaxed))
+    }
+
+    /// The atomic itself, for code that can only store a number into it, such as a
+    /// signal handler (`signal_hook::flag::register_usize` with [`StopReason::code`]).
+    pub fn atomic(&self) -> Arc<AtomicUsize> {
+        Arc::clone(&self.0)
+    }
+}
+
+/// Where a run's time-series rows go as they are sampled, instead of being kept for
+/// [`RunResult::timeseries`]: a file written as the run goes survives the run being
+/// stopped or killed. Each call gets the rows of one sample time.
+pub trait TimeseriesSink {
+    /// Take the rows of one sample time; an error stops the run with
+    /// [`SimError::Output`].
+    fn write(&mut self, rows: &[TimeseriesRow]) -> std::io::Result<()>;
+
+    /// Make everything written so far durable; called at the end of [`Engine::run`].
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
 
 /// A simulated core.
 pub(crate) struct Core {
@@ -71,7 +117,13 @@ pub struct Engine {
     pub(crate) procs: Vec<Proc>,
     daemons: Vec<Daemon>,
     next_sample: Picos,
+    /// When the last sample was taken.
+    last_sample: Option<Picos>,
     timeseries: Vec<TimeseriesRow>,
+    /// Where sampled rows go, when not into `timeseries`.
+    sink: Option<Box<dyn TimeseriesSink>>,
+    /// Looked at before every event: set, the run stops.
+    stop: Option<StopFlag>,
     pub(crate) cycles_per_ps: f64,
     pub(crate) scan_cost: Picos,
     pub(crate) ledger: KmemLedger,
@@ -210,7 +262,10 @@ impl Engine {
             procs,
             daemons,
             next_sample: Picos::from(exp.sample_interval),
+            last_sample: None,
             timeseries: Vec::new(),
+            sink: None,
+            stop: None,
             cycles_per_ps,
             scan_cost,
             ledger: KmemLedger::default(),
@@ -228,11 +283,41 @@ impl Engine {
         })
     }
 
-    /// Run to completion (every process ended) or to the time limit.
+    /// Send time-series rows to `sink` as they are sampled instead of keeping them for
+    /// [`RunResult::timeseries`] (which is then empty).
+    pub fn stream_timeseries(&mut self, sink: Box<dyn TimeseriesSink>) {
+        self.sink = Some(sink);
+    }
+
+    /// Stop the run when `flag` is raised (see [`StopFlag`]).
+    pub fn stop_on(&mut self, flag: StopFlag) {
+        self.stop = Some(flag);
+    }
+
+    /// Run to completion (every process ended), to the time limit or until the stop flag
+    /// is raised. The time series ends with a sample at the end (unless one was just
+    /// taken then), so even a run shorter than one sampling interval has a row, and a
+    /// stopped run's last rows show where it stopped. The summary says whether the run
+    /// was complete and, if not, what stopped it.
     pub fn run(mut self) -> Result<RunResult> {
         self.run_until_idle()?;
         let end = self.now;
-        Ok(self.finish(end))
+        // Processes left (running, or not yet started): a stop request or, failing that,
+        // the time limit came first.
+        let stopped_by = self
+            .live()
+            .then(|| self.stop_requested().unwrap_or(StopReason::TimeLimit));
+        if self.last_sample != Some(end) {
+            self.sample(end)?;
+        }
+        if let Some(sink) = &mut self.sink {
+            sink.flush().map_err(SimError::Output)?;
+        }
+        Ok(self.finish(end, stopped_by))
+    }
+
+    fn stop_requested(&self) -> Option<StopReason> {
+        self.stop.as_ref().and_then(StopFlag::requested)
     }
 
     /// Run until every process has ended or the time limit is reached; the engine can
@@ -258,6 +343,9 @@ impl Engine {
 
     fn run_events(&mut self, limit: Picos, stop_when_idle: bool) -> Result<()> {
         while let Some((t, ev)) = self.next_event(stop_when_idle) {
+            if self.stop_requested().is_some() {
+                break;
+            }
             if t > limit {
                 if !stop_when_idle {
                     break;
@@ -276,7 +364,7 @@ impl Engine {
             match ev {
                 Event::Start(i) => self.start(i, t),
                 Event::Daemon(d) => self.run_daemon(d, t),
-                Event::Sample => self.sample(t),
+                Event::Sample => self.sample(t)?,
                 Event::Core(c) => {
                     let bound = self.turn_bound(c);
                     self.run_core(c, bound)?;
@@ -308,10 +396,12 @@ impl Engine {
         &self.kernel
     }
 
-    /// The results so far (processes still running are reported as they stand).
+    /// The results so far (processes still running are reported as they stand; the
+    /// summary is complete only if none is left).
     pub fn results(self) -> RunResult {
         let end = self.now;
-        self.finish(end)
+        let stopped_by = self.live().then(|| self.stop_requested()).flatten();
+        self.finish(end, stopped_by)
     }
 
     /// Every process has ended.
@@ -497,7 +587,8 @@ impl Engine {
         }
     }
 
-    fn sample(&mut self, t: Picos) {
+    fn sample(&mut self, t: Picos) -> Result<()> {
+        let first = self.timeseries.len();
         let time_ns = t.to_nanos().0;
         for p in self.procs.iter_mut().filter(|p| p.running()) {
             let pid = p.pid.expect("running process has a pid");
@@ -547,6 +638,13 @@ impl Engine {
             ..Default::default()
         });
         self.next_sample = t + Picos::from(self.exp.sample_interval);
+        self.last_sample = Some(t);
+        if let Some(sink) = &mut self.sink {
+            sink.write(&self.timeseries[first..])
+                .map_err(SimError::Output)?;
+            self.timeseries.truncate(first);
+        }
+        Ok(())
     }
 
     /// End process `i` at core time `t`: record its final state and free its memory.
@@ -567,7 +665,8 @@ impl Engine {
         self.refresh_live();
     }
 
-    fn finish(mut self, end: Picos) -> RunResult {
+    fn finish(mut self, end: Picos, stopped_by: Option<StopReason>) -> RunResult {
+        let complete = !self.live() && stopped_by.is_none();
         for i in 0..self.procs.len() {
             if self.procs[i].running() {
                 let pid = self.procs[i].pid.expect("running");
@@ -620,6 +719,8 @@ impl Engine {
         RunResult {
             summary: Summary {
                 schema: 1,
+                complete,
+                stopped_by,
                 processes,
                 system,
             },

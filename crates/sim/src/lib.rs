@@ -28,11 +28,11 @@ mod run;
 pub mod sampling;
 
 pub use compaction::KcompactdConfig;
-pub use engine::{mm_costs, Engine};
+pub use engine::{mm_costs, Engine, StopFlag, TimeseriesSink};
 pub use experiment::{Experiment, KernelConfig, Mode, SampledConfig};
 pub use prezero::{PrezeroConfig, Stores, ZeroLists};
 pub use results::{
-    HighAllocResult, KvPhaseResult, ProcessSummary, RunResult, Summary, SystemSummary,
+    HighAllocResult, KvPhaseResult, ProcessSummary, RunResult, StopReason, Summary, SystemSummary,
     TimeseriesRow,
 };
 
@@ -53,6 +53,9 @@ pub enum SimError {
         /// What is wrong.
         what: String,
     },
+    /// Writing the time series as the run went failed.
+    #[error("writing the time series: {0}")]
+    Output(#[source] std::io::Error),
 }
 
 /// Result alias of this crate.

@@ -195,11 +195,50 @@ pub struct HighAllocResult {
     pub compaction_time_ns: u64,
 }
 
+/// What stopped a run before every process had ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// The simulated clock reached the experiment's time limit (`sim.time_limit_s`).
+    TimeLimit,
+    /// The operator interrupted it (SIGINT, Ctrl-C).
+    Interrupt,
+    /// It was asked to terminate (SIGTERM).
+    Terminate,
+}
+
+impl StopReason {
+    /// The reason's code in a [`StopFlag`](crate::StopFlag) (never 0, which means "run on").
+    pub const fn code(self) -> usize {
+        match self {
+            StopReason::TimeLimit => 1,
+            StopReason::Interrupt => 2,
+            StopReason::Terminate => 3,
+        }
+    }
+
+    /// The reason a stop flag's code stands for (`None` for 0, "run on", or a code no
+    /// reason has).
+    pub const fn from_code(code: usize) -> Option<StopReason> {
+        match code {
+            1 => Some(StopReason::TimeLimit),
+            2 => Some(StopReason::Interrupt),
+            3 => Some(StopReason::Terminate),
+            _ => None,
+        }
+    }
+}
+
 /// `summary.json`.
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]
 pub struct Summary {
     /// Schema version of this file.
     pub schema: u32,
+    /// Whether the run reached its natural end: every process ran to its end (finished,
+    /// OOM-killed or failed). False when it was stopped first; see `stopped_by`.
+    pub complete: bool,
+    /// What stopped the run before its end, if anything did.
+    pub stopped_by: Option<StopReason>,
     /// Per process, in experiment order.
     pub processes: Vec<ProcessSummary>,
     /// The system.
@@ -207,7 +246,9 @@ pub struct Summary {
 }
 
 /// One row of `timeseries.csv`: a process at a sample time, or the system (`process` =
-/// `system`, process columns empty).
+/// `system`, process columns empty). The fields are in the file's column order (serde
+/// serialises them in declaration order); ratios are written with fixed decimals (six for
+/// the MMU overhead, four for Fu(9)) so the file does not depend on float printing.
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]
 pub struct TimeseriesRow {
     /// Sample time (ns).
@@ -219,13 +260,12 @@ pub struct TimeseriesRow {
     /// References so far.
     pub references: Option<u64>,
     /// MMU overhead over the last interval.
+    #[serde(serialize_with = "six_decimals")]
     pub mmu_overhead: Option<f64>,
     /// Huge pages mapped.
     pub huge_pages: Option<u64>,
     /// Resident bytes.
     pub rss_bytes: Option<u64>,
-    /// Of those, written (useful) bytes.
-    pub useful_bytes: Option<u64>,
     /// 4 KB faults so far.
     pub faults_4k: Option<u64>,
     /// 2 MB faults so far.
@@ -241,6 +281,7 @@ pub struct TimeseriesRow {
     /// Page-cache pages (system row).
     pub page_cache_pages: Option<u64>,
     /// Fu(9), Ingens' FMFI (system row).
+    #[serde(serialize_with = "four_decimals")]
     pub fmfi: Option<f64>,
     /// Movable pageblocks holding kernel frames (system row).
     pub tainted_pageblocks: Option<u64>,
@@ -250,12 +291,30 @@ pub struct TimeseriesRow {
     pub pageblocks_reclaimable: Option<u64>,
     /// Pages migrated so far by compaction and evacuation (system row).
     pub pages_migrated: Option<u64>,
+    /// Of those, written (useful) bytes.
+    pub useful_bytes: Option<u64>,
+    /// Faults so far (process rows), for fault rates.
+    pub faults: Option<u64>,
     /// Free frames in zeroed blocks (system row).
     pub zeroed_free_frames: Option<u64>,
     /// Zero-filled base pages recovered from huge pages so far (system row).
     pub zero_subpages_recovered: Option<u64>,
-    /// Faults so far (process rows), for fault rates.
-    pub faults: Option<u64>,
+}
+
+/// A ratio with six decimals (empty when absent).
+fn six_decimals<S: serde::Serializer>(v: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(x) => s.serialize_str(&format!("{x:.6}")),
+        None => s.serialize_none(),
+    }
+}
+
+/// A ratio with four decimals (empty when absent).
+fn four_decimals<S: serde::Serializer>(v: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(x) => s.serialize_str(&format!("{x:.4}")),
+        None => s.serialize_none(),
+    }
 }
 
 /// Everything a run produced.
@@ -265,49 +324,4 @@ pub struct RunResult {
     pub summary: Summary,
     /// The time series, in time order (system row after the process rows of each time).
     pub timeseries: Vec<TimeseriesRow>,
-}
-
-impl TimeseriesRow {
-    /// The CSV header.
-    pub const HEADER: &'static str =
-        "time_ns,process,pid,references,mmu_overhead,huge_pages,rss_bytes,faults_4k,faults_2m,promotions,frames_free,collapses,splits,page_cache_pages,fmfi,tainted_pageblocks,pageblocks_unmovable,pageblocks_reclaimable,pages_migrated,useful_bytes,faults,zeroed_free_frames,zero_subpages_recovered";
-
-    /// This row as a CSV line (no trailing newline). Process names are validated to
-    /// contain no commas or quotes, so no escaping is needed.
-    pub fn csv(&self) -> String {
-        fn o<T: ToString>(v: &Option<T>) -> String {
-            v.as_ref().map(|x| x.to_string()).unwrap_or_default()
-        }
-        let ovh = self
-            .mmu_overhead
-            .map(|x| format!("{x:.6}"))
-            .unwrap_or_default();
-        let fmfi = self.fmfi.map(|x| format!("{x:.4}")).unwrap_or_default();
-        format!(
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
-            self.time_ns,
-            self.process,
-            o(&self.pid),
-            o(&self.references),
-            ovh,
-            o(&self.huge_pages),
-            o(&self.rss_bytes),
-            o(&self.faults_4k),
-            o(&self.faults_2m),
-            o(&self.promotions),
-            o(&self.frames_free),
-            o(&self.collapses),
-            o(&self.splits),
-            o(&self.page_cache_pages),
-            fmfi,
-            o(&self.tainted_pageblocks),
-            o(&self.pageblocks_unmovable),
-            o(&self.pageblocks_reclaimable),
-            o(&self.pages_migrated),
-            o(&self.useful_bytes),
-            o(&self.faults),
-            o(&self.zeroed_free_frames),
-            o(&self.zero_subpages_recovered)
-        )
-    }
 }

@@ -6,6 +6,7 @@ mod common;
 use common::*;
 use hugemm_hw::Nanos;
 use hugemm_policy::{KhugepagedConfig, ThpMode};
+use hugemm_sim::{Engine, StopFlag, StopReason, TimeseriesRow, TimeseriesSink};
 use hugemm_workload::{Amount, Pattern};
 
 #[test]
@@ -206,11 +207,94 @@ fn the_timeseries_has_a_row_per_process_and_one_for_the_system_per_sample() {
         .iter()
         .filter(|t| t.process == "system")
         .count();
-    assert_eq!(system_rows, 3, "samples at 1, 2, 3 s");
-    assert_eq!(r.timeseries.len(), 6);
+    assert_eq!(system_rows, 4, "samples at 1, 2, 3 s and at the end");
+    // The process has exited by the end: its rows are the three samples'.
+    assert_eq!(r.timeseries.len(), 7);
+    let last = r.timeseries.last().unwrap();
+    assert_eq!(last.process, "system");
+    assert_eq!(last.time_ns, r.summary.system.sim_time_ns);
+    assert!(r.summary.complete && r.summary.stopped_by.is_none());
     assert!(r
         .timeseries
         .iter()
         .filter(|t| t.process == "r")
         .all(|t| t.mmu_overhead.unwrap() > 0.0));
+}
+
+/// Collects streamed rows, to check what a sink is given.
+struct Collect(std::rc::Rc<std::cell::RefCell<Vec<Vec<TimeseriesRow>>>>);
+
+impl TimeseriesSink for Collect {
+    fn write(&mut self, rows: &[TimeseriesRow]) -> std::io::Result<()> {
+        self.0.borrow_mut().push(rows.to_vec());
+        Ok(())
+    }
+}
+
+#[test]
+fn a_streamed_time_series_is_the_kept_one_one_sample_time_per_write() {
+    let scenario = || {
+        let p = access(
+            "r",
+            256 * MIB,
+            Pattern::Uniform,
+            Amount::Duration(Nanos::from_millis(3500)),
+            true,
+        );
+        Scenario::new(GIB, ThpMode::Never).process(p)
+    };
+    let kept = scenario().run();
+    let batches = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let mut engine = Engine::new(scenario().exp).unwrap();
+    engine.stream_timeseries(Box::new(Collect(batches.clone())));
+    let streamed = engine.run().unwrap();
+    assert!(streamed.timeseries.is_empty(), "streamed rows are not kept");
+    assert_eq!(streamed.summary, kept.summary);
+    let batches = batches.borrow();
+    assert_eq!(batches.len(), 4, "samples at 1, 2, 3 s and the end");
+    assert!(batches
+        .iter()
+        .all(|b| b.iter().all(|r| r.time_ns == b[0].time_ns)));
+    assert_eq!(batches.concat(), kept.timeseries);
+}
+
+#[test]
+fn a_raised_stop_flag_ends_the_run_incomplete_and_says_why() {
+    let p = access(
+        "r",
+        256 * MIB,
+        Pattern::Uniform,
+        Amount::Duration(Nanos::from_secs(3600)),
+        true,
+    );
+    let mut engine = Engine::new(Scenario::new(GIB, ThpMode::Never).process(p).exp).unwrap();
+    let stop = StopFlag::new();
+    stop.request(StopReason::Terminate);
+    engine.stop_on(stop);
+    let r = engine.run().unwrap();
+    assert!(!r.summary.complete);
+    assert_eq!(r.summary.stopped_by, Some(StopReason::Terminate));
+    assert!(!r.summary.processes[0].finished);
+    // Stopped before its first event; the time series still ends with the state then.
+    assert_eq!(r.summary.system.sim_time_ns, 0);
+    assert_eq!(r.timeseries.len(), 1);
+}
+
+#[test]
+fn the_time_limit_ends_a_run_incomplete() {
+    let p = access(
+        "r",
+        256 * MIB,
+        Pattern::Uniform,
+        Amount::Duration(Nanos::from_secs(3600)),
+        true,
+    );
+    let r = Scenario::new(GIB, ThpMode::Never)
+        .process(p)
+        .time_limit(Nanos::from_millis(1500))
+        .run();
+    assert!(!r.summary.complete);
+    assert_eq!(r.summary.stopped_by, Some(StopReason::TimeLimit));
+    let last = r.timeseries.last().unwrap();
+    assert_eq!(last.time_ns, r.summary.system.sim_time_ns);
 }
