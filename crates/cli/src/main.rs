@@ -1,5 +1,7 @@
 //! The `hugemm` binary: argument parsing and exit codes. Exit code 2 means bad input
-//! (command line or experiment file), 1 a failure while running.
+//! (command line or experiment file), 1 a failure while running; a `hugemm run` stopped
+//! by SIGINT (Ctrl-C) or SIGTERM writes its partial results and exits 130 or 143, the
+//! shell's codes for those signals.
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
@@ -18,7 +20,10 @@ macro_rules! outln {
 macro_rules! out {
     ($($t:tt)*) => { write!(std::io::stdout(), $($t)*)? };
 }
+use hugemm_sim::{StopFlag, StopReason};
 use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 /// hugemm: a model kernel for huge-page and tiered-memory management policies.
 #[derive(Parser)]
@@ -96,12 +101,12 @@ fn main() -> ExitCode {
             out,
             seed,
             set,
-        } => run_reproduce(&paths, out, seed, &set),
-        Command::Demo { seed } => run_demo(seed),
-        Command::Bench { json, reps } => run_bench(json, reps),
+        } => run_reproduce(&paths, out, seed, &set).map(|()| ExitCode::SUCCESS),
+        Command::Demo { seed } => run_demo(seed).map(|()| ExitCode::SUCCESS),
+        Command::Bench { json, reps } => run_bench(json, reps).map(|()| ExitCode::SUCCESS),
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(e) if broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
@@ -130,12 +135,32 @@ fn print_notes(loaded: &config::Loaded) {
     }
 }
 
+/// Raise `stop` on SIGINT and SIGTERM, so that the run ends at its next event and writes
+/// what it has; a second signal of the same kind ends the process at once, with the
+/// shell's code for it (130, 143), for when writing takes too long.
+fn stop_on_signals(stop: &StopFlag) -> anyhow::Result<()> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    for (signal, reason, code) in [
+        (SIGINT, StopReason::Interrupt, 130),
+        (SIGTERM, StopReason::Terminate, 143),
+    ] {
+        let seen = Arc::new(AtomicBool::new(false));
+        // Registered first, so it sees the flag as it was before this signal.
+        signal_hook::flag::register_conditional_shutdown(signal, code, Arc::clone(&seen))
+            .context("installing a signal handler")?;
+        signal_hook::flag::register(signal, seen).context("installing a signal handler")?;
+        signal_hook::flag::register_usize(signal, stop.atomic(), reason.code())
+            .context("installing a signal handler")?;
+    }
+    Ok(())
+}
+
 fn run(
     file: PathBuf,
     out: Option<PathBuf>,
     seed: Option<u64>,
     set: &[config::Override],
-) -> anyhow::Result<()> {
+) -> anyhow::Result<ExitCode> {
     let provenance = Provenance::of_this_process()?;
     let mut loaded = config::load_with(&file, set)?;
     print_notes(&loaded);
@@ -156,13 +181,43 @@ fn run(
     }
     let out =
         out.unwrap_or_else(|| PathBuf::from("results").join(file.file_stem().unwrap_or_default()));
-    let result = hugemm_sim::Engine::new(loaded.experiment)?
-        .run()
-        .context("running the experiment")?;
+    let time_limit_s = loaded.experiment.time_limit.0 as f64 / 1e9;
+    let stop = StopFlag::new();
+    stop_on_signals(&stop)?;
+    let mut engine = hugemm_sim::Engine::new(loaded.experiment)?;
+    engine.stream_timeseries(Box::new(report::TimeseriesWriter::new(
+        out.join("timeseries.csv"),
+    )));
+    engine.stop_on(stop);
+    let result = engine.run().context("running the experiment")?;
     report::write_dir(&out, &loaded.resolved, &result, &provenance)?;
-    out!("{}", report::table(&result.summary));
+    let summary = &result.summary;
+    let at = summary.system.sim_time_ns as f64 / 1e9;
+    let code = match summary.stopped_by {
+        None => ExitCode::SUCCESS,
+        Some(StopReason::TimeLimit) => {
+            eprintln!(
+                "note: the run reached its time limit (sim.time_limit_s = {time_limit_s}) with \
+                 processes left; summary.json says \"complete\": false"
+            );
+            ExitCode::SUCCESS
+        }
+        Some(why @ (StopReason::Interrupt | StopReason::Terminate)) => {
+            let (what, code) = match why {
+                StopReason::Interrupt => ("interrupted (SIGINT)", 130),
+                _ => ("terminated (SIGTERM)", 143),
+            };
+            eprintln!(
+                "hugemm: {what} at simulated {at:.3} s; partial results written to {} \
+                 (summary.json says \"complete\": false)",
+                out.display()
+            );
+            ExitCode::from(code)
+        }
+    };
+    out!("{}", report::table(summary));
     outln!("results written to {}", out.display());
-    Ok(())
+    Ok(code)
 }
 
 fn run_reproduce(

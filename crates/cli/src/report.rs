@@ -4,9 +4,10 @@
 use crate::config::raw::RawExperiment;
 use crate::provenance::{Provenance, WithProvenance};
 use anyhow::Context;
-use hugemm_sim::{RunResult, Summary, TimeseriesRow};
+use hugemm_sim::{RunResult, Summary, TimeseriesRow, TimeseriesSink};
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 /// A readable table of a run's summary.
 pub fn table(s: &Summary) -> String {
@@ -70,16 +71,72 @@ pub fn table(s: &Summary) -> String {
     out
 }
 
-/// The CSV text of a time series.
-pub fn timeseries_csv(rows: &[TimeseriesRow]) -> String {
-    let mut out = String::with_capacity(64 * (rows.len() + 1));
-    out.push_str(TimeseriesRow::HEADER);
-    out.push('\n');
-    for r in rows {
-        out.push_str(&r.csv());
-        out.push('\n');
+/// `timeseries.csv`, written row by row as the run samples (so that a stopped or killed
+/// run leaves the rows up to its end), through the `csv` crate: names with commas or
+/// quotes are quoted as RFC 4180 says, and the header comes from [`TimeseriesRow`]'s
+/// fields. The file and its directory are created at the first row, so a run that fails
+/// before its first sample leaves nothing behind. Rows reach the disk at least every
+/// [`TimeseriesWriter::FLUSH_EVERY`] of wall time, and at the end of the run.
+pub struct TimeseriesWriter {
+    path: PathBuf,
+    csv: Option<csv::Writer<std::io::BufWriter<std::fs::File>>>,
+    flushed: Instant,
+}
+
+impl TimeseriesWriter {
+    /// Longest wall time rows wait in memory before being written out.
+    pub const FLUSH_EVERY: Duration = Duration::from_millis(500);
+
+    /// A writer of `path` (not created until the first row).
+    pub fn new(path: PathBuf) -> TimeseriesWriter {
+        TimeseriesWriter {
+            path,
+            csv: None,
+            flushed: Instant::now(),
+        }
     }
-    out
+
+    fn open(&mut self) -> std::io::Result<&mut csv::Writer<std::io::BufWriter<std::fs::File>>> {
+        if self.csv.is_none() {
+            if let Some(dir) = self.path.parent() {
+                std::fs::create_dir_all(dir)?;
+            }
+            let file = std::fs::File::create(&self.path)?;
+            self.csv = Some(csv::Writer::from_writer(std::io::BufWriter::new(file)));
+        }
+        Ok(self.csv.as_mut().expect("just opened"))
+    }
+}
+
+impl TimeseriesSink for TimeseriesWriter {
+    fn write(&mut self, rows: &[TimeseriesRow]) -> std::io::Result<()> {
+        let path = self.path.clone();
+        let csv = self.open()?;
+        for row in rows {
+            csv.serialize(row)
+                .map_err(|e| std::io::Error::other(format!("{}: {e}", path.display())))?;
+        }
+        if self.flushed.elapsed() >= Self::FLUSH_EVERY {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.flushed = Instant::now();
+        match &mut self.csv {
+            Some(csv) => csv.flush(),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Write `rows` as `path` (a time series kept in memory, not streamed).
+pub fn write_timeseries(path: &Path, rows: &[TimeseriesRow]) -> anyhow::Result<()> {
+    let mut w = TimeseriesWriter::new(path.to_path_buf());
+    w.write(rows)
+        .and_then(|()| w.flush())
+        .with_context(|| format!("writing {}", path.display()))
 }
 
 /// The resolved configuration's text: provenance as comments, then every key.
@@ -92,7 +149,8 @@ pub fn resolved_toml(resolved: &RawExperiment, provenance: &Provenance) -> anyho
     ))
 }
 
-/// Write a run's files into `dir` (created if needed).
+/// Write a run's `config.resolved.toml` and `summary.json` into `dir` (created if
+/// needed); its time series was written as it ran ([`TimeseriesWriter`]).
 pub fn write_dir(
     dir: &Path,
     resolved: &RawExperiment,
@@ -114,6 +172,5 @@ pub fn write_dir(
         "summary.json",
         serde_json::to_string_pretty(&summary).context("serialising the summary")? + "\n",
     )?;
-    write("timeseries.csv", timeseries_csv(&result.timeseries))?;
     Ok(())
 }

@@ -908,9 +908,9 @@ fn app_needs_exactly_one_run_length() {
 #[test]
 fn app_names_and_counts_are_checked() {
     expect_bad(
-        &with_app("model = \"xsbench\"\nname = \"a,b\"\nmemory = \"64MiB\"\nrefs = 10\n"),
+        &with_app("model = \"xsbench\"\nname = \"a\\nb\"\nmemory = \"64MiB\"\nrefs = 10\n"),
         "app[0].name",
-        &["without commas"],
+        &["a non-empty name on one line", "found \"a\\nb\""],
     );
     expect_bad(
         &with_app("model = \"xsbench\"\ncount = 0\nmemory = \"64MiB\"\nrefs = 10\n"),

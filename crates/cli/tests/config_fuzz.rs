@@ -705,8 +705,8 @@ struct KvServerGen {
 
 fn kv_server() -> impl Strategy<Value = KvServerGen> {
     let name = prop_oneof![
-        19 => select(&["\"kv\"", "\"redis-1\""][..]).prop_map(word),
-        1 => select(&["\"system\"", "\"a,b\"", "\"\"", "3"][..]).prop_map(bad),
+        19 => select(&["\"kv\"", "\"redis-1\"", "\"a,b\""][..]).prop_map(word),
+        1 => select(&["\"system\"", "\"a\\nb\"", "\"\"", "3"][..]).prop_map(bad),
     ];
     (
         fields(0.98, vec![("name", name.boxed())]),

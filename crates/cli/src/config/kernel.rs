@@ -114,13 +114,17 @@ impl Validator<'_> {
         Ok(cfg)
     }
 
-    /// A process name: present, and usable as a CSV cell and apart from `system`.
+    /// A process name: present, one line (it heads rows of text tables; `timeseries.csv`
+    /// quotes commas and quotes as CSV does), and apart from `system`, the system rows'.
     pub(super) fn name(&self, key: &str, v: &Option<String>) -> R<String> {
         let name = v.clone().ok_or_else(|| self.bad(key, "a name"))?;
-        if name.is_empty() || name == "system" || name.contains([',', '"', '\n']) {
+        if name.is_empty() || name == "system" || name.contains(char::is_control) {
             return Err(self.bad(
                 key,
-                format!("a name without commas, quotes or newlines, other than \"system\", found \"{name}\""),
+                format!(
+                    "a non-empty name on one line (no newlines or other control characters), \
+                     other than \"system\", found {name:?}"
+                ),
             ));
         }
         Ok(name)
