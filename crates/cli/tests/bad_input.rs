@@ -234,6 +234,15 @@ fn unknown_thp_mode() {
 }
 
 #[test]
+fn use_zero_page_of_wrong_type() {
+    expect_bad(
+        &format!("{BASE}\n[policy.linux]\nuse_zero_page = 0\n"),
+        "policy.linux.use_zero_page",
+        &["invalid type: integer `0`", "expected a boolean"],
+    );
+}
+
+#[test]
 fn shrink_underused_of_wrong_type() {
     expect_bad(
         &format!("{BASE}\n[policy.linux]\nshrink_underused = 1\n"),

@@ -304,6 +304,7 @@ const KEYS: &[&str] = &[
     "lists",
     "stress",
     "shrink_underused",
+    "use_zero_page",
     "bloat",
     "high_watermark",
     "low_watermark",
@@ -788,7 +789,13 @@ fn generated() -> impl Strategy<Value = Generated> {
     let table = |p: f64, keys| prop::option::weighted(0.7, fields(p, keys));
     (
         select(&["linux", "hawkeye"][..]),
-        table(0.8, vec![("shrink_underused", bool_val())]),
+        table(
+            0.8,
+            vec![
+                ("shrink_underused", bool_val()),
+                ("use_zero_page", bool_val()),
+            ],
+        ),
         table(
             0.4,
             vec![

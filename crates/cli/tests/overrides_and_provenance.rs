@@ -348,3 +348,30 @@ fn reproduce_takes_overrides_and_its_outputs_carry_provenance() {
     assert!(err.contains("did you mean `units`"), "{err}");
     assert!(!dir.path().join("bad").exists());
 }
+
+#[test]
+fn use_zero_page_off_makes_huge_read_faults_allocate() {
+    let dir = tempfile::tempdir().unwrap();
+    // Read 64 MiB never written: THP always maps the huge zero page, or, with
+    // use_zero_page off, allocates huge pages that stay unwritten.
+    let text = BASE
+        .replace("size = \"4MiB\"", "size = \"64MiB\"")
+        .replace("[[process.phase]]\nop = \"touch\"\nbuffer = \"b\"\n\n", "")
+        .replace("refs = 1000", "refs = 100000\nwrite_fraction = 0.0")
+        .replace("memory = \"64MiB\"", "memory = \"256MiB\"");
+    std::fs::write(dir.path().join("exp.toml"), text).unwrap();
+    let mut got = Vec::new();
+    for on in ["true", "false"] {
+        let set = format!("policy.linux.use_zero_page={on}");
+        ok(&run(dir.path(), "exp.toml", on, &["--set", &set], &[]));
+        let p = json(&dir.path().join(on).join("summary.json"))["processes"][0].clone();
+        got.push((
+            p["faults_zero_page"].as_u64().unwrap(),
+            p["faults_2m"].as_u64().unwrap(),
+            p["rss_bytes_end"].as_u64().unwrap(),
+            p["useful_bytes_end"].as_u64().unwrap(),
+        ));
+    }
+    assert_eq!(got[0], (32, 0, 0, 0), "use_zero_page on");
+    assert_eq!(got[1], (0, 32, 64 << 20, 0), "use_zero_page off");
+}

@@ -80,6 +80,10 @@ pub struct FaultRequest {
     pub reserve: bool,
     /// Promote a reservation in place once all its base pages are mapped.
     pub promote: bool,
+    /// A 2 MB read fault maps the huge zero page (`transparent_hugepage/use_zero_page`,
+    /// default 1); when false it allocates a huge page as a write would, zeroed and
+    /// unwritten.
+    pub huge_zero_page: bool,
 }
 
 impl FaultRequest {
@@ -89,6 +93,7 @@ impl FaultRequest {
             size,
             reserve: false,
             promote: true,
+            huge_zero_page: true,
         }
     }
 
@@ -101,6 +106,12 @@ impl FaultRequest {
     /// Set whether a full reservation is promoted in place.
     pub fn promote(mut self, yes: bool) -> FaultRequest {
         self.promote = yes;
+        self
+    }
+
+    /// Set whether a 2 MB read fault maps the huge zero page.
+    pub fn huge_zero_page(mut self, yes: bool) -> FaultRequest {
+        self.huge_zero_page = yes;
         self
     }
 }

@@ -4,7 +4,8 @@
 //! The caller (a policy, through the engine) says which page size it wants; the mechanism
 //! serves it if it can:
 //! - 2 MB wanted, the region inside the VMA and empty: a read maps the huge zero page
-//!   (`use_zero_page` = 1); a write allocates an order-9 movable block. Without a free
+//!   (`use_zero_page` = 1, [`FaultRequest::huge_zero_page`]); a write, or a read with
+//!   `use_zero_page` = 0, allocates an order-9 movable block. Without a free
 //!   order-9 block the fault falls back to 4 KB ([`FaultKind::HugeFallback`]); whether to
 //!   compact first ([`Kernel::compact`]) is the policy's call.
 //! - Otherwise 4 KB: a read of an untouched page maps the shared zero page; a write
@@ -187,7 +188,7 @@ fn fault_huge(
     req: FaultRequest,
 ) -> Served {
     let (region, trap) = (m.layout.region_of(va), Spent::trap(m.costs.fault_trap));
-    if !write {
+    if !write && req.huge_zero_page {
         space.pt.replace(region, Slot::HugeZero { accessed: true });
         let spent = trap.plus(m.pte_updates(1));
         return Served::Done(outcome(FaultKind::HugeZeroPage, PageSize::Huge, spent));
@@ -197,13 +198,16 @@ fn fault_huge(
             let huge = Slot::Huge {
                 pfn: a.pfn,
                 accessed: true,
+                // (`__do_huge_pmd_anonymous_page` maps it dirty on a read too.)
                 dirty: true,
-                unwritten: (m.fanout() - 1) as u16,
+                unwritten: (m.fanout() - write as u64) as u16,
             };
             space.pt.replace(region, huge);
             space.huge_pages += 1;
-            let written = hugemm_hw::Pfn(a.pfn.0 + m.layout.page_index(va) as u64);
-            record_write(space, m, written, va);
+            if write {
+                let written = hugemm_hw::Pfn(a.pfn.0 + m.layout.page_index(va) as u64);
+                record_write(space, m, written, va);
+            }
             let spent = trap.plus_alloc(&a).plus(m.pte_updates(1));
             Served::Done(outcome(FaultKind::Huge, PageSize::Huge, spent))
         }

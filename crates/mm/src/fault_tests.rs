@@ -1,6 +1,6 @@
 //! Unit tests of the fault path.
 
-use crate::api::{FaultKind, HugeAdvice, Touch};
+use crate::api::{FaultKind, FaultRequest, HugeAdvice, Touch};
 use crate::buddy::{PrezeroScope, ZeroedFirst};
 use crate::testutil::kernel;
 
@@ -118,6 +118,34 @@ fn a_read_fault_maps_the_zero_page_without_a_frame() {
     assert_eq!(cow.kind, FaultKind::CowZeroPage);
     assert_eq!(k.take_tlb_flushes().len(), 1);
     assert_eq!(k.rss_bytes(pid), 4096);
+}
+
+#[test]
+fn a_huge_read_fault_maps_the_huge_zero_page_unless_use_zero_page_is_off() {
+    let mut k = kernel(64);
+    let pid = k.create_process();
+    let va = k.mmap(pid, 4 << 20, HugeAdvice::None).unwrap();
+    let free = k.phys().frames_free();
+    let zero = k.fault(pid, va, false, PageSize::Huge);
+    assert_eq!(zero.kind, FaultKind::HugeZeroPage);
+    assert_eq!(
+        k.phys().frames_free(),
+        free,
+        "no frame for the huge zero page"
+    );
+    assert_eq!(k.rss_bytes(pid), 0);
+
+    // use_zero_page = 0: the read allocates a huge page, as a write would, but writes
+    // none of it.
+    let second = VirtAddr(va.0 + (2 << 20));
+    let req = FaultRequest::new(PageSize::Huge).huge_zero_page(false);
+    let out = k.fault_with(pid, second, false, req);
+    assert_eq!(out.kind, FaultKind::Huge);
+    assert_eq!(k.phys().frames_free(), free - 512);
+    assert_eq!(k.huge_pages(pid), 1);
+    assert_eq!(k.rss_bytes(pid), 2 << 20);
+    assert_eq!(k.useful_bytes(pid), 0, "read, never written");
+    k.check_invariants().unwrap();
 }
 
 #[test]

@@ -113,6 +113,12 @@ pub trait Policy {
         true
     }
 
+    /// Whether a 2 MB read fault maps the huge zero page rather than allocating a huge
+    /// page (Linux's `transparent_hugepage/use_zero_page`). Default: yes, Linux's default.
+    fn use_huge_zero_page(&self) -> bool {
+        true
+    }
+
     /// The daemons this policy runs, indexed by position in the returned list.
     fn daemons(&self) -> Vec<DaemonSpec> {
         Vec::new()

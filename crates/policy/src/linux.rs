@@ -23,6 +23,8 @@
 //!   `defer+madvise` elsewhere), or just fall back. khugepaged's own `defrag` (default on)
 //!   compacts directly when a collapse cannot get its huge page, then retries once.
 //!
+//! - `use_zero_page` (default 1): a read fault that would map a huge page maps the huge
+//!   zero page instead; at 0 it allocates the huge page.
 //! - Linux 6.12's THP shrinker (`shrink_underused`, `shrinker.rs`) splits huge pages
 //!   holding more than `max_ptes_none` zero-filled base pages under reclaim; at the
 //!   default `max_ptes_none` of 511 it splits nothing.
@@ -108,6 +110,10 @@ pub struct LinuxConfig {
     /// splits huge pages with more than `khugepaged.max_ptes_none` zero-filled base pages
     /// under reclaim.
     pub shrink_underused: bool,
+    /// `transparent_hugepage/use_zero_page` (default on): a read fault in a region
+    /// eligible for a huge page maps the huge zero page; off, it allocates a huge page
+    /// (zeroed, as a write fault would).
+    pub use_zero_page: bool,
 }
 
 impl Default for LinuxConfig {
@@ -118,6 +124,7 @@ impl Default for LinuxConfig {
             defrag: DefragMode::Madvise,
             khugepaged: KhugepagedConfig::default(),
             shrink_underused: true,
+            use_zero_page: true,
         }
     }
 }
@@ -227,6 +234,10 @@ impl Policy for LinuxPolicy {
         } else {
             PageSize::Base
         }
+    }
+
+    fn use_huge_zero_page(&self) -> bool {
+        self.cfg.use_zero_page
     }
 
     /// `transparent_hugepage/defrag` (`vma_thp_gfp_mask`): `always` stalls; `defer` wakes

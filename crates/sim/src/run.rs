@@ -114,7 +114,8 @@ impl Ctx<'_> {
         let reserve = want == PageSize::Base && self.policy.reserve_at_fault(pid, &info);
         let req = FaultRequest::new(want)
             .reserve(reserve)
-            .promote(self.policy.promote_reservations());
+            .promote(self.policy.promote_reservations())
+            .huge_zero_page(self.policy.use_huge_zero_page());
         let mut out = self.kernel.fault_with(pid, va, write, req);
         let (mut cost, mut alloc, mut zeroing) = (out.cost, out.alloc, out.zeroing);
         let mut tries = 0;

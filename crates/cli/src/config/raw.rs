@@ -458,6 +458,8 @@ pub struct RawLinux {
     pub khugepaged: Option<RawKhugepaged>,
     /// `transparent_hugepage/shrink_underused`: the THP shrinker.
     pub shrink_underused: Option<bool>,
+    /// `transparent_hugepage/use_zero_page`: huge read faults map the huge zero page.
+    pub use_zero_page: Option<bool>,
 }
 
 /// `[policy.linux.khugepaged]`.

@@ -573,11 +573,15 @@ impl Validator<'_> {
         let shrink_underused = *l
             .shrink_underused
             .get_or_insert(LinuxConfig::default().shrink_underused);
+        let use_zero_page = *l
+            .use_zero_page
+            .get_or_insert(LinuxConfig::default().use_zero_page);
         Ok(LinuxConfig {
             enabled,
             defrag,
             khugepaged,
             shrink_underused,
+            use_zero_page,
         })
     }
 
