@@ -3,6 +3,7 @@
 //! noisy); reference rates subtract a run that only sets the buffer up, so they count the
 //! references alone.
 
+use comfy_table::{CellAlignment, Table};
 use hugemm_hw::{Geometry, MachineProfile, Nanos, PageSize, Pid, VirtAddr};
 use hugemm_mm::{
     CompactRequest, FileId, HugeAdvice, Kernel, MemConfig, MmCosts, ScanStyle, Touch, ZeroScan,
@@ -52,6 +53,78 @@ pub struct BenchReport {
     pub kbuild_16gib_s: f64,
     /// Repetitions behind each median.
     pub repetitions: u32,
+}
+
+/// The figures as `hugemm bench` prints them: one per row, name, value and unit, in
+/// hugemm's one table style (`reproduce::style_table`), the unit left-aligned one space
+/// after its value so that the two read as one quantity.
+impl std::fmt::Display for BenchReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let rows = [
+            (
+                "exact, random over 4 GiB, 4 KB pages",
+                format!("{:.2}", self.random_4k_refs_per_s / 1e6),
+                "M refs/s",
+            ),
+            (
+                "exact, random over 4 GiB, 2 MB pages",
+                format!("{:.2}", self.random_2m_refs_per_s / 1e6),
+                "M refs/s",
+            ),
+            (
+                "exact, sequential over 4 GiB, 4 KB",
+                format!("{:.2}", self.sequential_refs_per_s / 1e6),
+                "M refs/s",
+            ),
+            (
+                "sampled, 3 x 8 GiB random phase",
+                format!("{:.1}", self.sampled_sim_seconds_per_wall_second),
+                "simulated s / wall s",
+            ),
+            (
+                "sampled, same, whole run (with touch)",
+                format!("{:.1}", self.sampled_whole_run_sim_seconds_per_wall_second),
+                "simulated s / wall s",
+            ),
+            (
+                "kernel-model metadata",
+                self.bytes_per_frame.to_string(),
+                "bytes / frame",
+            ),
+            (
+                "64 GiB machine set-up",
+                format!("{:.1}", self.setup_64gib_ms),
+                "ms",
+            ),
+            (
+                "16 GiB full compaction (fragmented)",
+                format!("{:.1}", self.compact_16gib_ms),
+                "ms",
+            ),
+            (
+                "16 GiB bloat-recovery pass (12 GiB)",
+                format!("{:.1}", self.bloat_recovery_16gib_ms),
+                "ms",
+            ),
+            (
+                "16 GiB through two kernel builds",
+                format!("{:.1}", self.kbuild_16gib_s),
+                "s",
+            ),
+        ];
+        let mut t = Table::new();
+        t.add_rows(
+            rows.iter()
+                .map(|(name, value, unit)| [*name, value.as_str(), *unit]),
+        );
+        crate::reproduce::style_table(&mut t);
+        if let Some(unit) = t.column_mut(2) {
+            unit.set_padding((1, 0));
+            unit.set_cell_alignment(CellAlignment::Left);
+        }
+        write!(f, "{}", crate::reproduce::render_table(&t))?;
+        writeln!(f, "(medians of {} repetitions)", self.repetitions)
+    }
 }
 
 const GIB: u64 = 1 << 30;
@@ -356,4 +429,45 @@ pub fn run(reps: u32, progress: impl Fn(&str)) -> anyhow::Result<BenchReport> {
         kbuild_16gib_s,
         repetitions: reps,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_report_prints_one_aligned_row_per_figure() {
+        let r = BenchReport {
+            random_4k_refs_per_s: 3_160_000.0,
+            random_2m_refs_per_s: 7_650_000.0,
+            sequential_refs_per_s: 14_960_000.0,
+            sampled_sim_seconds_per_wall_second: 79.84,
+            sampled_whole_run_sim_seconds_per_wall_second: 43.7,
+            bytes_per_frame: 16,
+            setup_64gib_ms: 93.4,
+            compact_16gib_ms: 112.8,
+            bloat_recovery_16gib_ms: 107.6,
+            kbuild_16gib_s: 4.31,
+            repetitions: 3,
+        };
+        let text = r.to_string();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 11, "{text}");
+        assert_eq!(
+            lines[0],
+            "exact, random over 4 GiB, 4 KB pages    3.16 M refs/s"
+        );
+        assert_eq!(
+            lines[3],
+            "sampled, 3 x 8 GiB random phase         79.8 simulated s / wall s"
+        );
+        assert_eq!(lines[9], "16 GiB through two kernel builds         4.3 s");
+        assert_eq!(lines[10], "(medians of 3 repetitions)");
+        // Values end in one column, units start in the next.
+        let unit_at = lines[0].find(" M refs/s").unwrap();
+        assert!(lines[..10]
+            .iter()
+            .all(|l| l.as_bytes()[unit_at] == b' ' && l.as_bytes()[unit_at - 1].is_ascii_digit()));
+        assert!(text.lines().all(|l| l == l.trim_end()), "{text}");
+    }
 }
