@@ -367,8 +367,8 @@ pub(crate) fn table(header: &[&str], rows: &[Vec<String>]) -> String {
 /// Borderless because these tables are read on terminals, pasted into plain-text and
 /// Markdown notes (in a code block) and picked apart with `awk` or by tests that split
 /// lines on whitespace: border characters would only be something to strip. It is also
-/// the layout hugemm printed before it used comfy-table, so earlier outputs quoted in
-/// notes still compare line for line.
+/// the layout the reproduction reports had before hugemm used comfy-table, so their
+/// earlier outputs quoted in notes still compare line for line.
 ///
 /// Comfy-table styles only the columns it has, which its header and rows make: hence
 /// after them. The width is never the terminal's (content arrangement disabled, and the
