@@ -1,8 +1,10 @@
 //! `hugemm bench`: the simulator's own throughput, measured in release builds on this
 //! machine. Each figure is the median of several repetitions (the machines are shared and
 //! noisy); reference rates subtract a run that only sets the buffer up, so they count the
-//! references alone.
+//! references alone. Every figure repeats through `medians_of` and times only what
+//! `time` wraps, so what is repeated and what is timed can be read off each function.
 
+use comfy_table::{CellAlignment, Table};
 use hugemm_hw::{Geometry, MachineProfile, Nanos, PageSize, Pid, VirtAddr};
 use hugemm_mm::{
     CompactRequest, FileId, HugeAdvice, Kernel, MemConfig, MmCosts, ScanStyle, Touch, ZeroScan,
@@ -54,11 +56,120 @@ pub struct BenchReport {
     pub repetitions: u32,
 }
 
+/// The figures as `hugemm bench` prints them: one per row, name, value and unit, in
+/// hugemm's one table style (`reproduce::style_table`), the unit left-aligned one space
+/// after its value so that the two read as one quantity.
+impl std::fmt::Display for BenchReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let rows = [
+            (
+                "exact, random over 4 GiB, 4 KB pages",
+                format!("{:.2}", self.random_4k_refs_per_s / 1e6),
+                "M refs/s",
+            ),
+            (
+                "exact, random over 4 GiB, 2 MB pages",
+                format!("{:.2}", self.random_2m_refs_per_s / 1e6),
+                "M refs/s",
+            ),
+            (
+                "exact, sequential over 4 GiB, 4 KB",
+                format!("{:.2}", self.sequential_refs_per_s / 1e6),
+                "M refs/s",
+            ),
+            (
+                "sampled, 3 x 8 GiB random phase",
+                format!("{:.1}", self.sampled_sim_seconds_per_wall_second),
+                "simulated s / wall s",
+            ),
+            (
+                "sampled, same, whole run (with touch)",
+                format!("{:.1}", self.sampled_whole_run_sim_seconds_per_wall_second),
+                "simulated s / wall s",
+            ),
+            (
+                "kernel-model metadata",
+                self.bytes_per_frame.to_string(),
+                "bytes / frame",
+            ),
+            (
+                "64 GiB machine set-up",
+                format!("{:.1}", self.setup_64gib_ms),
+                "ms",
+            ),
+            (
+                "16 GiB full compaction (fragmented)",
+                format!("{:.1}", self.compact_16gib_ms),
+                "ms",
+            ),
+            (
+                "16 GiB bloat-recovery pass (12 GiB)",
+                format!("{:.1}", self.bloat_recovery_16gib_ms),
+                "ms",
+            ),
+            (
+                "16 GiB through two kernel builds",
+                format!("{:.1}", self.kbuild_16gib_s),
+                "s",
+            ),
+        ];
+        let mut t = Table::new();
+        t.add_rows(
+            rows.iter()
+                .map(|(name, value, unit)| [*name, value.as_str(), *unit]),
+        );
+        crate::reproduce::style_table(&mut t);
+        if let Some(unit) = t.column_mut(2) {
+            unit.set_padding((1, 0));
+            unit.set_cell_alignment(CellAlignment::Left);
+        }
+        write!(f, "{}", crate::reproduce::render_table(&t))?;
+        writeln!(f, "(medians of {} repetitions)", self.repetitions)
+    }
+}
+
 const GIB: u64 = 1 << 30;
 
+/// The median of `xs`: the middle value, or the mean of the two middle values of an even
+/// count; NaN for none.
 fn median(mut xs: Vec<f64>) -> f64 {
     xs.sort_by(|a, b| a.total_cmp(b));
-    xs[xs.len() / 2]
+    let n = xs.len();
+    match n {
+        0 => f64::NAN,
+        _ if n % 2 == 1 => xs[n / 2],
+        _ => (xs[n / 2 - 1] + xs[n / 2]) / 2.0,
+    }
+}
+
+/// Runs `once` `reps` times and returns the median of each of the `N` figures it
+/// measures. Several figures come from one repetition when they share its runs (the
+/// sampled rates of the random phase alone and of the whole run).
+fn medians_of<const N: usize>(
+    reps: u32,
+    mut once: impl FnMut() -> anyhow::Result<[f64; N]>,
+) -> anyhow::Result<[f64; N]> {
+    anyhow::ensure!(reps > 0, "a benchmark needs at least one repetition");
+    let runs = (0..reps)
+        .map(|_| once())
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    Ok(std::array::from_fn(|i| {
+        median(runs.iter().map(|r| r[i]).collect())
+    }))
+}
+
+/// Runs `once` `reps` times and returns the median of the figure it measures.
+fn median_of(reps: u32, mut once: impl FnMut() -> anyhow::Result<f64>) -> anyhow::Result<f64> {
+    let [m] = medians_of(reps, || Ok([once()?]))?;
+    Ok(m)
+}
+
+/// What `f` returns, and the wall-clock seconds it took. Whatever `f` returns is dropped
+/// by the caller, outside the time.
+fn time<T>(f: impl FnOnce() -> T) -> (T, f64) {
+    let start = Instant::now();
+    let out = f();
+    (out, start.elapsed().as_secs_f64())
 }
 
 fn experiment(
@@ -90,14 +201,11 @@ fn experiment(
     })
 }
 
-/// Wall seconds to run `exp`, and the simulated seconds it covered.
-fn timed(exp: Experiment) -> anyhow::Result<(f64, f64)> {
-    let t = Instant::now();
-    let r = Engine::new(exp)?.run()?;
-    Ok((
-        t.elapsed().as_secs_f64(),
-        r.summary.system.sim_time_ns as f64 / 1e9,
-    ))
+/// Wall seconds to run `exp` (the engine's set-up included), and the simulated seconds
+/// it covered.
+fn run_timed(exp: Experiment) -> anyhow::Result<(f64, f64)> {
+    let (r, wall) = time(|| -> anyhow::Result<_> { Ok(Engine::new(exp)?.run()?) });
+    Ok((wall, r?.summary.system.sim_time_ns as f64 / 1e9))
 }
 
 fn access_process(bytes: u64, pattern: Pattern, refs: u64) -> ProcessSpec {
@@ -118,25 +226,23 @@ fn access_process(bytes: u64, pattern: Pattern, refs: u64) -> ProcessSpec {
 
 /// References per second of exact mode for `pattern` over 4 GiB.
 fn refs_per_s(thp: ThpMode, pattern: Pattern, refs: u64, reps: u32) -> anyhow::Result<f64> {
-    let mut rates = Vec::new();
-    for _ in 0..reps {
-        let setup = timed(experiment(
+    median_of(reps, || {
+        let setup = run_timed(experiment(
             6 * GIB,
             thp,
             vec![access_process(4 * GIB, pattern, 1)],
             Mode::Exact,
         )?)?
         .0;
-        let full = timed(experiment(
+        let full = run_timed(experiment(
             6 * GIB,
             thp,
             vec![access_process(4 * GIB, pattern, refs)],
             Mode::Exact,
         )?)?
         .0;
-        rates.push(refs as f64 / (full - setup).max(1e-9));
-    }
-    Ok(median(rates))
+        Ok(refs as f64 / (full - setup).max(1e-9))
+    })
 }
 
 /// Three processes each touching then randomly reading 8 GiB for `seconds`.
@@ -161,14 +267,12 @@ fn sampled_experiment(seconds: u64) -> anyhow::Result<Experiment> {
 /// Simulated seconds per wall second of sampled mode: the random phase alone (a run with a
 /// 1 s random phase subtracted) and the whole run including the touch phases.
 fn sampled_rate(reps: u32) -> anyhow::Result<(f64, f64)> {
-    let (mut steady, mut whole) = (Vec::new(), Vec::new());
-    for _ in 0..reps {
-        let (w0, s0) = timed(sampled_experiment(1)?)?;
-        let (w1, s1) = timed(sampled_experiment(301)?)?;
-        steady.push((s1 - s0) / (w1 - w0).max(1e-9));
-        whole.push(s1 / w1);
-    }
-    Ok((median(steady), median(whole)))
+    let [steady, whole] = medians_of(reps, || {
+        let (w0, s0) = run_timed(sampled_experiment(1)?)?;
+        let (w1, s1) = run_timed(sampled_experiment(301)?)?;
+        Ok([(s1 - s0) / (w1 - w0).max(1e-9), s1 / w1])
+    })?;
+    Ok((steady, whole))
 }
 
 /// The kernel-model costs of the bench's profile.
@@ -187,16 +291,14 @@ fn machine(bytes: u64, costs: MmCosts) -> anyhow::Result<Kernel> {
     Ok(Kernel::new(&cfg, costs)?)
 }
 
+/// Milliseconds to set up a 64 GiB machine (tearing it down is not timed).
 fn setup_ms(reps: u32) -> anyhow::Result<f64> {
     let costs = bench_costs()?;
-    let mut ms = Vec::new();
-    for _ in 0..reps {
-        let t = Instant::now();
-        let k = machine(64 * GIB, costs)?;
-        ms.push(t.elapsed().as_secs_f64() * 1e3);
-        drop(k);
-    }
-    Ok(median(ms))
+    median_of(reps, || {
+        let (k, s) = time(|| machine(64 * GIB, costs));
+        drop(k?);
+        Ok(s * 1e3)
+    })
 }
 
 /// A 16 GiB machine with every other frame of 12 GiB free (see
@@ -217,20 +319,19 @@ fn fragmented_16gib(costs: MmCosts) -> anyhow::Result<Kernel> {
     Ok(k)
 }
 
+/// Milliseconds of one full compaction of [`fragmented_16gib`] (fragmenting it is not
+/// timed).
 fn compact_ms(reps: u32) -> anyhow::Result<f64> {
     let costs = bench_costs()?;
-    let mut ms = Vec::new();
-    for _ in 0..reps {
+    median_of(reps, || {
         let mut k = fragmented_16gib(costs)?;
-        let t = Instant::now();
-        let out = k.compact(CompactRequest::Full);
-        ms.push(t.elapsed().as_secs_f64() * 1e3);
+        let (out, s) = time(|| k.compact(CompactRequest::Full));
         anyhow::ensure!(
             out.migrated > 0,
             "the compaction benchmark migrated nothing"
         );
-    }
-    Ok(median(ms))
+        Ok(s * 1e3)
+    })
 }
 
 /// A 16 GiB machine whose one process maps 12 GiB with huge pages, every 4th base page
@@ -264,14 +365,15 @@ fn bloated_16gib(costs: MmCosts) -> anyhow::Result<(Kernel, Pid)> {
     Ok((k, pid))
 }
 
+/// Milliseconds of one bloat-recovery pass over [`bloated_16gib`] (building it is not
+/// timed).
 fn bloat_recovery_ms(reps: u32) -> anyhow::Result<f64> {
     let costs = bench_costs()?;
     let scan = ZeroScan {
         max_zero: 0,
         style: ScanStyle::Full,
     };
-    let mut ms = Vec::new();
-    for _ in 0..reps {
+    median_of(reps, || {
         let (mut k, pid) = bloated_16gib(costs)?;
         let regions = k.huge_regions(pid);
         anyhow::ensure!(
@@ -279,18 +381,20 @@ fn bloat_recovery_ms(reps: u32) -> anyhow::Result<f64> {
             "the bloat-recovery benchmark mapped {} huge pages",
             regions.len()
         );
-        let t = Instant::now();
-        let mut recovered = 0u64;
-        for region in regions {
-            recovered += u64::from(k.dedup_zero_subpages(pid, region, scan)?.recovered);
-        }
-        ms.push(t.elapsed().as_secs_f64() * 1e3);
+        let (recovered, s) = time(|| -> anyhow::Result<u64> {
+            let mut recovered = 0u64;
+            for region in regions {
+                recovered += u64::from(k.dedup_zero_subpages(pid, region, scan)?.recovered);
+            }
+            Ok(recovered)
+        });
+        let recovered = recovered?;
         anyhow::ensure!(
             recovered == 12 * GIB / 4096 / 4 * 3,
             "the bloat-recovery benchmark recovered {recovered} frames"
         );
-    }
-    Ok(median(ms))
+        Ok(s * 1e3)
+    })
 }
 
 /// Wall seconds of [`BenchReport::kbuild_16gib_s`]'s run.
@@ -302,8 +406,7 @@ fn kbuild_16gib_s(reps: u32) -> anyhow::Result<f64> {
         heap_bytes: (4 << 20, 16 << 20),
         ..KernelBuild::default()
     };
-    let mut secs = Vec::new();
-    for _ in 0..reps {
+    median_of(reps, || {
         let mut exp = experiment(
             16 * GIB,
             ThpMode::Never,
@@ -312,11 +415,10 @@ fn kbuild_16gib_s(reps: u32) -> anyhow::Result<f64> {
         )?;
         exp.profile = MachineProfile::builtin("haswell-e5-2690v3")
             .ok_or_else(|| anyhow::anyhow!("profile missing"))?;
-        let (wall, sim) = timed(exp)?;
+        let (wall, sim) = run_timed(exp)?;
         anyhow::ensure!(sim > 0.0, "the kernel-build benchmark simulated nothing");
-        secs.push(wall);
-    }
-    Ok(median(secs))
+        Ok(wall)
+    })
 }
 
 /// Run every benchmark, `reps` times each.
@@ -356,4 +458,83 @@ pub fn run(reps: u32, progress: impl Fn(&str)) -> anyhow::Result<BenchReport> {
         kbuild_16gib_s,
         repetitions: reps,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_median_of_an_odd_count_is_the_middle_value() {
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(vec![5.0]), 5.0);
+        assert_eq!(median(vec![9.0, -1.0, 4.0, 4.0, 100.0]), 4.0);
+    }
+
+    #[test]
+    fn the_median_of_an_even_count_is_the_mean_of_the_two_middle_values() {
+        assert_eq!(median(vec![4.0, 1.0, 3.0, 2.0]), 2.5);
+        assert_eq!(median(vec![10.0, 20.0]), 15.0);
+        assert!(median(Vec::new()).is_nan());
+    }
+
+    #[test]
+    fn medians_of_repeats_and_takes_each_figures_median_apart() {
+        let mut runs = [[3.0, 30.0], [1.0, 20.0], [2.0, 10.0]].into_iter();
+        let mut calls = 0;
+        let m = medians_of(3, || {
+            calls += 1;
+            Ok(runs.next().unwrap())
+        })
+        .unwrap();
+        assert_eq!((m, calls), ([2.0, 20.0], 3));
+        let mut x = 0.0;
+        let m = median_of(4, || {
+            x += 1.0;
+            Ok(x)
+        });
+        assert_eq!(m.unwrap(), 2.5);
+    }
+
+    #[test]
+    fn a_failing_or_empty_repetition_is_an_error() {
+        assert!(median_of(0, || Ok(1.0)).is_err());
+        assert!(median_of(3, || anyhow::bail!("broken")).is_err());
+    }
+
+    #[test]
+    fn the_report_prints_one_aligned_row_per_figure() {
+        let r = BenchReport {
+            random_4k_refs_per_s: 3_160_000.0,
+            random_2m_refs_per_s: 7_650_000.0,
+            sequential_refs_per_s: 14_960_000.0,
+            sampled_sim_seconds_per_wall_second: 79.84,
+            sampled_whole_run_sim_seconds_per_wall_second: 43.7,
+            bytes_per_frame: 16,
+            setup_64gib_ms: 93.4,
+            compact_16gib_ms: 112.8,
+            bloat_recovery_16gib_ms: 107.6,
+            kbuild_16gib_s: 4.31,
+            repetitions: 3,
+        };
+        let text = r.to_string();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 11, "{text}");
+        assert_eq!(
+            lines[0],
+            "exact, random over 4 GiB, 4 KB pages    3.16 M refs/s"
+        );
+        assert_eq!(
+            lines[3],
+            "sampled, 3 x 8 GiB random phase         79.8 simulated s / wall s"
+        );
+        assert_eq!(lines[9], "16 GiB through two kernel builds         4.3 s");
+        assert_eq!(lines[10], "(medians of 3 repetitions)");
+        // Values end in one column, units start in the next.
+        let unit_at = lines[0].find(" M refs/s").unwrap();
+        assert!(lines[..10]
+            .iter()
+            .all(|l| l.as_bytes()[unit_at] == b' ' && l.as_bytes()[unit_at - 1].is_ascii_digit()));
+        assert!(text.lines().all(|l| l == l.trim_end()), "{text}");
+    }
 }

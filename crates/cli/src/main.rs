@@ -337,47 +337,7 @@ fn run_bench(json: bool, reps: u32) -> anyhow::Result<()> {
     if json {
         outln!("{}", serde_json::to_string_pretty(&r)?);
     } else {
-        outln!(
-            "exact, random over 4 GiB, 4 KB pages : {:>8.2} M refs/s",
-            r.random_4k_refs_per_s / 1e6
-        );
-        outln!(
-            "exact, random over 4 GiB, 2 MB pages : {:>8.2} M refs/s",
-            r.random_2m_refs_per_s / 1e6
-        );
-        outln!(
-            "exact, sequential over 4 GiB, 4 KB   : {:>8.2} M refs/s",
-            r.sequential_refs_per_s / 1e6
-        );
-        outln!(
-            "sampled, 3 x 8 GiB random phase       : {:>8.1} simulated s / wall s",
-            r.sampled_sim_seconds_per_wall_second
-        );
-        outln!(
-            "sampled, same, whole run (with touch) : {:>8.1} simulated s / wall s",
-            r.sampled_whole_run_sim_seconds_per_wall_second
-        );
-        outln!(
-            "kernel-model metadata                 : {:>8} bytes / frame",
-            r.bytes_per_frame
-        );
-        outln!(
-            "64 GiB machine set-up                 : {:>8.1} ms",
-            r.setup_64gib_ms
-        );
-        outln!(
-            "16 GiB full compaction (fragmented)   : {:>8.1} ms",
-            r.compact_16gib_ms
-        );
-        outln!(
-            "16 GiB bloat-recovery pass (12 GiB)   : {:>8.1} ms",
-            r.bloat_recovery_16gib_ms
-        );
-        outln!(
-            "16 GiB through two kernel builds      : {:>8.1} s",
-            r.kbuild_16gib_s
-        );
-        outln!("(medians of {} repetitions)", r.repetitions);
+        out!("{r}");
     }
     Ok(())
 }

@@ -9,7 +9,8 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-/// A readable table of a run's summary.
+/// A readable table of a run's summary: a line on the run, a row per process (in
+/// hugemm's one table style, `reproduce::style_table`'s), a line on the system.
 pub fn table(s: &Summary) -> String {
     let mut out = String::new();
     let sys = &s.system;
@@ -22,36 +23,39 @@ pub fn table(s: &Summary) -> String {
         sys.seed,
         sys.sim_time_ns as f64 / 1e9
     );
-    let _ = writeln!(
-        out,
-        "{:<16} {:>10} {:>12} {:>10} {:>8} {:>10} {:>8} {:>8} {:>10} {:>5}",
-        "process",
-        "runtime s",
-        "references",
-        "faults 4K",
-        "2M",
-        "fault s",
-        "MMU %",
-        "huge",
-        "RSS MiB",
-        "OOM"
-    );
-    for p in &s.processes {
-        let _ = writeln!(
-            out,
-            "{:<16} {:>10.3} {:>12} {:>10} {:>8} {:>10.3} {:>8.2} {:>8} {:>10.1} {:>5}",
-            p.name,
-            p.runtime_ns as f64 / 1e9,
-            p.references,
-            p.faults_4k,
-            p.faults_2m,
-            p.fault_time_ns as f64 / 1e9,
-            p.mmu_overhead * 100.0,
-            p.huge_pages_end,
-            p.rss_bytes_end as f64 / (1 << 20) as f64,
-            if p.oom { "yes" } else { "no" }
-        );
-    }
+    let rows: Vec<Vec<String>> = s
+        .processes
+        .iter()
+        .map(|p| {
+            vec![
+                p.name.clone(),
+                format!("{:.3}", p.runtime_ns as f64 / 1e9),
+                p.references.to_string(),
+                p.faults_4k.to_string(),
+                p.faults_2m.to_string(),
+                format!("{:.3}", p.fault_time_ns as f64 / 1e9),
+                format!("{:.2}", p.mmu_overhead * 100.0),
+                p.huge_pages_end.to_string(),
+                format!("{:.1}", p.rss_bytes_end as f64 / (1 << 20) as f64),
+                if p.oom { "yes" } else { "no" }.to_string(),
+            ]
+        })
+        .collect();
+    out.push_str(&crate::reproduce::table(
+        &[
+            "process",
+            "runtime s",
+            "references",
+            "faults 4K",
+            "2M",
+            "fault s",
+            "MMU %",
+            "huge",
+            "RSS MiB",
+            "OOM",
+        ],
+        &rows,
+    ));
     let daemons: Vec<String> = sys
         .daemon_cpu_ns
         .iter()

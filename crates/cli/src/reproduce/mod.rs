@@ -12,10 +12,10 @@ pub mod hawkeye_table3;
 pub mod zeroing;
 
 use crate::config::{self, ConfigError, PolicyCatalog};
+use comfy_table::{presets, CellAlignment, ContentArrangement, Table};
 use hugemm_mm::{FallbackStats, Kernel};
 use hugemm_sim::{Engine, Experiment};
 use serde::Serialize;
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 /// The reproductions, by `[reproduce] kind`.
@@ -349,29 +349,76 @@ pub(crate) fn snapshot_of(kernel: &Kernel, time_s: f64) -> Snapshot {
     }
 }
 
-/// A text table: a header row and rows, columns right-aligned after the first.
+/// A text table of `header` and `rows` in hugemm's table style ([`style_table`]).
 pub(crate) fn table(header: &[&str], rows: &[Vec<String>]) -> String {
-    let cols = header.len();
-    let mut width: Vec<usize> = header.iter().map(|h| h.len()).collect();
-    for r in rows {
-        for (i, c) in r.iter().enumerate().take(cols) {
-            width[i] = width[i].max(c.len());
+    let mut t = Table::new();
+    t.set_header(header.iter().copied());
+    t.add_rows(rows.iter().map(|r| r.iter().map(String::as_str)));
+    style_table(&mut t);
+    render_table(&t)
+}
+
+/// Puts `t`, whose header and rows are already in, in the one style of every text table
+/// hugemm prints (reproduction reports, `hugemm run`'s and `demo`'s per-process tables,
+/// `hugemm bench`): no borders or rules (comfy-table's [`NOTHING`] preset), columns two
+/// spaces apart, the first (the row's name) left-aligned and the rest (the numbers)
+/// right-aligned. A caller may realign a text column after this.
+///
+/// Borderless because these tables are read on terminals, pasted into plain-text and
+/// Markdown notes (in a code block) and picked apart with `awk` or by tests that split
+/// lines on whitespace: border characters would only be something to strip. It is also
+/// the layout the reproduction reports had before hugemm used comfy-table, so their
+/// earlier outputs quoted in notes still compare line for line.
+///
+/// Comfy-table styles only the columns it has, which its header and rows make: hence
+/// after them. The width is never the terminal's (content arrangement disabled, and the
+/// crate is built without its `tty` feature), so a table prints the same on a terminal
+/// and through a pipe.
+///
+/// [`NOTHING`]: comfy_table::presets::NOTHING
+pub(crate) fn style_table(t: &mut Table) -> &mut Table {
+    t.load_preset(presets::NOTHING)
+        .set_content_arrangement(ContentArrangement::Disabled);
+    for column in t.column_iter_mut() {
+        if column.index == 0 {
+            column.set_padding((0, 0));
+            column.set_cell_alignment(CellAlignment::Left);
+        } else {
+            column.set_padding((2, 0));
+            column.set_cell_alignment(CellAlignment::Right);
         }
     }
-    let mut out = String::new();
-    let line = |cells: Vec<&str>, out: &mut String| {
-        for (i, c) in cells.iter().enumerate() {
-            if i == 0 {
-                let _ = write!(out, "{c:<w$}", w = width[0]);
-            } else {
-                let _ = write!(out, "  {c:>w$}", w = width[i]);
-            }
-        }
-        out.push('\n');
-    };
-    line(header.to_vec(), &mut out);
-    for r in rows {
-        line(r.iter().map(String::as_str).collect(), &mut out);
-    }
+    t
+}
+
+/// `t` as text, one line per row, each ending in a newline and none with trailing
+/// blanks (a left-aligned last column would otherwise pad its short cells).
+pub(crate) fn render_table(t: &Table) -> String {
+    let mut out = t.trim_fmt();
+    out.push('\n');
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_left_align_the_first_column_and_right_align_the_rest_two_spaces_apart() {
+        let rows = vec![
+            vec!["linux".to_string(), "1.5".to_string(), "yes".to_string()],
+            vec!["hawkeye-g".to_string(), "12.25".to_string()],
+        ];
+        assert_eq!(
+            table(&["variant", "runtime s", "holds"], &rows),
+            "variant    runtime s  holds\n\
+             linux            1.5    yes\n\
+             hawkeye-g      12.25\n"
+        );
+    }
+
+    #[test]
+    fn a_table_of_no_rows_is_its_header() {
+        assert_eq!(table(&["claim", "hugemm"], &[]), "claim  hugemm\n");
+    }
 }
