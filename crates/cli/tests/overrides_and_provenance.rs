@@ -375,3 +375,83 @@ fn use_zero_page_off_makes_huge_read_faults_allocate() {
     assert_eq!(got[0], (32, 0, 0, 0), "use_zero_page on");
     assert_eq!(got[1], (0, 32, 64 << 20, 0), "use_zero_page off");
 }
+
+#[test]
+fn linux_knobs_the_model_cannot_use_are_checked_accepted_and_noted() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = BASE.replace(
+        "[sim]",
+        "[policy.linux.khugepaged]\nmax_ptes_swap = 64\n\n[sim]",
+    );
+    std::fs::write(dir.path().join("exp.toml"), text).unwrap();
+    let o = run(
+        dir.path(),
+        "exp.toml",
+        "out",
+        &["--set", "policy.linux.khugepaged.max_ptes_shared=256"],
+        &[],
+    );
+    ok(&o);
+    let err = stderr(&o);
+    let notes: Vec<&str> = err.lines().filter(|l| l.starts_with("note:")).collect();
+    assert_eq!(notes.len(), 2, "{err}");
+    assert!(
+        notes[0].starts_with(
+            "note: exp.toml:7:17: `policy.linux.khugepaged.max_ptes_swap` has no effect here"
+        ) && notes[0].contains("no swap"),
+        "{err}"
+    );
+    assert!(
+        notes[1].starts_with(
+            "note: exp.toml (--set policy.linux.khugepaged.max_ptes_shared=256): \
+             `policy.linux.khugepaged.max_ptes_shared` has no effect here"
+        ),
+        "{err}"
+    );
+    let resolved = read(&dir.path().join("out/config.resolved.toml"));
+    assert!(resolved.contains("max_ptes_swap = 64"), "{resolved}");
+    assert!(resolved.contains("max_ptes_shared = 256"), "{resolved}");
+
+    // Checked as Linux's sysfs checks them: at most 511.
+    let o = run(
+        dir.path(),
+        "exp.toml",
+        "bad",
+        &["--set", "policy.linux.khugepaged.max_ptes_swap=512"],
+        &[],
+    );
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("an integer from 0 to 511, found 512"), "{err}");
+}
+
+#[test]
+fn errors_point_into_the_file_as_written_even_when_overrides_add_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    // `refs` is on line 24 of the file; the overrides add keys to [sim] above it.
+    let text = BASE.replace("refs = 1000", "refs = -5");
+    assert_eq!(
+        text.lines().position(|l| l == "refs = -5"),
+        Some(23),
+        "line 24"
+    );
+    std::fs::write(dir.path().join("exp.toml"), text).unwrap();
+    let o = run(
+        dir.path(),
+        "exp.toml",
+        "out",
+        &[
+            "--set",
+            "sim.sample_interval_ms=5",
+            "--set",
+            "sim.mode=exact",
+        ],
+        &[],
+    );
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("exp.toml:24:8: key `process[0].phase[2].refs`"),
+        "{err}"
+    );
+}

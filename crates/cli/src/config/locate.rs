@@ -114,19 +114,6 @@ pub fn did_you_mean<'c>(word: &str, candidates: &[&'c str]) -> Option<&'c str> {
         .map(|(_, c)| c)
 }
 
-/// Linux knobs the model has no mechanism for, and why.
-const UNMODELLED: &[(&str, &str)] = &[
-    (
-        "max_ptes_swap",
-        "the model has no swap, so khugepaged never meets a swapped-out PTE",
-    ),
-    (
-        "max_ptes_shared",
-        "the model has no pages shared between processes (no fork)",
-    ),
-    ("khugepaged_max_ptes_swap", "the model has no swap"),
-];
-
 /// Rewrites serde's unknown-field or unknown-variant message ("unknown field `x`,
 /// expected one of `a`, `b`" or "expected `a`"): deprecated names leave the list, and a
 /// likely typo gets "did you mean", a Linux knob the model lacks its reason. `None` for
@@ -158,9 +145,7 @@ pub fn explain_unknown(message: &str) -> Option<String> {
             listed.join(", ")
         ),
     };
-    if let Some((_, why)) = UNMODELLED.iter().find(|(k, _)| *k == word) {
-        out.push_str(&format!(" (Linux has `{word}`, but {why})"));
-    } else if let Some(c) = did_you_mean(word, &candidates) {
+    if let Some(c) = did_you_mean(word, &candidates) {
         out.push_str(&format!("; did you mean `{c}`?"));
     }
     Some(out)
@@ -190,21 +175,38 @@ pub const RENAMED: &[(&str, &str, &str)] = &[
     ),
 ];
 
-/// One-line notes for every deprecated key name `file` uses.
-pub fn deprecations(spans: &Spans<'_>, file: &str) -> Vec<String> {
-    RENAMED
+/// Linux knobs read and checked as Linux checks them, that can change nothing in the
+/// model, which lacks what they govern: (table, key, why). Linux without swap or shared
+/// anonymous pages behaves the same whatever their values, so accepting them is faithful;
+/// a note says so, so that nobody expects an effect.
+pub const INERT: &[(&str, &str, &str)] = &[
+    (
+        "policy.linux.khugepaged",
+        "max_ptes_swap",
+        "the model has no swap, so khugepaged never meets a swapped-out PTE",
+    ),
+    (
+        "policy.linux.khugepaged",
+        "max_ptes_shared",
+        "the model has no anonymous pages shared between processes (no fork)",
+    ),
+];
+
+/// Keys a note is printed for when a file (or an override) uses them, as (table, key,
+/// what the note says of it): the deprecated names of [`RENAMED`] and the knobs of
+/// [`INERT`].
+pub fn noted_keys() -> impl Iterator<Item = (&'static str, &'static str, String)> {
+    let renamed = RENAMED.iter().map(|(table, old, new)| {
+        (
+            *table,
+            *old,
+            format!("is deprecated: it is now `{new}`, as Linux spells it"),
+        )
+    });
+    let inert = INERT
         .iter()
-        .filter(|(table, old, _)| spans.has(table, old))
-        .map(|(table, old, new)| {
-            let at = spans
-                .locate(&format!("{table}.{old}"))
-                .map(|(l, c)| format!(":{l}:{c}"))
-                .unwrap_or_default();
-            format!(
-                "note: {file}{at}: `{table}.{old}` is deprecated: it is now `{new}`, as Linux spells it"
-            )
-        })
-        .collect()
+        .map(|(table, key, why)| (*table, *key, format!("has no effect here: {why}")));
+    renamed.chain(inert)
 }
 
 #[cfg(test)]
@@ -253,10 +255,6 @@ mod tests {
         assert!(explain_unknown(m)
             .unwrap()
             .ends_with("; did you mean `name`?"));
-        let m = "unknown field `max_ptes_swap`, expected one of `max_ptes_none`";
-        assert!(explain_unknown(m)
-            .unwrap()
-            .contains("the model has no swap"));
         assert_eq!(explain_unknown("invalid type: integer"), None);
         assert_eq!(
             did_you_mean("hawkey", &["linux", "hawkeye"]),
@@ -265,10 +263,16 @@ mod tests {
     }
 
     #[test]
-    fn deprecated_names_are_noted_with_their_place() {
-        let notes = deprecations(&Spans::new(TEXT), "f.toml");
-        assert_eq!(notes.len(), 1);
-        assert!(notes[0].contains("f.toml:12:17"), "{}", notes[0]);
-        assert!(notes[0].contains("scan_sleep_millisecs"), "{}", notes[0]);
+    fn every_renamed_and_inert_key_has_a_note() {
+        let noted: Vec<_> = noted_keys().collect();
+        assert_eq!(noted.len(), RENAMED.len() + INERT.len());
+        assert!(noted
+            .iter()
+            .any(|(t, k, what)| *t == "policy.linux.khugepaged"
+                && *k == "scan_sleep_ms"
+                && what.contains("now `scan_sleep_millisecs`")));
+        assert!(noted
+            .iter()
+            .any(|(_, k, what)| *k == "max_ptes_swap" && what.contains("no swap")));
     }
 }

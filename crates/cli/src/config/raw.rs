@@ -480,6 +480,12 @@ pub struct RawKhugepaged {
     pub max_ptes_none: Option<i64>,
     /// `khugepaged/defrag`: compact when a collapse finds no huge block.
     pub defrag: Option<bool>,
+    /// `khugepaged/max_ptes_swap`: accepted, without effect (the model has no swap).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_ptes_swap: Option<i64>,
+    /// `khugepaged/max_ptes_shared`: accepted, without effect (no shared anonymous pages).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_ptes_shared: Option<i64>,
 }
 
 /// `[sim]`.

@@ -104,6 +104,8 @@ impl Pos {
 pub struct Source {
     /// The file's name as errors print it.
     pub file: String,
+    /// The file's text.
+    pub original: String,
     /// The text parsed: the file with the overrides applied.
     pub text: String,
     /// The `--set` overrides applied.
@@ -123,13 +125,39 @@ impl Source {
             if let Some(o) = self.overrides.iter().rev().find(|o| o.covers(key)) {
                 *file = format!("{} (--set {o})", self.file);
                 *at = None;
-            } else if at.is_none() {
-                *at = Spans::new(&self.text)
+            } else if at.is_none() || !self.overrides.is_empty() {
+                // Positions in the overridden text can be off by the lines an override
+                // added: find the key in the file as written.
+                *at = Spans::new(&self.original)
                     .locate(key)
                     .map(|(line, col)| Pos { line, col });
             }
         }
         err
+    }
+
+    /// One-line notes on keys the file or its overrides use that deserve one: deprecated
+    /// names and knobs without effect in the model (`locate::noted_keys`), each at its
+    /// place in the file or naming its `--set` argument.
+    pub fn notes(&self) -> Vec<String> {
+        let spans = Spans::new(&self.original);
+        let mut notes = Vec::new();
+        for (table, key, what) in locate::noted_keys() {
+            let full = format!("{table}.{key}");
+            let place = if let Some(o) = self.overrides.iter().rev().find(|o| o.covers(&full)) {
+                format!("{} (--set {o})", self.file)
+            } else if spans.has(table, key) {
+                let at = spans
+                    .locate(&full)
+                    .map(|(l, c)| format!(":{l}:{c}"))
+                    .unwrap_or_default();
+                format!("{}{at}", self.file)
+            } else {
+                continue;
+            };
+            notes.push(format!("note: {place}: `{full}` {what}"));
+        }
+        notes
     }
 }
 
@@ -192,6 +220,7 @@ pub fn parse_with(
 ) -> Result<Loaded, ConfigError> {
     let source = Source {
         file: file.into(),
+        original: text.to_string(),
         text: super::overrides::apply(text, file, overrides)?,
         overrides: overrides.to_vec(),
     };
@@ -219,7 +248,6 @@ pub fn parse_with(
             message,
         })
     })?;
-    let notes = locate::deprecations(&Spans::new(text), file);
     let mut loaded = Validator {
         file: file.into(),
         base,
@@ -227,7 +255,7 @@ pub fn parse_with(
     }
     .experiment(raw)
     .map_err(|e| source.place(e))?;
-    loaded.notes = notes;
+    loaded.notes = source.notes();
     loaded.source = source;
     Ok(loaded)
 }
@@ -393,6 +421,7 @@ impl Validator<'_> {
             resolved: raw,
             source: Source {
                 file: self.file.clone(),
+                original: String::new(),
                 text: String::new(),
                 overrides: Vec::new(),
             },
@@ -560,6 +589,16 @@ impl Validator<'_> {
             )? as u32,
             defrag: k.defrag.unwrap_or(d.defrag),
         };
+        // Checked as Linux's sysfs store checks them (at most HPAGE_PMD_NR - 1); they
+        // govern nothing the model has (`locate::INERT`), so they stay as written.
+        for (key, v) in [
+            ("max_ptes_swap", k.max_ptes_swap),
+            ("max_ptes_shared", k.max_ptes_shared),
+        ] {
+            if v.is_some() {
+                self.int(&format!("policy.linux.khugepaged.{key}"), v, 0, 0, 511)?;
+            }
+        }
         *k = RawKhugepaged {
             enabled: Some(khugepaged.enabled),
             pages_to_scan: Some(khugepaged.pages_to_scan as i64),
@@ -567,6 +606,8 @@ impl Validator<'_> {
             alloc_sleep_millisecs: Some((khugepaged.alloc_sleep.0 / 1_000_000) as i64),
             max_ptes_none: Some(khugepaged.max_ptes_none as i64),
             defrag: Some(khugepaged.defrag),
+            max_ptes_swap: k.max_ptes_swap,
+            max_ptes_shared: k.max_ptes_shared,
         };
         l.enabled = Some(l.enabled.clone().unwrap_or_else(|| "always".into()));
         l.defrag = Some(l.defrag.clone().unwrap_or_else(|| "madvise".into()));
