@@ -21,6 +21,7 @@ macro_rules! out {
     ($($t:tt)*) => { write!(std::io::stdout(), $($t)*)? };
 }
 use hugemm_sim::{StopFlag, StopReason};
+use rayon::prelude::*;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -69,6 +70,11 @@ enum Command {
         /// file and written into the resolved configuration.
         #[arg(long = "set", value_name = "KEY=VALUE")]
         set: Vec<config::Override>,
+        /// Runs at once: the variants and sets of a reproduction, and the files of a
+        /// directory, run in parallel on this many threads (default: every core). The
+        /// results are the same whatever N.
+        #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+        jobs: Option<u16>,
     },
     /// Run the built-in comparison: a TLB-hungry program under THP never vs always.
     Demo {
@@ -101,7 +107,8 @@ fn main() -> ExitCode {
             out,
             seed,
             set,
-        } => run_reproduce(&paths, out, seed, &set).map(|()| ExitCode::SUCCESS),
+            jobs,
+        } => run_reproduce(&paths, out, seed, &set, jobs).map(|()| ExitCode::SUCCESS),
         Command::Demo { seed } => run_demo(seed).map(|()| ExitCode::SUCCESS),
         Command::Bench { json, reps } => run_bench(json, reps).map(|()| ExitCode::SUCCESS),
     };
@@ -225,8 +232,15 @@ fn run_reproduce(
     out: Option<PathBuf>,
     seed: Option<u64>,
     set: &[config::Override],
+    jobs: Option<u16>,
 ) -> anyhow::Result<()> {
     let provenance = Provenance::of_this_process()?;
+    if let Some(n) = jobs {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(n.into())
+            .build_global()
+            .context("starting the thread pool")?;
+    }
     let files = reproduce::files(paths)?;
     let dirs = reproduce::output_dirs(paths, &files, out.as_deref())?;
     // Every file is checked before any runs, so a mistake in the last one costs no time.
@@ -243,7 +257,28 @@ fn run_reproduce(
         loaded.push(r);
     }
     let started = std::time::Instant::now();
-    for (i, (r, out)) in loaded.iter().zip(&dirs).enumerate() {
+    // Every file at once (each parallel inside too); reports are printed and written in
+    // file order once all have run.
+    let several = files.len() > 1;
+    let reports: Vec<anyhow::Result<(reproduce::Report, f64)>> = loaded
+        .par_iter()
+        .zip(&files)
+        .map(|(r, file)| {
+            let stem = file.file_stem().unwrap_or_default().to_string_lossy();
+            let progress = |what: &str| {
+                if several {
+                    eprintln!("reproduce: {stem}: {what} ...");
+                } else {
+                    eprintln!("reproduce: {what} ...");
+                }
+            };
+            let started = std::time::Instant::now();
+            let report = reproduce::run(r, &progress)
+                .with_context(|| format!("reproducing {}", file.display()))?;
+            Ok((report, started.elapsed().as_secs_f64()))
+        })
+        .collect();
+    for (i, ((r, out), report)) in loaded.iter().zip(&dirs).zip(reports).enumerate() {
         if files.len() > 1 {
             outln!(
                 "{}== {} ({} of {})\n",
@@ -253,7 +288,8 @@ fn run_reproduce(
                 files.len()
             );
         }
-        reproduce_one(r, out, &provenance)?;
+        let (report, wall_s) = report?;
+        write_reproduction(r, &report, wall_s, out, &provenance)?;
     }
     if files.len() > 1 {
         outln!(
@@ -265,14 +301,15 @@ fn run_reproduce(
     Ok(())
 }
 
-/// Run one loaded reproduction, print its report and write its files to `out`.
-fn reproduce_one(
+/// Print a reproduction's report (it ran in `wall_s` seconds) and write its files to
+/// `out`.
+fn write_reproduction(
     r: &reproduce::Reproduction,
+    report: &reproduce::Report,
+    wall_s: f64,
     out: &Path,
     provenance: &Provenance,
 ) -> anyhow::Result<()> {
-    let started = std::time::Instant::now();
-    let report = reproduce::run(r, &mut |what| eprintln!("reproduce: {what} ..."))?;
     out!("{report}");
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let resolved = report::resolved_toml(&r.resolved, provenance)?;
@@ -298,7 +335,7 @@ fn reproduce_one(
         .with_context(|| format!("writing {}", out.display()))?;
     outln!(
         "\n(wall time {:.1} s) results written to {}",
-        started.elapsed().as_secs_f64(),
+        wall_s,
         out.display()
     );
     Ok(())

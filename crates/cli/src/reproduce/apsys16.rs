@@ -3,7 +3,9 @@
 //! The paper's numbers are quoted from its text; its figures give
 //! no numbers, so for them we quote the claim the text makes.
 
-use super::{run_workload, snapshot, table, variant, Report, Reproduction, Snapshot};
+use super::{
+    par_map, run_workload, snapshot, table, variant, Progress, Report, Reproduction, Snapshot,
+};
 use hugemm_hw::{Nanos, Order};
 use hugemm_mm::{FallbackStats, MigrateType};
 use hugemm_sim::Engine;
@@ -72,10 +74,9 @@ pub fn pollution_rows(h: &[u64]) -> [u64; 7] {
 
 /// Figure 2: tainted pageblocks over time, default vs OPBS (paper: 2 GB; OPBS's count
 /// grows far more slowly). One point every `settle_s` of simulated time.
-pub fn figure2(r: &Reproduction, progress: &mut dyn FnMut(&str)) -> anyhow::Result<Report> {
+pub fn figure2(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Report> {
     let step = Nanos((r.settle_s.max(0.001) * 1e9) as u64);
-    let mut series = Vec::new();
-    for v in &r.variants {
+    let series = par_map(&r.variants, |v| {
         progress(&format!("figure 2: {v}"));
         let mut engine = Engine::new(variant(r, v))?;
         let mut points = vec![snapshot(&engine)];
@@ -83,8 +84,8 @@ pub fn figure2(r: &Reproduction, progress: &mut dyn FnMut(&str)) -> anyhow::Resu
             engine.advance(step)?;
             points.push(snapshot(&engine));
         }
-        series.push((v.clone(), points));
-    }
+        Ok((v.clone(), points))
+    })?;
     let len = series.iter().map(|(_, p)| p.len()).max().unwrap_or(0);
     let mut header = vec!["time s".to_string()];
     header.extend(series.iter().map(|(v, _)| format!("{v} tainted")));
@@ -121,7 +122,7 @@ pub fn figure2(r: &Reproduction, progress: &mut dyn FnMut(&str)) -> anyhow::Resu
 }
 
 /// Table 1: degree of pollution after the builds, first variant (the paper's: default).
-pub fn table1(r: &Reproduction, progress: &mut dyn FnMut(&str)) -> anyhow::Result<Report> {
+pub fn table1(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Report> {
     let v = &r.variants[0];
     progress(&format!("table 1: {v}"));
     let engine = run_workload(variant(r, v))?;
@@ -169,9 +170,8 @@ fn compact_and_snapshot(engine: &mut Engine) -> anyhow::Result<Snapshot> {
 
 /// Figure 3: Fu(j) after a full compaction for each layout, and `settle_s` later with the
 /// workload running again (the paper's KMU-2).
-pub fn figure3(r: &Reproduction, progress: &mut dyn FnMut(&str)) -> anyhow::Result<Report> {
-    let mut out = Vec::new();
-    for v in &r.variants {
+pub fn figure3(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Report> {
+    let out = par_map(&r.variants, |v| {
         progress(&format!("figure 3: {v}"));
         let exp = variant(r, v);
         let workload = exp.processes.clone();
@@ -184,8 +184,8 @@ pub fn figure3(r: &Reproduction, progress: &mut dyn FnMut(&str)) -> anyhow::Resu
         }
         engine.advance(Nanos((r.settle_s * 1e9) as u64))?;
         let later = snapshot(&engine);
-        out.push((v.clone(), after, later));
-    }
+        Ok((v.clone(), after, later))
+    })?;
     let orders = out.first().map_or(0, |(_, s, _)| s.fu.len());
     let mut header = vec!["order".to_string()];
     for (v, ..) in &out {
@@ -245,17 +245,15 @@ fn kernel_fallbacks_below(f: &FallbackStats, pageblock: Order) -> u64 {
 
 /// Table 2: tainted pageblocks and Fu(9) per fallback policy, after the builds and after a
 /// full compaction, with the fallbacks and the kernel fallbacks below a pageblock.
-pub fn table2(r: &Reproduction, progress: &mut dyn FnMut(&str)) -> anyhow::Result<Report> {
+pub fn table2(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Report> {
     let huge = r.experiment.geometry.huge_order().0 as usize;
-    let mut rows = Vec::new();
-    let mut data = Vec::new();
-    for v in &r.variants {
+    let (rows, data): (Vec<_>, Vec<_>) = par_map(&r.variants, |v| {
         progress(&format!("table 2: {v}"));
         let mut engine = run_workload(variant(r, v))?;
         let end = snapshot(&engine);
         let compacted = compact_and_snapshot(&mut engine)?;
         let paper = TABLE2_PAPER.iter().find(|(n, ..)| n == v);
-        rows.push(vec![
+        let row = vec![
             v.clone(),
             paper.map_or("-".into(), |p| p.1.to_string()),
             end.tainted.to_string(),
@@ -265,9 +263,12 @@ pub fn table2(r: &Reproduction, progress: &mut dyn FnMut(&str)) -> anyhow::Resul
             fallback_kinds(&end.fallback),
             kernel_fallbacks_below(&end.fallback, engine.kernel().phys().pageblock_order())
                 .to_string(),
-        ]);
-        data.push(json!({"variant": v, "end": end, "after_compaction": compacted}));
-    }
+        ];
+        let datum = json!({"variant": v, "end": end, "after_compaction": compacted});
+        Ok((row, datum))
+    })?
+    .into_iter()
+    .unzip();
     Ok(Report {
         title: "APSys'16 Table 2: tainted pageblocks and Fu(9) by fallback policy".into(),
         tables: vec![table(
@@ -292,11 +293,9 @@ pub fn table2(r: &Reproduction, progress: &mut dyn FnMut(&str)) -> anyhow::Resul
 /// `settle_s` later, attempt 3 at rest after dropping the page cache. Beside the rates:
 /// the tainted pageblocks and the kernel fallbacks below a pageblock when the builds end,
 /// what the paper credits APBS's gain to.
-pub fn highalloc(r: &Reproduction, progress: &mut dyn FnMut(&str)) -> anyhow::Result<Report> {
+pub fn highalloc(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Report> {
     let share = 0.95;
-    let mut rows = Vec::new();
-    let mut data = Vec::new();
-    for v in &r.variants {
+    let (rows, data): (Vec<_>, Vec<_>) = par_map(&r.variants, |v| {
         progress(&format!("stress-highalloc: {v}"));
         let mut engine = run_workload(variant(r, v))?;
         let built = snapshot(&engine);
@@ -320,7 +319,7 @@ pub fn highalloc(r: &Reproduction, progress: &mut dyn FnMut(&str)) -> anyhow::Re
             .collect();
         let paper = HIGHALLOC_PAPER.iter().find(|(n, ..)| n == v);
         let g = |i: usize| rates.get(i).copied().map_or("-".into(), pct);
-        rows.push(vec![
+        let row = vec![
             v.clone(),
             paper.map_or("-".into(), |p| pct(p.1)),
             g(0),
@@ -329,13 +328,16 @@ pub fn highalloc(r: &Reproduction, progress: &mut dyn FnMut(&str)) -> anyhow::Re
             g(2),
             built.tainted.to_string(),
             kernel_fallbacks_below(&built.fallback, pageblock).to_string(),
-        ]);
-        data.push(json!({
+        ];
+        let datum = json!({
             "variant": v,
             "after_builds": built,
             "attempts": result.summary.system.highalloc,
-        }));
-    }
+        });
+        Ok((row, datum))
+    })?
+    .into_iter()
+    .unzip();
     Ok(Report {
         title: format!(
             "APSys'16 section 5.3: stress-highalloc success rate ({:.0}% of memory requested as huge pages)",

@@ -18,7 +18,7 @@
 //! The paper's numbers are quoted from its text and tables; its figures give none, so for
 //! them we quote the claim the text makes.
 
-use super::{table, Report, Reproduction};
+use super::{par_map, table, Progress, Report, Reproduction};
 use crate::config::PolicyCatalog;
 use hugemm_hw::Nanos;
 use hugemm_policy::{HawkeyeVariant, LinuxConfig, PolicyConfig, ThpMode};
@@ -184,30 +184,35 @@ fn outcomes(result: &RunResult, set: &[String]) -> Vec<ProcessOutcome> {
 fn run_sets(
     r: &Reproduction,
     reverse: bool,
-    progress: &mut dyn FnMut(&str),
+    progress: Progress<'_>,
 ) -> anyhow::Result<Vec<(Vec<String>, Vec<SetRun>)>> {
-    let mut all = Vec::new();
-    for set in &r.sets {
-        let mut runs = Vec::new();
-        for v in &r.variants {
-            progress(&format!(
-                "{} under {v}{}",
-                set.join("+"),
-                if reverse {
-                    " (reversed launch order)"
-                } else {
-                    ""
-                }
-            ));
-            let result = Engine::new(experiment(r, set, v, reverse))?.run()?;
-            runs.push(SetRun {
-                variant: v.clone(),
-                processes: outcomes(&result, set),
-            });
-        }
-        all.push((set.clone(), runs));
-    }
-    Ok(all)
+    // Every (set, variant) pair at once, then regrouped by set in the file's order.
+    let pairs: Vec<(&Vec<String>, &String)> = r
+        .sets
+        .iter()
+        .flat_map(|set| r.variants.iter().map(move |v| (set, v)))
+        .collect();
+    let mut runs = par_map(&pairs, |&(set, v)| {
+        progress(&format!(
+            "{} under {v}{}",
+            set.join("+"),
+            if reverse {
+                " (reversed launch order)"
+            } else {
+                ""
+            }
+        ));
+        let result = Engine::new(experiment(r, set, v, reverse))?.run()?;
+        Ok(SetRun {
+            variant: v.clone(),
+            processes: outcomes(&result, set),
+        })
+    })?
+    .into_iter();
+    Ok(r.sets
+        .iter()
+        .map(|set| (set.clone(), runs.by_ref().take(r.variants.len()).collect()))
+        .collect())
 }
 
 fn f2(x: f64) -> String {
@@ -371,7 +376,7 @@ fn series_tables(figure: &str, all: &[(Vec<String>, Vec<SetRun>)]) -> Vec<String
 }
 
 /// Figures 5 and 6: each workload alone on a fragmented machine.
-pub fn figure5(r: &Reproduction, progress: &mut dyn FnMut(&str)) -> anyhow::Result<Report> {
+pub fn figure5(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Report> {
     let all = run_sets(r, false, progress)?;
     let mut tables = vec![
         "paper (Figure 5, 96 GB Haswell, fragmented by reading files): HawkEye's speedup over \
@@ -409,7 +414,7 @@ pub const TABLE5_PAPER: [(&str, [f64; 5]); 6] = [
 pub const TABLE5_COLUMNS: [&str; 5] = ["4k", "linux", "ingens", "hawkeye-pmu", "hawkeye-g"];
 
 /// Figure 7 and Table 5: identical instances run together.
-pub fn figure7(r: &Reproduction, progress: &mut dyn FnMut(&str)) -> anyhow::Result<Report> {
+pub fn figure7(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Report> {
     let all = run_sets(r, false, progress)?;
     let paper_rows: Vec<Vec<String>> = TABLE5_PAPER
         .iter()
@@ -456,7 +461,7 @@ pub fn figure7(r: &Reproduction, progress: &mut dyn FnMut(&str)) -> anyhow::Resu
 
 /// Figure 8: each set (a TLB-sensitive workload and a Redis-like server) launched in the
 /// file's order ("before": the first process of the set starts first) and reversed.
-pub fn figure8(r: &Reproduction, progress: &mut dyn FnMut(&str)) -> anyhow::Result<Report> {
+pub fn figure8(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Report> {
     let before = run_sets(r, false, progress)?;
     let after = run_sets(r, true, progress)?;
     let mut header = vec!["process".to_string()];
@@ -531,7 +536,7 @@ pub const TABLE9_PAPER: [(&str, &str, f64, f64, f64); 4] = [
 
 /// Table 9: HawkEye-PMU vs HawkEye-G on pairs of a TLB-sensitive and a TLB-insensitive
 /// workload.
-pub fn table9(r: &Reproduction, progress: &mut dyn FnMut(&str)) -> anyhow::Result<Report> {
+pub fn table9(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Report> {
     let all = run_sets(r, false, progress)?;
     let paper_rows: Vec<Vec<String>> = TABLE9_PAPER
         .iter()

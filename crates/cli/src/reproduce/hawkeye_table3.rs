@@ -18,7 +18,7 @@
 //!   gives the run-time ratio, which also includes initialisation), and beside it the
 //!   end-to-end ratio of references per second of run time.
 
-use super::{table, Report, Reproduction};
+use super::{table, Progress, Report, Reproduction};
 use hugemm_policy::{LinuxConfig, PolicyConfig, ThpMode};
 use hugemm_sim::{Engine, Experiment, ProcessSummary};
 use hugemm_workload::{Phase, ProcessSpec, Stream};
@@ -124,11 +124,18 @@ fn per(n: u64, d: u64) -> f64 {
 }
 
 /// Run both page sizes and measure every process.
-pub fn measure(r: &Reproduction, progress: &mut dyn FnMut(&str)) -> anyhow::Result<Vec<Measured>> {
-    progress("table 3: 4 KB pages (THP never)");
-    let small = Engine::new(with_thp(r, ThpMode::Never))?.run()?;
-    progress("table 3: 2 MB pages (THP always)");
-    let huge = Engine::new(with_thp(r, ThpMode::Always))?.run()?;
+pub fn measure(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Vec<Measured>> {
+    let (small, huge) = rayon::join(
+        || -> anyhow::Result<_> {
+            progress("table 3: 4 KB pages (THP never)");
+            Ok(Engine::new(with_thp(r, ThpMode::Never))?.run()?)
+        },
+        || -> anyhow::Result<_> {
+            progress("table 3: 2 MB pages (THP always)");
+            Ok(Engine::new(with_thp(r, ThpMode::Always))?.run()?)
+        },
+    );
+    let (small, huge) = (small?, huge?);
     let rows = r
         .experiment
         .processes
@@ -157,7 +164,7 @@ fn gib(bytes: u64) -> String {
 }
 
 /// Table 3, paper beside hugemm.
-pub fn table3(r: &Reproduction, progress: &mut dyn FnMut(&str)) -> anyhow::Result<Report> {
+pub fn table3(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Report> {
     let measured = measure(r, progress)?;
     let mut rows = Vec::new();
     for m in &measured {

@@ -15,8 +15,25 @@ use crate::config::{self, ConfigError, PolicyCatalog};
 use comfy_table::{presets, CellAlignment, ContentArrangement, Table};
 use hugemm_mm::{FallbackStats, Kernel};
 use hugemm_sim::{Engine, Experiment};
+use rayon::prelude::*;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
+
+/// What a reproduction says it is running (for the progress lines on stderr). Variants
+/// run in parallel, so it is called from the pool's threads.
+pub type Progress<'a> = &'a (dyn Fn(&str) + Sync);
+
+/// `f` of every item, run in parallel on rayon's pool (`hugemm reproduce --jobs`), in
+/// item order: each run is an engine of its own, seeded from its experiment, so the
+/// results, and the report made of them, are byte-identical to a serial run's. Of
+/// several errors, the first item's is returned.
+pub(crate) fn par_map<T: Sync, R: Send>(
+    items: &[T],
+    f: impl Fn(&T) -> anyhow::Result<R> + Sync + Send,
+) -> anyhow::Result<Vec<R>> {
+    let results: Vec<anyhow::Result<R>> = items.par_iter().map(f).collect();
+    results.into_iter().collect()
+}
 
 /// The reproductions, by `[reproduce] kind`.
 pub const KINDS: &[&str] = &[
@@ -276,7 +293,7 @@ pub fn load_with(path: &Path, overrides: &[config::Override]) -> Result<Reproduc
 }
 
 /// Run a reproduction; `progress` hears what is being run.
-pub fn run(r: &Reproduction, progress: &mut dyn FnMut(&str)) -> anyhow::Result<Report> {
+pub fn run(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Report> {
     let mut report = match r.kind.as_str() {
         "apsys16-fig2" => apsys16::figure2(r, progress)?,
         "apsys16-table1" => apsys16::table1(r, progress)?,

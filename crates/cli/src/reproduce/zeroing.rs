@@ -27,7 +27,7 @@
 //! The paper's numbers are quoted from its text and tables; Figures 1 and 10 give no
 //! numbers beyond those the text states.
 
-use super::{table, Report, Reproduction};
+use super::{par_map, table, Progress, Report, Reproduction};
 use hugemm_policy::{IngensConfig, KhugepagedConfig, LinuxConfig, PolicyConfig, ThpMode};
 use hugemm_sim::{Engine, Experiment, ProcessSummary, RunResult, Stores};
 use serde::Serialize;
@@ -156,32 +156,32 @@ impl Run {
 }
 
 /// Run every set (or all processes) under every variant.
-pub fn run_all(r: &Reproduction, progress: &mut dyn FnMut(&str)) -> anyhow::Result<Vec<Run>> {
+pub fn run_all(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Vec<Run>> {
     let sets: Vec<Vec<String>> = if r.sets.is_empty() {
         vec![Vec::new()]
     } else {
         r.sets.clone()
     };
-    let mut runs = Vec::new();
-    for set in &sets {
-        for v in &r.variants {
-            let what = if set.is_empty() {
-                String::new()
-            } else {
-                format!("{} ", set.join("+"))
-            };
-            progress(&format!("{what}under {v}"));
-            let result = Engine::new(experiment(r, set, v))?.run()?;
-            runs.push(Run {
-                variant: v.clone(),
-                set: set.clone(),
-                processes: result.summary.processes.clone(),
-                end_s: result.summary.system.sim_time_ns as f64 / 1e9,
-                result,
-            });
-        }
-    }
-    Ok(runs)
+    let pairs: Vec<(&Vec<String>, &String)> = sets
+        .iter()
+        .flat_map(|set| r.variants.iter().map(move |v| (set, v)))
+        .collect();
+    par_map(&pairs, |&(set, v)| {
+        let what = if set.is_empty() {
+            String::new()
+        } else {
+            format!("{} ", set.join("+"))
+        };
+        progress(&format!("{what}under {v}"));
+        let result = Engine::new(experiment(r, set, v))?.run()?;
+        Ok(Run {
+            variant: v.clone(),
+            set: set.clone(),
+            processes: result.summary.processes.clone(),
+            end_s: result.summary.system.sim_time_ns as f64 / 1e9,
+            result,
+        })
+    })
 }
 
 fn f1(x: f64) -> String {
@@ -212,7 +212,7 @@ fn table1_paper(variant: &str) -> Option<[f64; 5]> {
 }
 
 /// Table 1: faults, fault time, system and total time of the allocate-and-touch loop.
-pub fn table1(r: &Reproduction, progress: &mut dyn FnMut(&str)) -> anyhow::Result<Report> {
+pub fn table1(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Report> {
     let runs = run_all(r, progress)?;
     let freq = r.experiment.profile.freq_ghz;
     let mut rows = Vec::new();
@@ -332,7 +332,7 @@ fn server(run: &Run) -> Option<&ProcessSummary> {
 }
 
 /// Table 7: the server's memory after deletions and its get throughput.
-pub fn table7(r: &Reproduction, progress: &mut dyn FnMut(&str)) -> anyhow::Result<Report> {
+pub fn table7(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Report> {
     let runs = run_all(r, progress)?;
     let mut rows = Vec::new();
     let mut data = Vec::new();
@@ -448,7 +448,7 @@ fn table8_measure(p: &ProcessSummary) -> f64 {
 }
 
 /// Table 8: workloads whose speed is the fault handler's.
-pub fn table8(r: &Reproduction, progress: &mut dyn FnMut(&str)) -> anyhow::Result<Report> {
+pub fn table8(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Report> {
     let runs = run_all(r, progress)?;
     let mut rows = Vec::new();
     let mut data = Vec::new();
@@ -528,7 +528,7 @@ fn claims_table8(runs: &[Run]) -> String {
 
 /// Figure 1: a Redis-like server through insert, delete and insert phases; RSS over time,
 /// who runs out of memory and with how much useful memory.
-pub fn figure1(r: &Reproduction, progress: &mut dyn FnMut(&str)) -> anyhow::Result<Report> {
+pub fn figure1(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Report> {
     let runs = run_all(r, progress)?;
     let mut rows = Vec::new();
     let mut data = Vec::new();
@@ -662,7 +662,7 @@ const FIG10_OMNETPP: (f64, f64) = (1.27, 1.06);
 
 /// Figure 10: slowdown of co-running programs while pre-zeroing clears memory at a high
 /// rate with caching or non-temporal stores.
-pub fn figure10(r: &Reproduction, progress: &mut dyn FnMut(&str)) -> anyhow::Result<Report> {
+pub fn figure10(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Report> {
     let runs = run_all(r, progress)?;
     let base = |name: &str, set: &[String]| {
         runs.iter()

@@ -1,0 +1,87 @@
+//! `hugemm reproduce --jobs N`: variants, sets and files run in parallel, and the reports
+//! and files are the same as a serial run's, byte for byte (apart from what says how
+//! they were made: the command line and the wall times).
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn reproduce(dir: &Path, out: &str, jobs: &str) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_hugemm"))
+        .current_dir(dir)
+        .args(["reproduce", "exp", "--out", out, "--jobs", jobs])
+        // Smaller builds than the files', so that the test takes seconds.
+        .args(["--set", "kernel_build[0].units=60"])
+        .output()
+        .expect("starting hugemm")
+}
+
+/// stdout without the wall-time lines.
+fn report(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter(|l| !l.contains("wall time") && !l.contains("reproductions in"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn without_provenance(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap();
+    if path.extension().is_some_and(|e| e == "json") {
+        let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert!(v.as_object_mut().unwrap().remove("provenance").is_some());
+        return serde_json::to_string_pretty(&v).unwrap();
+    }
+    text.lines()
+        .filter(|l| !l.starts_with("# command: ") && !l.starts_with("# date: "))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn a_parallel_run_of_a_directory_equals_a_serial_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let exp = dir.path().join("exp");
+    std::fs::create_dir(&exp).unwrap();
+    let apsys = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/apsys16");
+    // Several variants each (table 2: five fallback policies; figure 3: three layouts).
+    for f in ["table2.toml", "fig3.toml"] {
+        std::fs::copy(apsys.join(f), exp.join(f)).unwrap();
+    }
+    let serial = reproduce(dir.path(), "serial", "1");
+    let parallel = reproduce(dir.path(), "parallel", "2");
+    for o in [&serial, &parallel] {
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    assert_eq!(report(&serial), report(&parallel));
+    assert!(report(&serial).contains("== exp/fig3.toml (1 of 2)"));
+    for stem in ["table2", "fig3"] {
+        for f in ["reproduction.json", "config.resolved.toml"] {
+            assert_eq!(
+                without_provenance(&dir.path().join("serial").join(stem).join(f)),
+                without_provenance(&dir.path().join("parallel").join(stem).join(f)),
+                "{stem}/{f}"
+            );
+        }
+    }
+    // Progress lines name their file when files run together.
+    let err = String::from_utf8_lossy(&parallel.stderr);
+    assert!(
+        err.contains("reproduce: table2: table 2: opbs ..."),
+        "{err}"
+    );
+}
+
+#[test]
+fn zero_jobs_is_refused() {
+    let o = Command::new(env!("CARGO_BIN_EXE_hugemm"))
+        .args(["reproduce", "experiments", "--jobs", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--jobs"));
+}
