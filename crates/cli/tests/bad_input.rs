@@ -2,35 +2,11 @@
 //! naming the file, the key and what was expected. Also: the examples validate, and a
 //! tiny run writes a `config.resolved.toml` that reproduces the run byte for byte.
 
+mod common;
+
+use common::{without_provenance, BASE};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-/// A small valid experiment; the tests below break one thing at a time.
-const BASE: &str = r#"[machine]
-profile = "epyc-milan-kvm"
-memory = "64MiB"
-cores = 1
-
-[sim]
-seed = 1
-
-[[process]]
-name = "p"
-
-[[process.phase]]
-op = "mmap"
-buffer = "b"
-size = "4MiB"
-
-[[process.phase]]
-op = "touch"
-buffer = "b"
-
-[[process.phase]]
-op = "access"
-buffer = "b"
-refs = 1000
-"#;
 
 fn hugemm(args: &[&std::ffi::OsStr]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_hugemm"))
@@ -602,27 +578,6 @@ fn tiny_run_writes_outputs_and_its_resolved_config_reproduces_it() {
             "{f} differs between the run and the run of its resolved config"
         );
     }
-}
-
-/// A output file's text without what only says what made it (the command and date
-/// differ between a run and the run of its resolved file): the `provenance` object of
-/// JSON, the provenance comments of the resolved configuration.
-fn without_provenance(path: &Path) -> String {
-    let text = std::fs::read_to_string(path).unwrap();
-    if path.extension().is_some_and(|e| e == "json") {
-        let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
-        let p = v.as_object_mut().unwrap().remove("provenance");
-        assert!(p.is_some_and(|p| p["hugemm_version"].is_string()), "{text}");
-        return serde_json::to_string_pretty(&v).unwrap();
-    }
-    text.lines()
-        .filter(|l| {
-            !["# hugemm ", "# command: ", "# date: "]
-                .iter()
-                .any(|p| l.starts_with(p))
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 #[test]

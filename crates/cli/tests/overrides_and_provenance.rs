@@ -4,35 +4,11 @@
 //! when; the resolved configuration carries its machine profile, so it re-runs anywhere;
 //! renamed knobs still load under their old names with a one-line note.
 
+mod common;
+
+use common::BASE;
 use std::path::Path;
 use std::process::{Command, Output};
-
-/// A small valid experiment.
-const BASE: &str = r#"[machine]
-profile = "epyc-milan-kvm"
-memory = "64MiB"
-cores = 1
-
-[sim]
-seed = 1
-
-[[process]]
-name = "p"
-
-[[process.phase]]
-op = "mmap"
-buffer = "b"
-size = "4MiB"
-
-[[process.phase]]
-op = "touch"
-buffer = "b"
-
-[[process.phase]]
-op = "access"
-buffer = "b"
-refs = 1000
-"#;
 
 fn hugemm(args: &[&std::ffi::OsStr], dir: &Path, env: &[(&str, &str)]) -> Output {
     let mut c = Command::new(env!("CARGO_BIN_EXE_hugemm"));

@@ -2,6 +2,9 @@
 //! and files are the same as a serial run's, byte for byte (apart from what says how
 //! they were made: the command line and the wall times).
 
+mod common;
+
+use common::without_provenance;
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -20,19 +23,6 @@ fn report(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout)
         .lines()
         .filter(|l| !l.contains("wall time") && !l.contains("reproductions in"))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-fn without_provenance(path: &Path) -> String {
-    let text = std::fs::read_to_string(path).unwrap();
-    if path.extension().is_some_and(|e| e == "json") {
-        let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
-        assert!(v.as_object_mut().unwrap().remove("provenance").is_some());
-        return serde_json::to_string_pretty(&v).unwrap();
-    }
-    text.lines()
-        .filter(|l| !l.starts_with("# command: ") && !l.starts_with("# date: "))
         .collect::<Vec<_>>()
         .join("\n")
 }
