@@ -1551,3 +1551,28 @@ fn a_directory_of_one_reproduction_still_writes_into_its_stem() {
     assert!(out.join("only").join("reproduction.json").exists());
     assert!(!out.join("reproduction.json").exists());
 }
+
+#[test]
+fn a_directory_of_paper_directories_runs_them_all_each_into_its_own_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let all = dir.path().join("experiments");
+    for paper in ["p1", "p2"] {
+        std::fs::create_dir_all(all.join(paper)).unwrap();
+        // The same stem in both papers: their results must not collide.
+        std::fs::write(all.join(paper).join("table1.toml"), tiny_reproduction()).unwrap();
+        std::fs::write(all.join(paper).join("README.md"), "not a reproduction").unwrap();
+    }
+    let out = dir.path().join("out");
+    let o = reproduce_paths(&[&all], &out);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let printed = String::from_utf8_lossy(&o.stdout);
+    let (a, b) = (
+        printed.find("p1/table1.toml (1 of 2)"),
+        printed.find("p2/table1.toml (2 of 2)"),
+    );
+    assert!(a.is_some() && b.is_some() && a < b, "{printed}");
+    for paper in ["p1", "p2"] {
+        let json = out.join(paper).join("table1").join("reproduction.json");
+        assert!(json.exists(), "{}", json.display());
+    }
+}

@@ -65,8 +65,9 @@ const ZEROING: &[&str] = &[
 
 /// The reproduction files `paths` stand for, in order: a file stands for itself, a
 /// directory for the `*.toml` files directly in it, by name (so `experiments/apsys16`
-/// runs a paper's reproductions together). Whether each is a reproduction is
-/// [`load`]'s to say.
+/// runs a paper's reproductions together), or, when it has none, for those of its
+/// sub-directories, each in turn by name (so `experiments` runs every paper's). Whether
+/// each is a reproduction is [`load`]'s to say.
 pub fn files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, ConfigError> {
     let mut out = Vec::new();
     for path in paths {
@@ -74,33 +75,54 @@ pub fn files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, ConfigError> {
             out.push(path.clone());
             continue;
         }
-        let io = |error| ConfigError::Io {
-            file: path.display().to_string(),
-            error,
-        };
-        let mut found = Vec::new();
-        for entry in std::fs::read_dir(path).map_err(io)? {
-            let file = entry.map_err(io)?.path();
-            if file.is_file() && file.extension().is_some_and(|e| e == "toml") {
-                found.push(file);
-            }
-        }
+        let found = files_in(path)?;
         if found.is_empty() {
             return Err(ConfigError::Path {
                 path: path.display().to_string(),
-                problem: "a directory without reproduction files (*.toml)".into(),
+                problem: "a directory without reproduction files (*.toml), in it or in its \
+                          sub-directories"
+                    .into(),
             });
         }
-        found.sort();
         out.extend(found);
     }
     Ok(out)
 }
 
+/// The `*.toml` files directly in `dir`, by name; if there are none, those its
+/// sub-directories stand for, by sub-directory name.
+fn files_in(dir: &Path) -> Result<Vec<PathBuf>, ConfigError> {
+    let io = |error| ConfigError::Io {
+        file: dir.display().to_string(),
+        error,
+    };
+    let (mut tomls, mut subdirs) = (Vec::new(), Vec::new());
+    for entry in std::fs::read_dir(dir).map_err(io)? {
+        let path = entry.map_err(io)?.path();
+        if path.is_file() && path.extension().is_some_and(|e| e == "toml") {
+            tomls.push(path);
+        } else if path.is_dir() {
+            subdirs.push(path);
+        }
+    }
+    if !tomls.is_empty() {
+        tomls.sort();
+        return Ok(tomls);
+    }
+    subdirs.sort();
+    let mut all = Vec::new();
+    for sub in &subdirs {
+        all.extend(files_in(sub)?);
+    }
+    Ok(all)
+}
+
 /// Where each of the `files` that `paths` stand for ([`files`]) writes its results:
-/// `out` itself when `paths` is a single file, `out/<stem>` when it is several files or a
-/// directory, `results/<stem>` without `out`. Two files that would write to one directory
-/// are an error naming both.
+/// `out` itself when `paths` is a single file; otherwise, under `out` (or `results`
+/// without it), the file's path below the directory argument it came from without
+/// `.toml` (`table1` for `experiments/apsys16/table1.toml` from `experiments/apsys16`,
+/// `apsys16/table1` from `experiments`), or its stem when it was named itself. Two files
+/// that would write to one directory are an error naming both.
 pub fn output_dirs(
     paths: &[PathBuf],
     files: &[PathBuf],
@@ -110,11 +132,16 @@ pub fn output_dirs(
     let dirs: Vec<PathBuf> = files
         .iter()
         .map(|f| {
-            let stem = f.file_stem().unwrap_or_default();
+            let below = paths
+                .iter()
+                .filter(|p| p.is_dir())
+                .find_map(|p| f.strip_prefix(p).ok())
+                .map(|rel| rel.with_extension(""))
+                .unwrap_or_else(|| PathBuf::from(f.file_stem().unwrap_or_default()));
             match out {
                 Some(out) if single => out.to_path_buf(),
-                Some(out) => out.join(stem),
-                None => PathBuf::from("results").join(stem),
+                Some(out) => out.join(below),
+                None => PathBuf::from("results").join(below),
             }
         })
         .collect();
