@@ -75,6 +75,9 @@ pub fn table(s: &Summary) -> String {
     out
 }
 
+/// A CSV writer of a file.
+type CsvFile = csv::Writer<std::io::BufWriter<std::fs::File>>;
+
 /// `timeseries.csv`, written row by row as the run samples (so that a stopped or killed
 /// run leaves the rows up to its end), through the `csv` crate: names with commas or
 /// quotes are quoted as RFC 4180 says, and the header comes from [`TimeseriesRow`]'s
@@ -83,7 +86,7 @@ pub fn table(s: &Summary) -> String {
 /// [`TimeseriesWriter::FLUSH_EVERY`] of wall time, and at the end of the run.
 pub struct TimeseriesWriter {
     path: PathBuf,
-    csv: Option<csv::Writer<std::io::BufWriter<std::fs::File>>>,
+    csv: Option<CsvFile>,
     flushed: Instant,
 }
 
@@ -100,25 +103,30 @@ impl TimeseriesWriter {
         }
     }
 
-    fn open(&mut self) -> std::io::Result<&mut csv::Writer<std::io::BufWriter<std::fs::File>>> {
-        if self.csv.is_none() {
-            if let Some(dir) = self.path.parent() {
+    /// `path`'s writer, creating the file (and its directory) the first time.
+    fn open<'a>(path: &Path, csv: &'a mut Option<CsvFile>) -> std::io::Result<&'a mut CsvFile> {
+        if csv.is_none() {
+            if let Some(dir) = path.parent() {
                 std::fs::create_dir_all(dir)?;
             }
-            let file = std::fs::File::create(&self.path)?;
-            self.csv = Some(csv::Writer::from_writer(std::io::BufWriter::new(file)));
+            let file = std::fs::File::create(path)?;
+            *csv = Some(csv::Writer::from_writer(std::io::BufWriter::new(file)));
         }
-        Ok(self.csv.as_mut().expect("just opened"))
+        Ok(csv.as_mut().expect("just opened"))
+    }
+
+    /// `e`, naming the file.
+    fn named(path: &Path, e: impl Into<std::io::Error>) -> std::io::Error {
+        let e = e.into();
+        std::io::Error::new(e.kind(), format!("{}: {e}", path.display()))
     }
 }
 
 impl TimeseriesSink for TimeseriesWriter {
     fn write(&mut self, rows: &[TimeseriesRow]) -> std::io::Result<()> {
-        let path = self.path.clone();
-        let csv = self.open()?;
+        let csv = Self::open(&self.path, &mut self.csv).map_err(|e| Self::named(&self.path, e))?;
         for row in rows {
-            csv.serialize(row)
-                .map_err(|e| std::io::Error::other(format!("{}: {e}", path.display())))?;
+            csv.serialize(row).map_err(|e| Self::named(&self.path, e))?;
         }
         if self.flushed.elapsed() >= Self::FLUSH_EVERY {
             self.flush()?;
@@ -129,7 +137,7 @@ impl TimeseriesSink for TimeseriesWriter {
     fn flush(&mut self) -> std::io::Result<()> {
         self.flushed = Instant::now();
         match &mut self.csv {
-            Some(csv) => csv.flush(),
+            Some(csv) => csv.flush().map_err(|e| Self::named(&self.path, e)),
             None => Ok(()),
         }
     }

@@ -54,7 +54,7 @@ pub enum SimError {
         what: String,
     },
     /// Writing the time series as the run went failed.
-    #[error("writing the time series: {0}")]
+    #[error("writing the time series")]
     Output(#[source] std::io::Error),
 }
 
