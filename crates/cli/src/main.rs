@@ -279,7 +279,7 @@ fn run_reproduce(
         })
         .collect();
     for (i, ((r, out), report)) in loaded.iter().zip(&dirs).zip(reports).enumerate() {
-        if files.len() > 1 {
+        if several {
             outln!(
                 "{}== {} ({} of {})\n",
                 if i > 0 { "\n" } else { "" },
@@ -291,7 +291,7 @@ fn run_reproduce(
         let (report, wall_s) = report?;
         write_reproduction(r, &report, wall_s, out, &provenance)?;
     }
-    if files.len() > 1 {
+    if several {
         outln!(
             "\n{} reproductions in {:.1} s",
             files.len(),

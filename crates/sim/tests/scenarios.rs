@@ -192,15 +192,14 @@ fn processes_sharing_a_core_take_turns() {
     );
 }
 
+/// Process `r` reading 256 MiB uniformly for `d` of simulated time.
+fn reader(d: Nanos) -> hugemm_workload::ProcessSpec {
+    access("r", 256 * MIB, Pattern::Uniform, Amount::Duration(d), true)
+}
+
 #[test]
 fn the_timeseries_has_a_row_per_process_and_one_for_the_system_per_sample() {
-    let p = access(
-        "r",
-        256 * MIB,
-        Pattern::Uniform,
-        Amount::Duration(Nanos::from_millis(3500)),
-        true,
-    );
+    let p = reader(Nanos::from_millis(3500));
     let r = Scenario::new(GIB, ThpMode::Never).process(p).run();
     let system_rows = r
         .timeseries
@@ -233,16 +232,7 @@ impl TimeseriesSink for Collect {
 
 #[test]
 fn a_streamed_time_series_is_the_kept_one_one_sample_time_per_write() {
-    let scenario = || {
-        let p = access(
-            "r",
-            256 * MIB,
-            Pattern::Uniform,
-            Amount::Duration(Nanos::from_millis(3500)),
-            true,
-        );
-        Scenario::new(GIB, ThpMode::Never).process(p)
-    };
+    let scenario = || Scenario::new(GIB, ThpMode::Never).process(reader(Nanos::from_millis(3500)));
     let kept = scenario().run();
     let batches = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
     let mut engine = Engine::new(scenario().exp).unwrap();
@@ -260,13 +250,7 @@ fn a_streamed_time_series_is_the_kept_one_one_sample_time_per_write() {
 
 #[test]
 fn a_raised_stop_flag_ends_the_run_incomplete_and_says_why() {
-    let p = access(
-        "r",
-        256 * MIB,
-        Pattern::Uniform,
-        Amount::Duration(Nanos::from_secs(3600)),
-        true,
-    );
+    let p = reader(Nanos::from_secs(3600));
     let mut engine = Engine::new(Scenario::new(GIB, ThpMode::Never).process(p).exp).unwrap();
     let stop = StopFlag::new();
     stop.request(StopReason::Terminate);
@@ -282,13 +266,7 @@ fn a_raised_stop_flag_ends_the_run_incomplete_and_says_why() {
 
 #[test]
 fn the_time_limit_ends_a_run_incomplete() {
-    let p = access(
-        "r",
-        256 * MIB,
-        Pattern::Uniform,
-        Amount::Duration(Nanos::from_secs(3600)),
-        true,
-    );
+    let p = reader(Nanos::from_secs(3600));
     let r = Scenario::new(GIB, ThpMode::Never)
         .process(p)
         .time_limit(Nanos::from_millis(1500))
