@@ -6,6 +6,7 @@
 pub mod bench;
 pub mod config;
 pub mod demo;
+pub mod plot;
 pub mod provenance;
 pub mod report;
 pub mod reproduce;
