@@ -6,6 +6,7 @@
 pub mod bench;
 pub mod config;
 pub mod demo;
+pub mod page;
 pub mod plot;
 pub mod provenance;
 pub mod report;

@@ -278,6 +278,7 @@ fn run_reproduce(
             Ok((report, started.elapsed().as_secs_f64()))
         })
         .collect();
+    let mut written = Vec::new();
     for (i, ((r, out), report)) in loaded.iter().zip(&dirs).zip(reports).enumerate() {
         if several {
             outln!(
@@ -289,56 +290,51 @@ fn run_reproduce(
             );
         }
         let (report, wall_s) = report?;
-        write_reproduction(r, &report, wall_s, out, &provenance)?;
+        out!("{report}");
+        written.push(reproduce::output::write(
+            out,
+            &files[i],
+            r,
+            &report,
+            wall_s,
+            &provenance,
+        )?);
+        outln!(
+            "\n(wall time {wall_s:.1} s) results written to {} (report: {})",
+            out.display(),
+            out.join("report.html").display()
+        );
     }
     if several {
+        let root = index_dir(&dirs);
+        reproduce::output::write_index(&root, &written, &provenance)?;
         outln!(
-            "\n{} reproductions in {:.1} s",
+            "\n{} reproductions in {:.1} s; index of every report: {}",
             files.len(),
-            started.elapsed().as_secs_f64()
+            started.elapsed().as_secs_f64(),
+            root.join("index.html").display()
         );
     }
     Ok(())
 }
 
-/// Print a reproduction's report (it ran in `wall_s` seconds) and write its files to
-/// `out`.
-fn write_reproduction(
-    r: &reproduce::Reproduction,
-    report: &reproduce::Report,
-    wall_s: f64,
-    out: &Path,
-    provenance: &Provenance,
-) -> anyhow::Result<()> {
-    out!("{report}");
-    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
-    let resolved = report::resolved_toml(&r.resolved, provenance)?;
-    std::fs::write(out.join("config.resolved.toml"), resolved)
-        .with_context(|| format!("writing {}", out.display()))?;
-    /// `reproduction.json`: what made it first, then what it is, then its data.
-    #[derive(serde::Serialize)]
-    struct File<'a> {
-        provenance: &'a Provenance,
-        kind: &'a str,
-        title: &'a str,
-        scale: &'a str,
-        data: &'a serde_json::Value,
+/// Where a directory run's index goes: the longest directory every result directory is
+/// below (`results` for `results/apsys16/table1` and `results/hawkeye/fig5`).
+fn index_dir(dirs: &[PathBuf]) -> PathBuf {
+    let mut common: Option<PathBuf> = None;
+    for dir in dirs {
+        let parent = dir.parent().map(Path::to_path_buf).unwrap_or_default();
+        common = Some(match common {
+            None => parent,
+            Some(c) => c
+                .components()
+                .zip(parent.components())
+                .take_while(|(a, b)| a == b)
+                .map(|(a, _)| a)
+                .collect(),
+        });
     }
-    let json = serde_json::to_string_pretty(&File {
-        provenance,
-        kind: &r.kind,
-        title: &report.title,
-        scale: &report.scale,
-        data: &report.data,
-    })?;
-    std::fs::write(out.join("reproduction.json"), json + "\n")
-        .with_context(|| format!("writing {}", out.display()))?;
-    outln!(
-        "\n(wall time {:.1} s) results written to {}",
-        wall_s,
-        out.display()
-    );
-    Ok(())
+    common.unwrap_or_default()
 }
 
 fn run_demo(seed: u64) -> anyhow::Result<()> {

@@ -108,7 +108,9 @@ impl Figure {
     pub fn is_empty(&self) -> bool {
         match &self.plot {
             Plot::Lines { series } => series.iter().all(|s| s.points.is_empty()),
-            Plot::Bars { groups, .. } => groups.iter().all(|g| g.values.iter().all(Option::is_none)),
+            Plot::Bars { groups, .. } => {
+                groups.iter().all(|g| g.values.iter().all(Option::is_none))
+            }
         }
     }
 
@@ -193,7 +195,11 @@ impl Figure {
     ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
         // Each category is `groups.len()` bars wide and one bar apart from the next.
         let width = groups.len().max(1) as f64 + 1.0;
-        let values = || groups.iter().flat_map(|g| g.values.iter().flatten().copied());
+        let values = || {
+            groups
+                .iter()
+                .flat_map(|g| g.values.iter().flatten().copied())
+        };
         let (y0, y1) = headroom(span(values(), true), groups.len());
         let x1 = categories.len().max(1) as f64 * width;
         let mut chart = ChartBuilder::on(root)
@@ -219,12 +225,14 @@ impl Figure {
             chart
                 .draw_series(bars)?
                 .label(&group.name)
-                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], color.filled()));
+                .legend(move |(x, y)| {
+                    Rectangle::new([(x, y - 5), (x + 14, y + 5)], color.filled())
+                });
         }
         // The category names, under the middle of their bars, drawn on the whole area so
         // that the plot's clipping does not cut them.
-        let style = TextStyle::from(("sans-serif", 13).into_font())
-            .pos(Pos::new(HPos::Center, VPos::Top));
+        let style =
+            TextStyle::from(("sans-serif", 13).into_font()).pos(Pos::new(HPos::Center, VPos::Top));
         for (c, name) in categories.iter().enumerate() {
             let (px, py) = chart.backend_coord(&((c as f64 + 0.5) * width, y0));
             root.draw(&Text::new(name.as_str(), (px, py + 6), style.clone()))?;
@@ -325,8 +333,8 @@ pub fn png(svg: &str) -> anyhow::Result<Vec<u8>> {
     };
     let tree = usvg::Tree::from_str(svg, &options).context("reading a figure's SVG")?;
     let size = tree.size().to_int_size();
-    let mut pixmap = tiny_skia::Pixmap::new(size.width(), size.height())
-        .context("a figure of zero size")?;
+    let mut pixmap =
+        tiny_skia::Pixmap::new(size.width(), size.height()).context("a figure of zero size")?;
     resvg::render(&tree, tiny_skia::Transform::default(), &mut pixmap.as_mut());
     pixmap.encode_png().context("encoding a figure as PNG")
 }
@@ -357,11 +365,21 @@ mod tests {
     #[test]
     fn a_line_figure_has_its_title_labels_and_a_path_per_series() {
         let svg = line_figure().svg().unwrap();
-        for text in ["MMU overhead over time", "time (s)", "MMU overhead (%)", "linux", "hawkeye-g"] {
+        for text in [
+            "MMU overhead over time",
+            "time (s)",
+            "MMU overhead (%)",
+            "linux",
+            "hawkeye-g",
+        ] {
             assert!(svg.contains(text), "{text} missing from the SVG");
         }
         assert!(svg.matches("<polyline").count() >= 2, "{svg}");
-        assert_eq!(svg, line_figure().svg().unwrap(), "the same data draws the same bytes");
+        assert_eq!(
+            svg,
+            line_figure().svg().unwrap(),
+            "the same data draws the same bytes"
+        );
     }
 
     #[test]
@@ -372,8 +390,14 @@ mod tests {
             "speedup",
             vec!["graph500".into(), "xsbench".into()],
             vec![
-                BarGroup { name: "linux".into(), values: vec![Some(1.1), None] },
-                BarGroup { name: "hawkeye-g".into(), values: vec![Some(1.2), Some(1.3)] },
+                BarGroup {
+                    name: "linux".into(),
+                    values: vec![Some(1.1), None],
+                },
+                BarGroup {
+                    name: "hawkeye-g".into(),
+                    values: vec![Some(1.2), Some(1.3)],
+                },
             ],
         );
         let svg = f.svg().unwrap();

@@ -295,8 +295,10 @@ fn reproduce_takes_overrides_and_its_outputs_carry_provenance() {
     ok(&o);
     let text = read(&dir.path().join("out/reproduction.json"));
     assert!(
-        text.starts_with("{\n  \"provenance\": {"),
-        "provenance first: {text}"
+        text.starts_with(
+            "{\n  \"schema\": \"hugemm-reproduction\",\n  \"schema_version\": 1,\n  \"provenance\": {"
+        ),
+        "its schema, then its provenance, first: {text}"
     );
     let r: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert_eq!(r["kind"], "apsys16-table1");

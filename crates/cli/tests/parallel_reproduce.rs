@@ -50,7 +50,19 @@ fn a_parallel_run_of_a_directory_equals_a_serial_one() {
     assert_eq!(report(&serial), report(&parallel));
     assert!(report(&serial).contains("== exp/fig3.toml (1 of 2)"));
     for stem in ["table2", "fig3"] {
-        for f in ["reproduction.json", "config.resolved.toml"] {
+        // The results, a figure, and one run's own files.
+        let figure = if stem == "fig3" {
+            "fig3-fu.svg"
+        } else {
+            "table2-tainted.svg"
+        };
+        for f in [
+            "reproduction.json",
+            "config.resolved.toml",
+            figure,
+            "runs/default/summary.json",
+            "runs/default/timeseries.csv",
+        ] {
             assert_eq!(
                 without_provenance(&dir.path().join("serial").join(stem).join(f)),
                 without_provenance(&dir.path().join("parallel").join(stem).join(f)),

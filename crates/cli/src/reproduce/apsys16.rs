@@ -4,8 +4,10 @@
 //! no numbers, so for them we quote the claim the text makes.
 
 use super::{
-    par_map, run_workload, snapshot, table, variant, Progress, Report, Reproduction, Snapshot,
+    par_map, run_workload, snapshot, table, variant, Claim, Progress, Report, Reproduction,
+    Snapshot, Value, VariantRun,
 };
+use crate::plot::{BarGroup, Figure, Series};
 use hugemm_hw::{Nanos, Order};
 use hugemm_mm::{FallbackStats, MigrateType};
 use hugemm_sim::Engine;
@@ -84,8 +86,48 @@ pub fn figure2(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Repor
             engine.advance(step)?;
             points.push(snapshot(&engine));
         }
-        Ok((v.clone(), points))
+        Ok((v.clone(), points, engine.results()))
     })?;
+    let (series, results): (Vec<_>, Vec<_>) =
+        series.into_iter().map(|(v, p, res)| ((v, p), res)).unzip();
+    let end = |v: &str| {
+        series
+            .iter()
+            .find(|(n, _)| n == v)
+            .and_then(|(_, p)| p.last())
+            .map(|s| s.tainted)
+    };
+    let text =
+        "OPBS's tainted pageblocks grow far more slowly than the default's (under half at the end)";
+    let said = "no numbers in the text";
+    let claims = vec![match (end("default"), end("opbs")) {
+        (Some(d), Some(o)) => Claim::new(
+            text,
+            said,
+            format!("{o} vs {d} at the end"),
+            Some(d > 0 && 2 * o < d),
+        ),
+        _ => Claim::unjudged(text, said, "needs default and opbs"),
+    }];
+    let figures = vec![Figure::lines(
+        "fig2-tainted",
+        "Figure 2: tainted pageblocks over time",
+        "time (s)",
+        "tainted pageblocks",
+        series
+            .iter()
+            .map(|(v, p)| Series {
+                name: v.clone(),
+                points: p.iter().map(|s| (s.time_s, s.tainted as f64)).collect(),
+            })
+            .collect(),
+    )];
+    let runs = r
+        .variants
+        .iter()
+        .zip(results)
+        .map(|(v, res)| VariantRun::new(&[v], res))
+        .collect();
     let len = series.iter().map(|(_, p)| p.len()).max().unwrap_or(0);
     let mut header = vec!["time s".to_string()];
     header.extend(series.iter().map(|(v, _)| format!("{v} tainted")));
@@ -117,6 +159,9 @@ pub fn figure2(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Repor
             .iter()
             .map(|(v, p)| json!({"variant": v, "points": p}))
             .collect::<Vec<_>>()),
+        claims,
+        figures,
+        runs,
         ..Report::default()
     })
 }
@@ -128,6 +173,63 @@ pub fn table1(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Report
     let engine = run_workload(variant(r, v))?;
     let s = snapshot(&engine);
     let ours = pollution_rows(&s.pollution);
+    let mut values: Vec<Value> = TABLE1_PAPER
+        .iter()
+        .zip(ours)
+        .map(|((bin, paper), n)| {
+            Value::new(
+                "Table 1",
+                &format!("{bin}% polluted"),
+                "user pageblocks",
+                *paper as f64,
+                Some(n as f64),
+            )
+        })
+        .collect();
+    values.push(Value::new(
+        "Table 1",
+        "tainted",
+        "user pageblocks",
+        TABLE1_PAPER_TAINTED.0 as f64,
+        Some(s.tainted as f64),
+    ));
+    let share_of = |n: u64, of: u64| 100.0 * n as f64 / of.max(1) as f64;
+    let claims = vec![Claim::new(
+        "most user pageblocks are tainted after two kernel builds",
+        "1,345 of 1,667 (81%)",
+        format!(
+            "{} of {} ({:.0}%)",
+            s.tainted,
+            s.user_pageblocks,
+            share_of(s.tainted, s.user_pageblocks)
+        ),
+        Some(2 * s.tainted > s.user_pageblocks),
+    )];
+    let figures = vec![Figure::bars(
+        "table1-pollution",
+        "Table 1: user pageblocks by degree of pollution (% of tainted ones)",
+        "% of tainted pageblocks",
+        TABLE1_PAPER
+            .iter()
+            .map(|(bin, _)| format!("{bin}%"))
+            .collect(),
+        vec![
+            BarGroup {
+                name: "paper".into(),
+                values: TABLE1_PAPER
+                    .iter()
+                    .map(|(_, n)| Some(share_of(*n, TABLE1_PAPER_TAINTED.0)))
+                    .collect(),
+            },
+            BarGroup {
+                name: "hugemm".into(),
+                values: ours
+                    .iter()
+                    .map(|n| (s.tainted > 0).then(|| share_of(*n, s.tainted)))
+                    .collect(),
+            },
+        ],
+    )];
     let (paper_tainted, paper_user) = TABLE1_PAPER_TAINTED;
     let share = |n: u64, of: u64| format!("{:.0}%", 100.0 * n as f64 / of.max(1) as f64);
     let rows: Vec<Vec<String>> = TABLE1_PAPER
@@ -157,7 +259,11 @@ pub fn table1(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Report
     Ok(Report {
         title: format!("APSys'16 Table 1: degree of pollution of user pageblocks ({v})"),
         tables: vec![t],
+        values,
+        claims,
+        figures,
         data: json!({"variant": v, "snapshot": s, "rows": ours}),
+        runs: vec![VariantRun::new(&[v], engine.results())],
         ..Report::default()
     })
 }
@@ -184,8 +290,39 @@ pub fn figure3(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Repor
         }
         engine.advance(Nanos((r.settle_s * 1e9) as u64))?;
         let later = snapshot(&engine);
-        Ok((v.clone(), after, later))
+        Ok((v.clone(), after, later, engine.results()))
     })?;
+    let (out, results): (Vec<_>, Vec<_>) = out
+        .into_iter()
+        .map(|(v, a, l, res)| ((v, a, l), res))
+        .unzip();
+    let huge = r.experiment.geometry.huge_order().0 as usize;
+    let claims = figure3_claims(&out, huge);
+    let figures = vec![Figure::lines(
+        "fig3-fu",
+        "Figure 3: unusable free space index by order, after compaction (-1) and later (-2)",
+        "order",
+        "Fu(j)",
+        out.iter()
+            .flat_map(|(v, a, l)| {
+                [(format!("{v}-1"), a), (format!("{v}-2"), l)].map(|(name, s)| Series {
+                    name,
+                    points: s
+                        .fu
+                        .iter()
+                        .enumerate()
+                        .map(|(j, f)| (j as f64, *f))
+                        .collect(),
+                })
+            })
+            .collect(),
+    )];
+    let runs = r
+        .variants
+        .iter()
+        .zip(results)
+        .map(|(v, res)| VariantRun::new(&[v], res))
+        .collect();
     let orders = out.first().map_or(0, |(_, s, _)| s.fu.len());
     let mut header = vec!["order".to_string()];
     for (v, ..) in &out {
@@ -218,8 +355,64 @@ pub fn figure3(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Repor
             .iter()
             .map(|(v, a, l)| json!({"variant": v, "after_compaction": a, "later": l}))
             .collect::<Vec<_>>()),
+        claims,
+        figures,
+        runs,
         ..Report::default()
     })
+}
+
+/// Figure 3's claims from its (variant, after compaction, later) snapshots; `huge` is
+/// the huge-page order.
+fn figure3_claims(out: &[(String, Snapshot, Snapshot)], huge: usize) -> Vec<Claim> {
+    let of = |v: &str| out.iter().find(|(n, ..)| n == v);
+    let above = |s: &Snapshot, j: usize| {
+        s.fu.iter()
+            .skip(j + 1)
+            .copied()
+            .fold(f64::INFINITY, f64::min)
+    };
+    let mut claims = Vec::new();
+    let text = "KML cannot form any block above order 7 after compaction (Fu = 1 above 7)";
+    let said = "Fu(j) = 1 for j > 7";
+    claims.push(match of("kml") {
+        Some((_, a, _)) => {
+            let least = above(a, 7);
+            Claim::new(
+                text,
+                said,
+                format!("least Fu above order 7: {least:.2}"),
+                Some(least >= 0.999),
+            )
+        }
+        None => Claim::unjudged(text, said, "needs kml"),
+    });
+    let text = "right after compaction KMU has more huge-page-sized free blocks than the default";
+    let said = "KMU-1 below the default";
+    claims.push(match (of("kmu"), of("default")) {
+        (Some((_, k, _)), Some((_, d, _))) => Claim::new(
+            text,
+            said,
+            format!("Fu({huge}) {:.2} vs {:.2}", k.fu[huge], d.fu[huge]),
+            Some(k.fu[huge] < d.fu[huge]),
+        ),
+        _ => Claim::unjudged(text, said, "needs kmu and default"),
+    });
+    let text = "soon after, KMU's Fu is almost 1 for every order above 5 (at least 0.95)";
+    let said = "KMU-2 almost 1 above order 5";
+    claims.push(match of("kmu") {
+        Some((_, _, l)) => {
+            let least = above(l, 5);
+            Claim::new(
+                text,
+                said,
+                format!("least Fu above order 5: {least:.2}"),
+                Some(least >= 0.95),
+            )
+        }
+        None => Claim::unjudged(text, said, "needs kmu"),
+    });
+    claims
 }
 
 /// "N (claimed/stolen)": fallbacks so far, and how many claimed their pageblock or stole
@@ -265,10 +458,103 @@ pub fn table2(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Report
                 .to_string(),
         ];
         let datum = json!({"variant": v, "end": end, "after_compaction": compacted});
-        Ok((row, datum))
+        Ok(((row, (end, compacted)), (datum, engine.results())))
     })?
     .into_iter()
     .unzip();
+    let (rows, snaps): (Vec<_>, Vec<_>) = rows.into_iter().unzip();
+    let (data, results): (Vec<_>, Vec<_>) = data.into_iter().unzip();
+    let mut values = Vec::new();
+    let mut claims = Vec::new();
+    let tainted = |v: &str| {
+        r.variants
+            .iter()
+            .position(|n| n == v)
+            .map(|i| snaps[i].0.tainted)
+    };
+    for (v, (end, _)) in r.variants.iter().zip(&snaps) {
+        if let Some(p) = TABLE2_PAPER.iter().find(|(n, ..)| n == v) {
+            values.push(Value::new(
+                "Table 2",
+                v,
+                "tainted pageblocks",
+                p.1 as f64,
+                Some(end.tainted as f64),
+            ));
+            values.push(Value::new(
+                "Table 2",
+                v,
+                &format!("Fu({huge})"),
+                p.2,
+                Some(end.fu[huge]),
+            ));
+        }
+    }
+    for (v, paper) in [("aaf", 134), ("opbs", 508), ("apbs", 874)] {
+        let text = format!("{v} taints fewer pageblocks than the default");
+        let said = format!("{paper} vs 1683");
+        claims.push(match (tainted(v), tainted("default")) {
+            (Some(t), Some(d)) => Claim::new(&text, &said, format!("{t} vs {d}"), Some(t < d)),
+            _ => Claim::unjudged(&text, &said, "needs it and default"),
+        });
+    }
+    let figures = vec![
+        Figure::bars(
+            "table2-tainted",
+            "Table 2: tainted pageblocks by fallback policy",
+            "tainted pageblocks",
+            r.variants.clone(),
+            vec![
+                BarGroup {
+                    name: "paper".into(),
+                    values: r
+                        .variants
+                        .iter()
+                        .map(|v| {
+                            TABLE2_PAPER
+                                .iter()
+                                .find(|(n, ..)| n == v)
+                                .map(|p| p.1 as f64)
+                        })
+                        .collect(),
+                },
+                BarGroup {
+                    name: "hugemm".into(),
+                    values: snaps.iter().map(|(e, _)| Some(e.tainted as f64)).collect(),
+                },
+            ],
+        ),
+        Figure::bars(
+            "table2-fu",
+            &format!("Table 2: Fu({huge}) by fallback policy"),
+            &format!("Fu({huge})"),
+            r.variants.clone(),
+            vec![
+                BarGroup {
+                    name: "paper".into(),
+                    values: r
+                        .variants
+                        .iter()
+                        .map(|v| TABLE2_PAPER.iter().find(|(n, ..)| n == v).map(|p| p.2))
+                        .collect(),
+                },
+                BarGroup {
+                    name: "hugemm".into(),
+                    values: snaps.iter().map(|(e, _)| Some(e.fu[huge])).collect(),
+                },
+                BarGroup {
+                    name: "hugemm compacted".into(),
+                    values: snaps.iter().map(|(_, c)| Some(c.fu[huge])).collect(),
+                },
+            ],
+        ),
+    ];
+    let runs = r
+        .variants
+        .iter()
+        .zip(results)
+        .map(|(v, res)| VariantRun::new(&[v], res))
+        .collect();
     Ok(Report {
         title: "APSys'16 Table 2: tainted pageblocks and Fu(9) by fallback policy".into(),
         tables: vec![table(
@@ -284,7 +570,11 @@ pub fn table2(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Report
             ],
             &rows,
         )],
+        values,
+        claims,
+        figures,
         data: json!(data),
+        runs,
         ..Report::default()
     })
 }
@@ -334,10 +624,98 @@ pub fn highalloc(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Rep
             "after_builds": built,
             "attempts": result.summary.system.highalloc,
         });
-        Ok((row, datum))
+        Ok(((row, rates), (datum, result)))
     })?
     .into_iter()
     .unzip();
+    let (rows, rates): (Vec<_>, Vec<Vec<f64>>) = rows.into_iter().unzip();
+    let (data, results): (Vec<_>, Vec<_>) = data.into_iter().unzip();
+    let rate = |v: &str, i: usize| {
+        r.variants
+            .iter()
+            .position(|n| n == v)
+            .and_then(|k| rates[k].get(i).copied())
+    };
+    let mut values = Vec::new();
+    for (v, first, rest) in HIGHALLOC_PAPER {
+        values.push(Value::new(
+            "section 5.3",
+            v,
+            "success, 1st attempt (%)",
+            first * 100.0,
+            rate(v, 0).map(|x| x * 100.0),
+        ));
+        values.push(Value::new(
+            "section 5.3",
+            v,
+            "success at rest (%)",
+            rest * 100.0,
+            rate(v, 2).map(|x| x * 100.0),
+        ));
+    }
+    let mut claims = Vec::new();
+    for (i, when, said) in [
+        (0, "at the first attempt", "7% vs 0%"),
+        (2, "at rest", "37% vs 13%"),
+    ] {
+        let text = format!("APBS allocates more huge pages than the default {when}");
+        claims.push(match (rate("apbs", i), rate("default", i)) {
+            (Some(a), Some(d)) => Claim::new(
+                &text,
+                said,
+                format!("{} vs {}", pct(a), pct(d)),
+                Some(a > d),
+            ),
+            _ => Claim::unjudged(&text, said, "needs apbs and default"),
+        });
+    }
+    let attempt_bars = |i: usize, paper: fn(&(&str, f64, f64)) -> f64| {
+        vec![
+            BarGroup {
+                name: "paper".into(),
+                values: r
+                    .variants
+                    .iter()
+                    .map(|v| {
+                        HIGHALLOC_PAPER
+                            .iter()
+                            .find(|p| p.0 == v)
+                            .map(|p| paper(p) * 100.0)
+                    })
+                    .collect(),
+            },
+            BarGroup {
+                name: "hugemm".into(),
+                values: r
+                    .variants
+                    .iter()
+                    .map(|v| rate(v, i).map(|x| x * 100.0))
+                    .collect(),
+            },
+        ]
+    };
+    let figures = vec![
+        Figure::bars(
+            "highalloc-first",
+            "stress-highalloc: success at the first attempt (%)",
+            "success (%)",
+            r.variants.clone(),
+            attempt_bars(0, |p| p.1),
+        ),
+        Figure::bars(
+            "highalloc-rest",
+            "stress-highalloc: success at rest (%)",
+            "success (%)",
+            r.variants.clone(),
+            attempt_bars(2, |p| p.2),
+        ),
+    ];
+    let runs = r
+        .variants
+        .iter()
+        .zip(results)
+        .map(|(v, res)| VariantRun::new(&[v], res))
+        .collect();
     Ok(Report {
         title: format!(
             "APSys'16 section 5.3: stress-highalloc success rate ({:.0}% of memory requested as huge pages)",
@@ -356,7 +734,11 @@ pub fn highalloc(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Rep
             ],
             &rows,
         )],
+        values,
+        claims,
+        figures,
         data: json!(data),
+        runs,
         ..Report::default()
     })
 }

@@ -18,9 +18,10 @@
 //!   gives the run-time ratio, which also includes initialisation), and beside it the
 //!   end-to-end ratio of references per second of run time.
 
-use super::{table, Progress, Report, Reproduction};
+use super::{table, Claim, Progress, Report, Reproduction, Value, VariantRun};
+use crate::plot::{BarGroup, Figure};
 use hugemm_policy::{LinuxConfig, PolicyConfig, ThpMode};
-use hugemm_sim::{Engine, Experiment, ProcessSummary};
+use hugemm_sim::{Engine, Experiment, ProcessSummary, RunResult};
 use hugemm_workload::{Phase, ProcessSpec, Stream};
 use serde::Serialize;
 use serde_json::json;
@@ -125,6 +126,12 @@ fn per(n: u64, d: u64) -> f64 {
 
 /// Run both page sizes and measure every process.
 pub fn measure(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Vec<Measured>> {
+    let (small, huge) = run_both(r, progress)?;
+    Ok(measured(r, &small, &huge))
+}
+
+/// The runs at 4 KB (THP never) and at 2 MB (THP always).
+fn run_both(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<(RunResult, RunResult)> {
     let (small, huge) = rayon::join(
         || -> anyhow::Result<_> {
             progress("table 3: 4 KB pages (THP never)");
@@ -135,13 +142,16 @@ pub fn measure(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Vec<M
             Ok(Engine::new(with_thp(r, ThpMode::Always))?.run()?)
         },
     );
-    let (small, huge) = (small?, huge?);
-    let rows = r
-        .experiment
+    Ok((small?, huge?))
+}
+
+/// Every process of `r` measured from its runs at 4 KB (`small`) and 2 MB (`huge`).
+fn measured(r: &Reproduction, small: &RunResult, huge: &RunResult) -> Vec<Measured> {
+    r.experiment
         .processes
         .iter()
-        .zip(small.summary.processes)
-        .zip(huge.summary.processes)
+        .zip(small.summary.processes.iter().cloned())
+        .zip(huge.summary.processes.iter().cloned())
         .map(|((spec, a), b)| Measured {
             name: a.name.clone(),
             rss_bytes: a.rss_bytes_end,
@@ -155,8 +165,82 @@ pub fn measure(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Vec<M
             run_4k: a,
             run_2m: b,
         })
-        .collect();
-    Ok(rows)
+        .collect()
+}
+
+/// The paper's row of workload `name`.
+fn paper_row(name: &str) -> Option<&'static PaperRow> {
+    PAPER.iter().find(|p| p.workload == name)
+}
+
+/// Table 3's numbers, paper beside hugemm.
+fn values(measured: &[Measured]) -> Vec<Value> {
+    let mut values = Vec::new();
+    for m in measured {
+        let Some(p) = paper_row(&m.name) else {
+            continue;
+        };
+        let v =
+            |q: &str, paper: f64, ours: f64| Value::new("Table 3", &m.name, q, paper, Some(ours));
+        values.push(v(
+            "% TLB misses at 4 KB",
+            p.tlb_miss_pct,
+            m.tlb_miss_4k * 100.0,
+        ));
+        values.push(v(
+            "% cycles in walks at 4 KB",
+            p.cycles_4k_pct,
+            m.mmu_4k * 100.0,
+        ));
+        values.push(v(
+            "% cycles in walks at 2 MB",
+            p.cycles_2m_pct,
+            m.mmu_2m * 100.0,
+        ));
+        values.push(v("speedup of 2 MB over 4 KB", p.speedup, m.speedup));
+    }
+    values
+}
+
+/// Section 2.4's claim: mg.D, with the larger working set, has far lower MMU overhead
+/// than cg.D ("far": under half).
+fn claim(measured: &[Measured]) -> Claim {
+    let text =
+        "a larger working set (mg.D) can have far lower MMU overhead than a smaller one (cg.D)";
+    let paper = "1.04% vs 39% of cycles at 4 KB";
+    let of = |n: &str| measured.iter().find(|m| m.name == n).map(|m| m.mmu_4k);
+    match (of("mg.D"), of("cg.D")) {
+        (Some(mg), Some(cg)) => Claim::new(
+            text,
+            paper,
+            format!("{:.2}% vs {:.2}%", mg * 100.0, cg * 100.0),
+            Some(mg < cg / 2.0),
+        ),
+        _ => Claim::unjudged(text, paper, "needs processes named mg.D and cg.D"),
+    }
+}
+
+/// MMU overhead at 4 KB, paper beside hugemm.
+fn figure(measured: &[Measured]) -> Figure {
+    Figure::bars(
+        "table3-mmu",
+        "Table 3: cycles in page walks at 4 KB (%)",
+        "% of cycles",
+        measured.iter().map(|m| m.name.clone()).collect(),
+        vec![
+            BarGroup {
+                name: "paper".into(),
+                values: measured
+                    .iter()
+                    .map(|m| paper_row(&m.name).map(|p| p.cycles_4k_pct))
+                    .collect(),
+            },
+            BarGroup {
+                name: "hugemm".into(),
+                values: measured.iter().map(|m| Some(m.mmu_4k * 100.0)).collect(),
+            },
+        ],
+    )
 }
 
 fn gib(bytes: u64) -> String {
@@ -165,7 +249,8 @@ fn gib(bytes: u64) -> String {
 
 /// Table 3, paper beside hugemm.
 pub fn table3(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Report> {
-    let measured = measure(r, progress)?;
+    let (small, huge) = run_both(r, progress)?;
+    let measured = measured(r, &small, &huge);
     let mut rows = Vec::new();
     for m in &measured {
         if let Some(p) = PAPER.iter().find(|p| p.workload == m.name) {
@@ -216,7 +301,14 @@ pub fn table3(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Report
                 .to_string(),
             t,
         ],
+        values: values(&measured),
+        claims: vec![claim(&measured)],
+        figures: vec![figure(&measured)],
         data: json!({"paper": PAPER, "hugemm": measured}),
+        runs: vec![
+            VariantRun::new(&["4k"], small),
+            VariantRun::new(&["2m"], huge),
+        ],
         ..Report::default()
     })
 }

@@ -9,12 +9,14 @@
 pub mod apsys16;
 pub mod hawkeye;
 pub mod hawkeye_table3;
+pub mod output;
 pub mod zeroing;
 
 use crate::config::{self, ConfigError, PolicyCatalog};
+use crate::plot::Figure;
 use comfy_table::{presets, CellAlignment, ContentArrangement, Table};
 use hugemm_mm::{FallbackStats, Kernel};
-use hugemm_sim::{Engine, Experiment};
+use hugemm_sim::{Engine, Experiment, RunResult};
 use rayon::prelude::*;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -184,17 +186,141 @@ pub struct Reproduction {
     pub notes: Vec<String>,
 }
 
-/// What a reproduction printed, also written as JSON.
-#[derive(Debug, Default, Serialize)]
+/// The version of `reproduction.json`'s shape (`docs/output.md`): raised when a field
+/// changes meaning or goes away, not when one is added.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// What a reproduction found: printed as text, written as `reproduction.json`,
+/// `report.md` and `report.html` ([`output`]).
+#[derive(Debug, Default)]
 pub struct Report {
     /// Title.
     pub title: String,
     /// The scale, in words.
     pub scale: String,
-    /// Tables of text (paper beside hugemm).
+    /// Tables of text (paper beside hugemm), as printed.
     pub tables: Vec<String>,
-    /// The numbers behind the tables.
+    /// The paper's numbers beside hugemm's.
+    pub values: Vec<Value>,
+    /// The paper's claims and whether hugemm's results bear them out.
+    pub claims: Vec<Claim>,
+    /// Figures, in the style of the paper's.
+    pub figures: Vec<Figure>,
+    /// Every run behind the results (a variant, of a set), each written as a run's
+    /// output is (`summary.json`, `timeseries.csv`).
+    pub runs: Vec<VariantRun>,
+    /// The numbers behind the tables, in the reproduction's own shape.
     pub data: serde_json::Value,
+}
+
+/// One of the paper's numbers beside hugemm's.
+#[derive(Clone, Debug, Serialize)]
+pub struct Value {
+    /// Where the paper gives it ("Table 5").
+    pub item: String,
+    /// Its row: a workload, a variant, a bin.
+    pub row: String,
+    /// What it measures, with its unit ("speedup over 4 KB pages").
+    pub quantity: String,
+    /// The paper's value.
+    pub paper: f64,
+    /// hugemm's (`None`: not measured by this run, e.g. its variant was not run).
+    pub hugemm: Option<f64>,
+    /// hugemm / paper (`None` without hugemm's value or when the paper's is 0).
+    pub ratio: Option<f64>,
+}
+
+impl Value {
+    /// The paper's `paper` beside hugemm's `hugemm` for `quantity` of `row` in `item`.
+    pub fn new(item: &str, row: &str, quantity: &str, paper: f64, hugemm: Option<f64>) -> Value {
+        Value {
+            item: item.into(),
+            row: row.into(),
+            quantity: quantity.into(),
+            paper,
+            hugemm,
+            ratio: hugemm.filter(|_| paper != 0.0).map(|h| h / paper),
+        }
+    }
+}
+
+/// A claim of the paper and whether hugemm's results bear it out.
+#[derive(Clone, Debug, Serialize)]
+pub struct Claim {
+    /// The claim, close to the paper's words.
+    pub claim: String,
+    /// What the paper measured or says for it.
+    pub paper: String,
+    /// What hugemm measured.
+    pub hugemm: String,
+    /// Whether hugemm's result bears the claim out (`None`: this run cannot say, e.g. a
+    /// variant it needs was not run).
+    pub holds: Option<bool>,
+}
+
+impl Claim {
+    /// `claim` (the paper: `paper`), judged `holds` on hugemm's `hugemm`.
+    pub fn new(claim: &str, paper: &str, hugemm: String, holds: Option<bool>) -> Claim {
+        Claim {
+            claim: claim.into(),
+            paper: paper.into(),
+            hugemm,
+            holds,
+        }
+    }
+
+    /// A claim this run cannot judge, saying why.
+    pub fn unjudged(claim: &str, paper: &str, why: &str) -> Claim {
+        Claim::new(claim, paper, why.into(), None)
+    }
+}
+
+/// One run behind a reproduction's results.
+#[derive(Debug)]
+pub struct VariantRun {
+    /// Where it is written below the reproduction's directory, one segment per level
+    /// (`["xsbench", "hawkeye-g"]`: `runs/xsbench/hawkeye-g/`).
+    pub path: Vec<String>,
+    /// What it did.
+    pub result: RunResult,
+}
+
+impl VariantRun {
+    /// The run `result` of `path`.
+    pub fn new(path: &[&str], result: RunResult) -> VariantRun {
+        VariantRun {
+            path: path.iter().map(|s| s.to_string()).collect(),
+            result,
+        }
+    }
+}
+
+/// The claims as a text table (claim, paper, hugemm, holds).
+pub(crate) fn claims_table(claims: &[Claim]) -> String {
+    let rows: Vec<Vec<String>> = claims
+        .iter()
+        .map(|c| {
+            vec![
+                c.claim.clone(),
+                c.paper.clone(),
+                c.hugemm.clone(),
+                match c.holds {
+                    Some(h) => h.to_string(),
+                    None => "-".into(),
+                },
+            ]
+        })
+        .collect();
+    let mut t = Table::new();
+    t.set_header(["claim", "paper", "hugemm", "holds"]);
+    t.add_rows(rows);
+    style_table(&mut t);
+    for i in 1..3 {
+        if let Some(c) = t.column_mut(i) {
+            c.set_cell_alignment(CellAlignment::Left);
+        }
+    }
+    render_table(&t)
 }
 
 impl std::fmt::Display for Report {
@@ -204,6 +330,10 @@ impl std::fmt::Display for Report {
         for t in &self.tables {
             writeln!(f)?;
             write!(f, "{t}")?;
+        }
+        if !self.claims.is_empty() {
+            writeln!(f)?;
+            write!(f, "{}", claims_table(&self.claims))?;
         }
         Ok(())
     }

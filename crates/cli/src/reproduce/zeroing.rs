@@ -27,7 +27,8 @@
 //! The paper's numbers are quoted from its text and tables; Figures 1 and 10 give no
 //! numbers beyond those the text states.
 
-use super::{par_map, table, Progress, Report, Reproduction};
+use super::{par_map, table, Claim, Progress, Report, Reproduction, Value, VariantRun};
+use crate::plot::{BarGroup, Figure, Series};
 use hugemm_policy::{IngensConfig, KhugepagedConfig, LinuxConfig, PolicyConfig, ThpMode};
 use hugemm_sim::{Engine, Experiment, ProcessSummary, RunResult, Stores};
 use serde::Serialize;
@@ -155,6 +156,47 @@ impl Run {
     }
 }
 
+/// The runs as written beside the report: `runs/<variant>/`, or `runs/<set>/<variant>/`
+/// when the file has sets.
+fn variant_runs(runs: Vec<Run>) -> Vec<VariantRun> {
+    runs.into_iter()
+        .map(|run| {
+            let set = run.set.join("+");
+            let mut path = Vec::new();
+            if !set.is_empty() {
+                path.push(set.as_str());
+            }
+            path.push(run.variant.as_str());
+            VariantRun::new(&path, run.result)
+        })
+        .collect()
+}
+
+/// Bars of `paper` and `hugemm` values by category.
+fn paper_beside_hugemm(
+    id: &str,
+    title: &str,
+    y: &str,
+    rows: &[(String, Option<f64>, Option<f64>)],
+) -> Figure {
+    Figure::bars(
+        id,
+        title,
+        y,
+        rows.iter().map(|r| r.0.clone()).collect(),
+        vec![
+            BarGroup {
+                name: "paper".into(),
+                values: rows.iter().map(|r| r.1).collect(),
+            },
+            BarGroup {
+                name: "hugemm".into(),
+                values: rows.iter().map(|r| r.2).collect(),
+            },
+        ],
+    )
+}
+
 /// Run every set (or all processes) under every variant.
 pub fn run_all(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Vec<Run>> {
     let sets: Vec<Vec<String>> = if r.sets.is_empty() {
@@ -217,6 +259,8 @@ pub fn table1(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Report
     let freq = r.experiment.profile.freq_ghz;
     let mut rows = Vec::new();
     let mut data = Vec::new();
+    let mut values = Vec::new();
+    let (mut total, mut mean) = (Vec::new(), Vec::new());
     for run in &runs {
         let Some(p) = run.processes.first() else {
             continue;
@@ -230,6 +274,19 @@ pub fn table1(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Report
             p.runtime_ns as f64 / 1e9,
         ];
         let paper = table1_paper(&run.variant);
+        if let Some(pv) = paper {
+            for (i, quantity) in TABLE1_QUANTITIES.iter().enumerate() {
+                values.push(Value::new(
+                    "Table 1",
+                    &run.variant,
+                    quantity,
+                    pv[i],
+                    Some(ours[i]),
+                ));
+            }
+        }
+        total.push((run.variant.clone(), paper.map(|p| p[4]), Some(ours[4])));
+        mean.push((run.variant.clone(), paper.map(|p| p[2]), Some(ours[2])));
         let cell = |i: usize, f: fn(f64) -> String| match paper {
             Some(pv) => format!("{} / {}", f(pv[i]), f(ours[i])),
             None => format!("- / {}", f(ours[i])),
@@ -268,11 +325,37 @@ pub fn table1(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Report
         title: "HawkEye Table 1: page faults, allocation latency and performance of an \
                 allocate-and-touch loop (10 runs of a 10 GB buffer)"
             .into(),
-        tables: vec![t, claims_table1(&runs)],
+        tables: vec![t],
+        claims: claims_table1(&runs),
+        values,
+        figures: vec![
+            paper_beside_hugemm(
+                "table1-total-time",
+                "Table 1: total time of 10 runs (s)",
+                "total time (s)",
+                &total,
+            ),
+            paper_beside_hugemm(
+                "table1-fault-time",
+                "Table 1: mean page-fault time (us)",
+                "mean fault time (us)",
+                &mean,
+            ),
+        ],
         data: json!(data),
+        runs: variant_runs(runs),
         ..Default::default()
     })
 }
+
+/// Table 1's quantities, in [`table1_paper`]'s order.
+const TABLE1_QUANTITIES: [&str; 5] = [
+    "page faults",
+    "fault time (s)",
+    "mean fault time (us)",
+    "system time (s)",
+    "total time (s)",
+];
 
 fn mean_fault_us(runs: &[Run], variant: &str) -> Option<f64> {
     let p = runs
@@ -283,34 +366,37 @@ fn mean_fault_us(runs: &[Run], variant: &str) -> Option<f64> {
     Some(p.fault_mean_ns / 1e3)
 }
 
-fn claims_table1(runs: &[Run]) -> String {
-    let mut rows = Vec::new();
+fn claims_table1(runs: &[Run]) -> Vec<Claim> {
+    let mut claims = Vec::new();
     let (z, none) = (
         mean_fault_us(runs, "linux-2m"),
         mean_fault_us(runs, "linux-2m-nozero"),
     );
     if let (Some(z), Some(n)) = (z, none) {
-        rows.push(vec![
-            "without zeroing a 2 MB fault is an order of magnitude cheaper (465 vs 13 us)".into(),
+        claims.push(Claim::new(
+            "without zeroing a 2 MB fault is an order of magnitude cheaper",
+            "465 vs 13 us",
             format!("{z:.0} vs {n:.1} us: {:.0}x", z / n.max(1e-9)),
-            (z / n.max(1e-9) >= 10.0).to_string(),
-        ]);
+            Some(z / n.max(1e-9) >= 10.0),
+        ));
     }
     if let (Some(a), Some(b)) = (mean_fault_us(runs, "linux-4k"), z) {
-        rows.push(vec![
-            "a 2 MB fault costs over 100 times a 4 KB one (465 vs 3.5 us)".into(),
+        claims.push(Claim::new(
+            "a 2 MB fault costs over 100 times a 4 KB one",
+            "465 vs 3.5 us",
             format!("{:.0}x", b / a.max(1e-9)),
-            (b / a.max(1e-9) > 100.0).to_string(),
-        ]);
+            Some(b / a.max(1e-9) > 100.0),
+        ));
     }
     if let (Some(z), Some(h)) = (z, mean_fault_us(runs, "hawkeye-2m")) {
-        rows.push(vec![
-            "pre-zeroing at 10,000 pages/s takes zeroing out of 2 MB faults (section 3.1)".into(),
+        claims.push(Claim::new(
+            "pre-zeroing at 10,000 pages/s takes zeroing out of 2 MB faults (section 3.1)",
+            "an order of magnitude, as without zeroing",
             format!("{z:.0} vs {h:.1} us: {:.1}x", z / h.max(1e-9)),
-            (z / h.max(1e-9) >= 10.0).to_string(),
-        ]);
+            Some(z / h.max(1e-9) >= 10.0),
+        ));
     }
-    table(&["claim", "hugemm", "holds"], &rows)
+    claims
 }
 
 /// Table 7's published values: memory (GB) and throughput (K requests/s).
@@ -336,12 +422,38 @@ pub fn table7(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Report
     let runs = run_all(r, progress)?;
     let mut rows = Vec::new();
     let mut data = Vec::new();
+    let (mut values, mut memory, mut throughput) = (Vec::new(), Vec::new(), Vec::new());
+    // Memory relative to base pages' (the experiment is scaled; the ratio is not).
+    let base = kv_of(&runs, "linux-4k").map(|b| b.0 as f64);
+    let paper_base = table7_paper("linux-4k").map(|p| p.0);
     for run in &runs {
         let Some(s) = server(run) else { continue };
         let get = s.kv.iter().rev().find(|k| k.op == "get");
         let rss = s.rss_bytes_end;
         let kreq = get.map_or(0.0, |g| g.requests_per_s / 1e3);
         let paper = table7_paper(&run.variant);
+        let relative = base.map(|b| rss as f64 / b.max(1.0));
+        let paper_relative = paper.zip(paper_base).map(|(p, b)| p.0 / b);
+        if let Some(p) = paper {
+            if let Some(pr) = paper_relative {
+                values.push(Value::new(
+                    "Table 7",
+                    &run.variant,
+                    "memory / linux-4k's",
+                    pr,
+                    relative,
+                ));
+            }
+            values.push(Value::new(
+                "Table 7",
+                &run.variant,
+                "get throughput (K/s)",
+                p.1,
+                Some(kreq),
+            ));
+        }
+        memory.push((run.variant.clone(), paper_relative, relative));
+        throughput.push((run.variant.clone(), paper.map(|p| p.1), Some(kreq)));
         rows.push(vec![
             run.variant.clone(),
             paper.map_or("-".into(), |p| format!("{:.1}", p.0)),
@@ -373,8 +485,25 @@ pub fn table7(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Report
     );
     Ok(Report {
         title: "HawkEye Table 7: Redis memory and throughput after deleting keys".into(),
-        tables: vec![t, claims_table7(&runs)],
+        tables: vec![t],
+        claims: claims_table7(&runs),
+        values,
+        figures: vec![
+            paper_beside_hugemm(
+                "table7-memory",
+                "Table 7: server memory after deleting keys, relative to linux-4k",
+                "memory / linux-4k's",
+                &memory,
+            ),
+            paper_beside_hugemm(
+                "table7-throughput",
+                "Table 7: get throughput (K requests/s)",
+                "K requests/s",
+                &throughput,
+            ),
+        ],
         data: json!(data),
+        runs: variant_runs(runs),
         ..Default::default()
     })
 }
@@ -385,35 +514,38 @@ fn kv_of(runs: &[Run], variant: &str) -> Option<(u64, f64)> {
     Some((s.rss_bytes_end, get.requests_per_s))
 }
 
-fn claims_table7(runs: &[Run]) -> String {
-    let mut rows = Vec::new();
+fn claims_table7(runs: &[Run]) -> Vec<Claim> {
+    let mut claims = Vec::new();
     let within = |a: f64, b: f64, tol: f64| (a - b).abs() <= tol * b;
     if let (Some(p), Some(b)) = (kv_of(runs, "hawkeye-pressure"), kv_of(runs, "linux-4k")) {
-        rows.push(vec![
-            "under pressure HawkEye recovers to base-page memory (within 10%)".into(),
+        claims.push(Claim::new(
+            "under pressure HawkEye recovers to base-page memory (within 10%)",
+            "16.2 vs 16.2 GB",
             format!("{} vs {} GiB", gib(p.0), gib(b.0)),
-            within(p.0 as f64, b.0 as f64, 0.10).to_string(),
-        ]);
+            Some(within(p.0 as f64, b.0 as f64, 0.10)),
+        ));
     }
     if let (Some(h), Some(l)) = (kv_of(runs, "hawkeye"), kv_of(runs, "linux-2m")) {
-        rows.push(vec![
-            "without pressure HawkEye keeps huge-page throughput (within 2%)".into(),
+        claims.push(Claim::new(
+            "without pressure HawkEye keeps huge-page throughput (within 2%)",
+            "113.6 vs 113.8 Kreq/s",
             format!("{:.1} vs {:.1} Kreq/s", h.1 / 1e3, l.1 / 1e3),
-            within(h.1, l.1, 0.02).to_string(),
-        ]);
+            Some(within(h.1, l.1, 0.02)),
+        ));
     }
     if let (Some(a), Some(b)) = (kv_of(runs, "linux-2m"), kv_of(runs, "linux-4k")) {
-        rows.push(vec![
-            "huge pages raise throughput (paper: +7%) and memory (paper: x2.0)".into(),
+        claims.push(Claim::new(
+            "huge pages raise throughput and memory",
+            "+7% throughput, memory x2.0",
             format!(
                 "{:+.1}% throughput, memory x{:.2}",
                 (a.1 / b.1 - 1.0) * 100.0,
                 a.0 as f64 / b.0.max(1) as f64
             ),
-            (a.1 > b.1 && a.0 > b.0).to_string(),
-        ]);
+            Some(a.1 > b.1 && a.0 > b.0),
+        ));
     }
-    table(&["claim", "hugemm", "holds"], &rows)
+    claims
 }
 
 /// Table 8's published values per workload and variant: throughput for Redis, seconds
@@ -452,10 +584,24 @@ pub fn table8(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Report
     let runs = run_all(r, progress)?;
     let mut rows = Vec::new();
     let mut data = Vec::new();
+    let mut values = Vec::new();
     for run in &runs {
         for p in &run.processes {
             let ours = table8_measure(p);
             let paper = table8_paper(&p.name, &run.variant);
+            let (pf, hf) = (
+                speed_over_4k(&p.name, &run.variant, table8_paper),
+                speed_over_4k(&p.name, &run.variant, |w, v| measure(&runs, w, v)),
+            );
+            if let Some(pf) = pf {
+                values.push(Value::new(
+                    "Table 8",
+                    &format!("{} {}", p.name, run.variant),
+                    "speed / linux-4k's",
+                    pf,
+                    hf,
+                ));
+            }
             let unit = if p.kv.is_empty() { "s" } else { "inserts/s" };
             rows.push(vec![
                 p.name.clone(),
@@ -489,8 +635,12 @@ pub fn table8(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Report
         title: "HawkEye Table 8: performance of workloads bound by page faults \
                 (Redis: inserts of 2 MB values a second; others: seconds)"
             .into(),
-        tables: vec![t, claims_table8(&runs)],
+        tables: vec![t],
+        claims: claims_table8(&runs),
+        figures: table8_figures(&runs, r),
+        values,
         data: json!(data),
+        runs: variant_runs(runs),
         ..Default::default()
     })
 }
@@ -502,28 +652,81 @@ fn measure(runs: &[Run], workload: &str, variant: &str) -> Option<f64> {
         .map(table8_measure)
 }
 
-fn claims_table8(runs: &[Run]) -> String {
-    let mut rows = Vec::new();
-    for w in ["jvm-spinup", "vm-spinup", "sparsehash", "hacc-io"] {
+/// How much faster `workload` runs under `variant` than under `linux-4k` by `of`'s
+/// measures (throughput for Redis, seconds for the rest).
+fn speed_over_4k(
+    workload: &str,
+    variant: &str,
+    of: impl Fn(&str, &str) -> Option<f64>,
+) -> Option<f64> {
+    let (x, base) = (of(workload, variant)?, of(workload, "linux-4k")?);
+    Some(if workload == "redis" {
+        x / base.max(1e-12)
+    } else {
+        base / x.max(1e-12)
+    })
+}
+
+/// Table 8 as bars: each workload's speed under each variant over `linux-4k`'s, the
+/// paper's and hugemm's.
+fn table8_figures(runs: &[Run], r: &Reproduction) -> Vec<Figure> {
+    let workloads: Vec<String> = r.sets.iter().map(|s| s.join("+")).collect();
+    let bars = |of: &dyn Fn(&str, &str) -> Option<f64>| -> Vec<BarGroup> {
+        r.variants
+            .iter()
+            .map(|v| BarGroup {
+                name: v.clone(),
+                values: workloads.iter().map(|w| speed_over_4k(w, v, of)).collect(),
+            })
+            .collect()
+    };
+    vec![
+        Figure::bars(
+            "table8-paper",
+            "Table 8 (paper): speed over linux-4k",
+            "speed / linux-4k's",
+            workloads.clone(),
+            bars(&|w: &str, v: &str| table8_paper(w, v)),
+        ),
+        Figure::bars(
+            "table8-hugemm",
+            "Table 8 (hugemm): speed over linux-4k",
+            "speed / linux-4k's",
+            workloads.clone(),
+            bars(&|w: &str, v: &str| measure(runs, w, v)),
+        ),
+    ]
+}
+
+fn claims_table8(runs: &[Run]) -> Vec<Claim> {
+    let mut claims = Vec::new();
+    for (w, paper) in [
+        ("jvm-spinup", "13.6x"),
+        ("vm-spinup", "13.9x"),
+        ("sparsehash", "1.62x"),
+        ("hacc-io", "1.07x"),
+    ] {
         if let (Some(l), Some(h)) = (measure(runs, w, "linux-2m"), measure(runs, w, "hawkeye-2m")) {
-            rows.push(vec![
-                format!("{w}: pre-zeroed huge pages are faster than Linux's"),
+            claims.push(Claim::new(
+                &format!("{w}: pre-zeroed huge pages are faster than Linux's"),
+                paper,
                 format!("{:.2}x", l / h.max(1e-12)),
-                (h < l).to_string(),
-            ]);
+                Some(h < l),
+            ));
         }
     }
     if let (Some(l), Some(h)) = (
         measure(runs, "redis", "linux-2m"),
         measure(runs, "redis", "hawkeye-2m"),
     ) {
-        rows.push(vec![
-            "redis: pre-zeroing raises insert throughput (paper: 1.26x)".into(),
+        claims.push(Claim::new(
+            "redis: pre-zeroing raises insert throughput",
+            "1.26x",
             format!("{:.2}x", h / l.max(1e-12)),
-            (h > l).to_string(),
-        ]);
+            Some(h > l),
+        ));
     }
-    table(&["claim", "hugemm", "holds"], &rows)
+    claims
 }
 
 /// Figure 1: a Redis-like server through insert, delete and insert phases; RSS over time,
@@ -573,8 +776,28 @@ pub fn figure1(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Repor
                 insert (P3); paper (48 GB): Linux runs out of memory with 20 GB useful, \
                 Ingens with 28 GB, HawkEye completes"
             .into(),
-        tables: vec![t, series, claims_figure1(&runs)],
+        tables: vec![t, series],
+        claims: claims_figure1(&runs),
+        figures: vec![Figure::lines(
+            "fig1-rss",
+            "Figure 1: the server's RSS over time",
+            "time (s)",
+            "RSS (GiB)",
+            runs.iter()
+                .filter_map(|run| {
+                    let s = server(run)?;
+                    Some(Series {
+                        name: run.variant.clone(),
+                        points: rss_series(run, &s.name)
+                            .iter()
+                            .map(|x| (x.0, x.1 as f64 / (1u64 << 30) as f64))
+                            .collect(),
+                    })
+                })
+                .collect(),
+        )],
         data: json!(data),
+        runs: variant_runs(runs),
         ..Default::default()
     })
 }
@@ -622,38 +845,42 @@ fn series_table(runs: &[Run]) -> String {
     table(&header, &rows)
 }
 
-fn claims_figure1(runs: &[Run]) -> String {
+fn claims_figure1(runs: &[Run]) -> Vec<Claim> {
     let oom = |v: &str| {
         runs.iter()
             .find(|r| r.variant == v)
             .and_then(server)
             .map(|s| (s.oom, s.useful_bytes_end))
     };
-    let mut rows = Vec::new();
+    let said = |oom: bool| if oom { "out of memory" } else { "completes" }.to_string();
+    let mut claims = Vec::new();
     if let Some((o, _)) = oom("linux-2m").or_else(|| oom("linux")) {
-        rows.push(vec![
-            "Linux runs out of memory".into(),
-            o.to_string(),
-            o.to_string(),
-        ]);
+        claims.push(Claim::new(
+            "Linux runs out of memory",
+            "out of memory with 20 GB useful",
+            said(o),
+            Some(o),
+        ));
     }
     if let Some((o, _)) = oom("hawkeye") {
-        rows.push(vec![
-            "HawkEye does not".into(),
-            (!o).to_string(),
-            (!o).to_string(),
-        ]);
+        claims.push(Claim::new(
+            "HawkEye does not",
+            "completes",
+            said(o),
+            Some(!o),
+        ));
     }
     if let (Some((true, l)), Some((true, i))) =
         (oom("linux-2m").or_else(|| oom("linux")), oom("ingens"))
     {
-        rows.push(vec![
-            "Ingens runs out later, with more useful memory, than Linux".into(),
+        claims.push(Claim::new(
+            "Ingens runs out later, with more useful memory, than Linux",
+            "28 vs 20 GB useful",
             format!("{} vs {} GiB", gib(i), gib(l)),
-            (i > l).to_string(),
-        ]);
+            Some(i > l),
+        ));
     }
-    table(&["claim", "hugemm", "holds"], &rows)
+    claims
 }
 
 /// Figure 10's published values: slowdown of omnetpp with caching and with
@@ -672,9 +899,23 @@ pub fn figure10(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Repo
     };
     let mut rows = Vec::new();
     let mut data = Vec::new();
+    let programs: Vec<String> = r.sets.iter().map(|s| s.join("+")).collect();
+    let mut bars: Vec<BarGroup> = r
+        .variants
+        .iter()
+        .filter(|v| *v != "prezero-off")
+        .map(|v| BarGroup {
+            name: v.clone(),
+            values: vec![None; programs.len()],
+        })
+        .collect();
     for run in runs.iter().filter(|x| x.variant != "prezero-off") {
         for p in &run.processes {
             let slow = base(&p.name, &run.set).map(|b| p.runtime_ns as f64 / b);
+            let at = programs.iter().position(|s| *s == run.set.join("+"));
+            if let (Some(g), Some(at)) = (bars.iter_mut().find(|g| g.name == run.variant), at) {
+                g.values[at] = slow.map(|s| (s - 1.0) * 100.0);
+            }
             rows.push(vec![
                 p.name.clone(),
                 run.variant.clone(),
@@ -694,13 +935,22 @@ pub fn figure10(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Repo
         title: "HawkEye Figure 10: slowdown of co-running programs from pre-zeroing at \
                 1 GB/s, caching vs non-temporal stores"
             .into(),
-        tables: vec![t, note, claims_figure10(&runs)],
+        tables: vec![t, note],
+        claims: claims_figure10(&runs),
+        figures: vec![Figure::bars(
+            "fig10-slowdown",
+            "Figure 10: slowdown of co-running programs from pre-zeroing",
+            "slowdown (%)",
+            programs,
+            bars,
+        )],
         data: json!(data),
+        runs: variant_runs(runs),
         ..Default::default()
     })
 }
 
-fn claims_figure10(runs: &[Run]) -> String {
+fn claims_figure10(runs: &[Run]) -> Vec<Claim> {
     let total = |v: &str| -> f64 {
         runs.iter()
             .filter(|r| r.variant == v)
@@ -713,14 +963,15 @@ fn claims_figure10(runs: &[Run]) -> String {
         total("prezero-nt"),
         total("prezero-caching"),
     );
-    let mut rows = Vec::new();
+    let mut claims = Vec::new();
     if off > 0.0 && nt > 0.0 && caching > 0.0 {
         let (n, c) = (nt / off - 1.0, caching / off - 1.0);
-        rows.push(vec![
-            "non-temporal stores interfere far less than caching ones (summed runtime)".into(),
+        claims.push(Claim::new(
+            "non-temporal stores interfere far less than caching ones (summed runtime)",
+            "omnetpp: +6% vs +27%",
             format!("{:+.1}% vs {:+.1}%", n * 100.0, c * 100.0),
-            (n < c / 2.0).to_string(),
-        ]);
+            Some(n < c / 2.0),
+        ));
     }
-    table(&["claim", "hugemm", "holds"], &rows)
+    claims
 }
