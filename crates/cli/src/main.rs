@@ -56,8 +56,12 @@ enum Command {
     Reproduce {
         /// Reproduction files (TOML with a [reproduce] table), or directories standing
         /// for the *.toml files in them (e.g. experiments/apsys16), run in order.
-        #[arg(required = true)]
+        #[arg(required_unless_present = "list")]
         paths: Vec<PathBuf>,
+        /// List the reproductions PATHS stand for (default: experiments) with their
+        /// paper item, runs and typical wall time; run nothing.
+        #[arg(long)]
+        list: bool,
         /// Output directory (default: results/<file stem>); with several files or a
         /// directory, each file writes to DIR/<file stem>.
         #[arg(long)]
@@ -103,11 +107,15 @@ fn main() -> ExitCode {
             set,
         } => run(file, out, seed, &set),
         Command::Reproduce {
+            paths, list: true, ..
+        } => run_list(&paths).map(|()| ExitCode::SUCCESS),
+        Command::Reproduce {
             paths,
             out,
             seed,
             set,
             jobs,
+            ..
         } => run_reproduce(&paths, out, seed, &set, jobs).map(|()| ExitCode::SUCCESS),
         Command::Demo { seed } => run_demo(seed).map(|()| ExitCode::SUCCESS),
         Command::Bench { json, reps } => run_bench(json, reps).map(|()| ExitCode::SUCCESS),
@@ -225,6 +233,17 @@ fn run(
     out!("{}", report::table(summary));
     outln!("results written to {}", out.display());
     Ok(code)
+}
+
+fn run_list(paths: &[PathBuf]) -> anyhow::Result<()> {
+    let default = [PathBuf::from("experiments")];
+    let paths = if paths.is_empty() {
+        &default[..]
+    } else {
+        paths
+    };
+    out!("{}", reproduce::list_table(&reproduce::list(paths)?));
+    Ok(())
 }
 
 fn run_reproduce(

@@ -182,6 +182,11 @@ pub struct RawReproduce {
     /// Simulated seconds of the "later" measurement (Figure 3's KMU-2, stress-highalloc's
     /// second attempt).
     pub settle_s: Option<f64>,
+    /// Typical wall time (s) of the whole reproduction run serially (`--jobs 1`) on the
+    /// project's 2-core machines, for `hugemm reproduce --list`; say when it was measured
+    /// in a comment beside it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub typical_wall_s: Option<f64>,
 }
 
 /// `[kernel]`.

@@ -178,6 +178,8 @@ pub struct Reproduction {
     pub scale: String,
     /// Seconds of the later measurement.
     pub settle_s: f64,
+    /// Typical serial wall time (s), if the file says.
+    pub typical_wall_s: Option<f64>,
     /// The experiment every variant starts from.
     pub experiment: Experiment,
     /// The resolved file.
@@ -433,6 +435,16 @@ pub fn load_with(path: &Path, overrides: &[config::Override]) -> Result<Reproduc
             format!("a number of seconds from 0 to 1000000, found {settle_s}"),
         ));
     }
+    let typical_wall_s = r.typical_wall_s;
+    if typical_wall_s.is_some_and(|w| !w.is_finite() || w < 0.0) {
+        return Err(bad(
+            "reproduce.typical_wall_s",
+            format!(
+                "a number of seconds, at least 0, found {}",
+                typical_wall_s.unwrap_or_default()
+            ),
+        ));
+    }
     r.variants = Some(variants.clone());
     r.settle_s = Some(settle_s);
     let scale = r.scale.clone().unwrap_or_else(|| "as in the paper".into());
@@ -443,10 +455,80 @@ pub fn load_with(path: &Path, overrides: &[config::Override]) -> Result<Reproduc
         policies: loaded.policies,
         scale,
         settle_s,
+        typical_wall_s,
         experiment: loaded.experiment,
         resolved: loaded.resolved,
         notes: loaded.notes,
     })
+}
+
+/// One line of `hugemm reproduce --list`.
+#[derive(Clone, Debug, Serialize)]
+pub struct Listed {
+    /// The reproduction file.
+    pub file: String,
+    /// The paper and item it reproduces.
+    pub paper: &'static str,
+    /// Its kind.
+    pub kind: String,
+    /// Runs it makes (variants x sets; Table 3: its two page sizes).
+    pub runs: usize,
+    /// Typical serial wall time (s), if the file says.
+    pub typical_wall_s: Option<f64>,
+    /// The scale, in words.
+    pub scale: String,
+}
+
+/// The reproductions `paths` stand for ([`files`]), each loaded and checked.
+pub fn list(paths: &[PathBuf]) -> Result<Vec<Listed>, ConfigError> {
+    files(paths)?
+        .iter()
+        .map(|f| {
+            let r = load(f)?;
+            let runs = match r.kind.as_str() {
+                "hawkeye-table3" => 2,
+                "hawkeye-fig8" => 2 * r.variants.len() * r.sets.len(),
+                _ => r.variants.len() * r.sets.len().max(1),
+            };
+            Ok(Listed {
+                file: f.display().to_string(),
+                paper: output::paper_item(&r.kind),
+                kind: r.kind,
+                runs,
+                typical_wall_s: r.typical_wall_s,
+                scale: r.scale,
+            })
+        })
+        .collect()
+}
+
+/// `hugemm reproduce --list`'s table.
+pub fn list_table(listed: &[Listed]) -> String {
+    let rows: Vec<Vec<String>> = listed
+        .iter()
+        .map(|l| {
+            vec![
+                l.file.clone(),
+                l.paper.to_string(),
+                l.runs.to_string(),
+                l.typical_wall_s.map_or("-".into(), |w| format!("{w:.0} s")),
+            ]
+        })
+        .collect();
+    let mut t = Table::new();
+    t.set_header(["reproduction", "paper", "runs", "typical wall (serial)"]);
+    t.add_rows(rows);
+    style_table(&mut t);
+    if let Some(c) = t.column_mut(1) {
+        c.set_cell_alignment(CellAlignment::Left);
+    }
+    let total: f64 = listed.iter().filter_map(|l| l.typical_wall_s).sum();
+    format!(
+        "{}{} reproductions; typical wall time of all, one after the other: {:.0} s\n",
+        render_table(&t),
+        listed.len(),
+        total
+    )
 }
 
 /// Run a reproduction; `progress` hears what is being run.
