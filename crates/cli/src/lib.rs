@@ -11,3 +11,4 @@ pub mod plot;
 pub mod provenance;
 pub mod report;
 pub mod reproduce;
+pub mod runs;

@@ -80,6 +80,32 @@ enum Command {
         #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
         jobs: Option<u16>,
     },
+    /// Make a page of a run's output: report.md, report.html and figures of its time
+    /// series (per process and for the system), written into the directory.
+    #[command(
+        after_help = "Example:\n  hugemm run examples/random-4g.toml --out results/random\n  \
+                            hugemm report results/random    # writes results/random/report.html"
+    )]
+    Report {
+        /// A run's output directory (`hugemm run --out DIR`, or a reproduction's
+        /// runs/<set>/<variant>).
+        dir: PathBuf,
+    },
+    /// Put runs side by side: one table of their summaries with ratios to the first, and
+    /// their time series overlaid (compare.md, compare.html, figures).
+    #[command(
+        after_help = "Example:\n  hugemm run examples/random-4g.toml --out results/never --set policy.linux.enabled=never\n  \
+                            hugemm run examples/random-4g.toml --out results/always --set policy.linux.enabled=always\n  \
+                            hugemm compare results/never results/always --out results/never-vs-always"
+    )]
+    Compare {
+        /// Run output directories (two or more); the first is the baseline of the ratios.
+        #[arg(required = true, num_args = 2..)]
+        dirs: Vec<PathBuf>,
+        /// Where to write the comparison (default: results/compare).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// Run the built-in comparison: a TLB-hungry program under THP never vs always.
     Demo {
         /// Seed.
@@ -117,6 +143,8 @@ fn main() -> ExitCode {
             jobs,
             ..
         } => run_reproduce(&paths, out, seed, &set, jobs).map(|()| ExitCode::SUCCESS),
+        Command::Report { dir } => run_report(&dir).map(|()| ExitCode::SUCCESS),
+        Command::Compare { dirs, out } => run_compare(&dirs, out).map(|()| ExitCode::SUCCESS),
         Command::Demo { seed } => run_demo(seed).map(|()| ExitCode::SUCCESS),
         Command::Bench { json, reps } => run_bench(json, reps).map(|()| ExitCode::SUCCESS),
     };
@@ -233,6 +261,21 @@ fn run(
     out!("{}", report::table(summary));
     outln!("results written to {}", out.display());
     Ok(code)
+}
+
+fn run_report(dir: &Path) -> anyhow::Result<()> {
+    let provenance = Provenance::of_this_process()?;
+    let page = hugemm_cli::runs::report(dir, &provenance)?;
+    outln!("report written to {}", page.display());
+    Ok(())
+}
+
+fn run_compare(dirs: &[PathBuf], out: Option<PathBuf>) -> anyhow::Result<()> {
+    let provenance = Provenance::of_this_process()?;
+    let out = out.unwrap_or_else(|| PathBuf::from("results/compare"));
+    let page = hugemm_cli::runs::compare(dirs, &out, &provenance)?;
+    outln!("comparison written to {}", page.display());
+    Ok(())
 }
 
 fn run_list(paths: &[PathBuf]) -> anyhow::Result<()> {

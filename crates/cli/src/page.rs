@@ -262,11 +262,16 @@ fn cell_class(cell: &Cell) -> Option<&'static str> {
         Some(true) => Some("holds"),
         Some(false) => Some("fails"),
         None => {
-            let t = cell.text.trim_start_matches(['+', '-']);
-            (t.starts_with(|c: char| c.is_ascii_digit()) && !t.contains(char::is_alphabetic)
-                || t.strip_suffix(['x', '%', 's'])
-                    .is_some_and(|n| n.trim().parse::<f64>().is_ok()))
-            .then_some("num")
+            // A number ("1,345", "27.45x", "-3%"), then at most a unit of seconds or a
+            // ratio in parentheses ("12 s", "3.04 (x0.48)").
+            let text = cell.text.trim();
+            let (first, rest) = text.split_once(' ').unwrap_or((text, ""));
+            let first = first.trim_end_matches(['x', '%']).replace(',', "");
+            let number = first.parse::<f64>().is_ok_and(f64::is_finite);
+            let unit = rest
+                .chars()
+                .all(|c| !c.is_alphabetic() || c == 'x' || c == 's');
+            (number && unit).then_some("num")
         }
     }
 }
@@ -353,7 +358,16 @@ mod tests {
     #[test]
     fn numbers_are_right_aligned_and_text_is_not() {
         let class = |t: &str| cell_class(&Cell::from(t));
-        for n in ["1.25", "-3%", "27.45x", "12 s", "2270", "1,345"] {
+        for n in [
+            "1.25",
+            "-3%",
+            "27.45x",
+            "12 s",
+            "2270",
+            "1,345",
+            "3.04 (x0.48)",
+            "+1.5%",
+        ] {
             assert_eq!(class(n), Some("num"), "{n}");
         }
         for t in [

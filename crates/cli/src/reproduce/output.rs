@@ -233,7 +233,7 @@ fn claims_block(claims: &[Claim]) -> Block {
 
 /// A number as the pages print it: three significant digits, no exponent below 1e9.
 pub(crate) fn number(x: f64) -> String {
-    if x == 0.0 || !x.is_finite() {
+    if x.fract() == 0.0 || !x.is_finite() {
         return format!("{x}");
     }
     let digits = (2 - x.abs().log10().floor() as i32).clamp(0, 6) as usize;
@@ -451,6 +451,7 @@ mod tests {
         assert_eq!(number(0.0123), "0.0123");
         assert_eq!(number(0.0), "0");
         assert_eq!(number(26.2e6), "26200000");
+        assert_eq!(number(7.0), "7");
     }
 
     #[test]
