@@ -8,6 +8,7 @@ pub mod config;
 pub mod demo;
 pub mod page;
 pub mod plot;
+pub mod progress;
 pub mod provenance;
 pub mod report;
 pub mod reproduce;

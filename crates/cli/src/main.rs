@@ -6,7 +6,7 @@
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use hugemm_cli::provenance::Provenance;
-use hugemm_cli::{bench, config, demo, report, reproduce};
+use hugemm_cli::{bench, config, demo, progress, report, reproduce};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -32,11 +32,46 @@ use std::sync::Arc;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Print nothing but errors and notes: no progress, no report on stdout (the
+    /// results are written all the same).
+    #[arg(long, short = 'q', global = true)]
+    quiet: bool,
+    /// Print one JSON document on stdout saying what was done and where the results
+    /// are, instead of text (for scripts).
+    #[arg(long, global = true)]
+    json: bool,
+}
+
+/// What a command prints, from `--quiet` and `--json`.
+#[derive(Clone, Copy)]
+struct Print {
+    quiet: bool,
+    json: bool,
+}
+
+impl Print {
+    /// Whether to print text reports on stdout.
+    fn text(self) -> bool {
+        !self.quiet && !self.json
+    }
+
+    /// Print `value` as JSON on stdout if asked to.
+    fn json(self, value: &impl serde::Serialize) -> anyhow::Result<()> {
+        if self.json {
+            outln!("{}", serde_json::to_string_pretty(value)?);
+        }
+        Ok(())
+    }
 }
 
 #[derive(Subcommand)]
 enum Command {
     /// Run an experiment file and write its results.
+    #[command(
+        after_help = "Examples:\n  hugemm run examples/random-4g.toml                      # results in results/random-4g\n  \
+                            hugemm run examples/random-4g.toml --set policy.name=hawkeye --out results/hawkeye\n  \
+                            hugemm run examples/random-4g.toml --json | jq .summary.processes"
+    )]
     Run {
         /// The experiment file (TOML).
         file: PathBuf,
@@ -52,7 +87,14 @@ enum Command {
         #[arg(long = "set", value_name = "KEY=VALUE")]
         set: Vec<config::Override>,
     },
-    /// Run a reproduction of a paper's experiment (a file under experiments/).
+    /// Run a reproduction of a paper's experiment (a file under experiments/), writing
+    /// reproduction.json, report.md and report.html with figures.
+    #[command(
+        after_help = "Examples:\n  hugemm reproduce --list                                 # what there is, and how long it takes\n  \
+                            hugemm reproduce experiments/hawkeye/table8.toml        # results/table8/report.html\n  \
+                            hugemm reproduce experiments                            # everything; results/index.html\n  \
+                            hugemm reproduce experiments/apsys16 --jobs 1 --quiet"
+    )]
     Reproduce {
         /// Reproduction files (TOML with a [reproduce] table), or directories standing
         /// for the *.toml files in them (e.g. experiments/apsys16), run in order.
@@ -107,16 +149,18 @@ enum Command {
         out: Option<PathBuf>,
     },
     /// Run the built-in comparison: a TLB-hungry program under THP never vs always.
+    #[command(after_help = "Example:\n  hugemm demo --seed 2")]
     Demo {
         /// Seed.
         #[arg(long, default_value_t = 1)]
         seed: u64,
     },
     /// Measure the simulator's throughput.
+    #[command(
+        after_help = "Example:\n  hugemm bench --reps 5          # medians of 5 repetitions\n  \
+                            hugemm bench --json > bench.json"
+    )]
     Bench {
-        /// Print JSON instead of a table.
-        #[arg(long)]
-        json: bool,
         /// Repetitions behind each median.
         #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
         reps: u32,
@@ -125,16 +169,21 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let print = Print {
+        quiet: cli.quiet,
+        json: cli.json,
+    };
+    let ok = |r: anyhow::Result<()>| r.map(|()| ExitCode::SUCCESS);
     let result = match cli.command {
         Command::Run {
             file,
             out,
             seed,
             set,
-        } => run(file, out, seed, &set),
+        } => run(file, out, seed, &set, print),
         Command::Reproduce {
             paths, list: true, ..
-        } => run_list(&paths).map(|()| ExitCode::SUCCESS),
+        } => ok(run_list(&paths, print)),
         Command::Reproduce {
             paths,
             out,
@@ -142,11 +191,11 @@ fn main() -> ExitCode {
             set,
             jobs,
             ..
-        } => run_reproduce(&paths, out, seed, &set, jobs).map(|()| ExitCode::SUCCESS),
-        Command::Report { dir } => run_report(&dir).map(|()| ExitCode::SUCCESS),
-        Command::Compare { dirs, out } => run_compare(&dirs, out).map(|()| ExitCode::SUCCESS),
-        Command::Demo { seed } => run_demo(seed).map(|()| ExitCode::SUCCESS),
-        Command::Bench { json, reps } => run_bench(json, reps).map(|()| ExitCode::SUCCESS),
+        } => ok(run_reproduce(&paths, out, seed, &set, jobs, print)),
+        Command::Report { dir } => ok(run_report(&dir, print)),
+        Command::Compare { dirs, out } => ok(run_compare(&dirs, out, print)),
+        Command::Demo { seed } => ok(run_demo(seed, print)),
+        Command::Bench { reps } => ok(run_bench(print, reps)),
     };
     match result {
         Ok(code) => code,
@@ -203,6 +252,7 @@ fn run(
     out: Option<PathBuf>,
     seed: Option<u64>,
     set: &[config::Override],
+    print: Print,
 ) -> anyhow::Result<ExitCode> {
     let provenance = Provenance::of_this_process()?;
     let mut loaded = config::load_with(&file, set)?;
@@ -232,6 +282,10 @@ fn run(
         out.join("timeseries.csv"),
     )));
     engine.stop_on(stop);
+    let display = progress::Display::new(progress::Mode::detect(print.quiet));
+    if let Some(spinner) = display.run(&file.display().to_string()) {
+        engine.watch_samples(spinner);
+    }
     let result = engine.run().context("running the experiment")?;
     report::write_dir(&out, &loaded.resolved, &result, &provenance)?;
     let summary = &result.summary;
@@ -258,35 +312,45 @@ fn run(
             ExitCode::from(code)
         }
     };
-    out!("{}", report::table(summary));
-    outln!("results written to {}", out.display());
+    if print.text() {
+        out!("{}", report::table(summary));
+        outln!("results written to {}", out.display());
+    }
+    print.json(&serde_json::json!({"out": out, "summary": summary}))?;
     Ok(code)
 }
 
-fn run_report(dir: &Path) -> anyhow::Result<()> {
+fn run_report(dir: &Path, print: Print) -> anyhow::Result<()> {
     let provenance = Provenance::of_this_process()?;
     let page = hugemm_cli::runs::report(dir, &provenance)?;
-    outln!("report written to {}", page.display());
-    Ok(())
+    if print.text() {
+        outln!("report written to {}", page.display());
+    }
+    print.json(&serde_json::json!({ "page": page }))
 }
 
-fn run_compare(dirs: &[PathBuf], out: Option<PathBuf>) -> anyhow::Result<()> {
+fn run_compare(dirs: &[PathBuf], out: Option<PathBuf>, print: Print) -> anyhow::Result<()> {
     let provenance = Provenance::of_this_process()?;
     let out = out.unwrap_or_else(|| PathBuf::from("results/compare"));
     let page = hugemm_cli::runs::compare(dirs, &out, &provenance)?;
-    outln!("comparison written to {}", page.display());
-    Ok(())
+    if print.text() {
+        outln!("comparison written to {}", page.display());
+    }
+    print.json(&serde_json::json!({ "page": page }))
 }
 
-fn run_list(paths: &[PathBuf]) -> anyhow::Result<()> {
+fn run_list(paths: &[PathBuf], print: Print) -> anyhow::Result<()> {
     let default = [PathBuf::from("experiments")];
     let paths = if paths.is_empty() {
         &default[..]
     } else {
         paths
     };
-    out!("{}", reproduce::list_table(&reproduce::list(paths)?));
-    Ok(())
+    let listed = reproduce::list(paths)?;
+    if print.text() {
+        out!("{}", reproduce::list_table(&listed));
+    }
+    print.json(&listed)
 }
 
 fn run_reproduce(
@@ -295,6 +359,7 @@ fn run_reproduce(
     seed: Option<u64>,
     set: &[config::Override],
     jobs: Option<u16>,
+    print: Print,
 ) -> anyhow::Result<()> {
     let provenance = Provenance::of_this_process()?;
     if let Some(n) = jobs {
@@ -322,27 +387,34 @@ fn run_reproduce(
     // Every file at once (each parallel inside too); reports are printed and written in
     // file order once all have run.
     let several = files.len() > 1;
+    let display = progress::Display::new(progress::Mode::detect(print.quiet));
     let reports: Vec<anyhow::Result<(reproduce::Report, f64)>> = loaded
         .par_iter()
         .zip(&files)
         .map(|(r, file)| {
             let stem = file.file_stem().unwrap_or_default().to_string_lossy();
-            let progress = |what: &str| {
-                if several {
-                    eprintln!("reproduce: {stem}: {what} ...");
-                } else {
-                    eprintln!("reproduce: {what} ...");
-                }
-            };
+            let watcher = display.reproduction(
+                &file.display().to_string(),
+                r.runs() as u64,
+                several.then_some(&*stem),
+            );
             let started = std::time::Instant::now();
-            let report = reproduce::run(r, &progress)
-                .with_context(|| format!("reproducing {}", file.display()))?;
-            Ok((report, started.elapsed().as_secs_f64()))
+            let report = reproduce::run(r, &watcher)
+                .with_context(|| format!("reproducing {}", file.display()));
+            watcher.finish();
+            let wall_s = started.elapsed().as_secs_f64();
+            if report.is_ok() && several {
+                display.note(&format!(
+                    "reproduce: {} done in {wall_s:.1} s",
+                    file.display()
+                ));
+            }
+            Ok((report?, wall_s))
         })
         .collect();
     let mut written = Vec::new();
     for (i, ((r, out), report)) in loaded.iter().zip(&dirs).zip(reports).enumerate() {
-        if several {
+        if several && print.text() {
             outln!(
                 "{}== {} ({} of {})\n",
                 if i > 0 { "\n" } else { "" },
@@ -352,7 +424,9 @@ fn run_reproduce(
             );
         }
         let (report, wall_s) = report?;
-        out!("{report}");
+        if print.text() {
+            out!("{report}");
+        }
         written.push(reproduce::output::write(
             out,
             &files[i],
@@ -361,22 +435,39 @@ fn run_reproduce(
             wall_s,
             &provenance,
         )?);
-        outln!(
-            "\n(wall time {wall_s:.1} s) results written to {} (report: {})",
-            out.display(),
-            out.join("report.html").display()
-        );
+        if print.text() {
+            outln!(
+                "\n(wall time {wall_s:.1} s) results written to {} (report: {})",
+                out.display(),
+                out.join("report.html").display()
+            );
+        }
     }
-    if several {
-        let root = index_dir(&dirs);
-        reproduce::output::write_index(&root, &written, &provenance)?;
-        outln!(
-            "\n{} reproductions in {:.1} s; index of every report: {}",
-            files.len(),
-            started.elapsed().as_secs_f64(),
-            root.join("index.html").display()
-        );
+    let index = several.then(|| index_dir(&dirs));
+    if let Some(root) = &index {
+        reproduce::output::write_index(root, &written, &provenance)?;
+        if print.text() {
+            outln!(
+                "\n{} reproductions in {:.1} s; index of every report: {}",
+                files.len(),
+                started.elapsed().as_secs_f64(),
+                root.join("index.html").display()
+            );
+        }
     }
+    print.json(&serde_json::json!({
+        "reproductions": written.iter().map(|w| serde_json::json!({
+            "file": w.file,
+            "kind": w.kind,
+            "paper": reproduce::output::paper_item(&w.kind),
+            "dir": w.dir,
+            "report": w.dir.join("report.html"),
+            "claims": w.claims.len(),
+            "claims_holding": w.claims.iter().filter(|c| c.holds == Some(true)).count(),
+            "wall_s": w.wall_s,
+        })).collect::<Vec<_>>(),
+        "index": index.map(|root| root.join("index.html")),
+    }))?;
     Ok(())
 }
 
@@ -399,7 +490,14 @@ fn index_dir(dirs: &[PathBuf]) -> PathBuf {
     common.unwrap_or_default()
 }
 
-fn run_demo(seed: u64) -> anyhow::Result<()> {
+fn run_demo(seed: u64, print: Print) -> anyhow::Result<()> {
+    if !print.text() {
+        let (never, always) = demo::run(seed)?;
+        return print.json(&serde_json::json!({
+            "never": never.summary,
+            "always": always.summary,
+        }));
+    }
     outln!(
         "hugemm demo: a program randomly reading 4 GiB ({} dependent references) on {}",
         demo::REFS,
@@ -424,11 +522,16 @@ fn run_demo(seed: u64) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn run_bench(json: bool, reps: u32) -> anyhow::Result<()> {
+fn run_bench(print: Print, reps: u32) -> anyhow::Result<()> {
+    let json = print.json;
     if cfg!(debug_assertions) {
         eprintln!("warning: this is a debug build; measure with `cargo run --release -- bench`");
     }
-    let r = bench::run(reps, |what| eprintln!("bench: {what} ..."))?;
+    let r = bench::run(reps, |what| {
+        if !print.quiet {
+            eprintln!("bench: {what} ...")
+        }
+    })?;
     if json {
         outln!("{}", serde_json::to_string_pretty(&r)?);
     } else {

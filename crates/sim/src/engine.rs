@@ -122,6 +122,8 @@ pub struct Engine {
     timeseries: Vec<TimeseriesRow>,
     /// Where sampled rows go, when not into `timeseries`.
     sink: Option<Box<dyn TimeseriesSink>>,
+    /// What sees every sample's rows besides (a progress display).
+    watcher: Option<Box<dyn TimeseriesSink>>,
     /// Looked at before every event: set, the run stops.
     stop: Option<StopFlag>,
     pub(crate) cycles_per_ps: f64,
@@ -265,6 +267,7 @@ impl Engine {
             last_sample: None,
             timeseries: Vec::new(),
             sink: None,
+            watcher: None,
             stop: None,
             cycles_per_ps,
             scan_cost,
@@ -287,6 +290,13 @@ impl Engine {
     /// [`RunResult::timeseries`] (which is then empty).
     pub fn stream_timeseries(&mut self, sink: Box<dyn TimeseriesSink>) {
         self.sink = Some(sink);
+    }
+
+    /// Show `watcher` every sample's rows as they are taken (a progress display follows
+    /// the run with it); unlike [`Engine::stream_timeseries`], the rows stay in
+    /// [`RunResult::timeseries`].
+    pub fn watch_samples(&mut self, watcher: Box<dyn TimeseriesSink>) {
+        self.watcher = Some(watcher);
     }
 
     /// Stop the run when `flag` is raised (see [`StopFlag`]).
@@ -639,6 +649,11 @@ impl Engine {
         });
         self.next_sample = t + Picos::from(self.exp.sample_interval);
         self.last_sample = Some(t);
+        if let Some(watcher) = &mut self.watcher {
+            watcher
+                .write(&self.timeseries[first..])
+                .map_err(SimError::Output)?;
+        }
         if let Some(sink) = &mut self.sink {
             sink.write(&self.timeseries[first..])
                 .map_err(SimError::Output)?;

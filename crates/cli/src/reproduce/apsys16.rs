@@ -4,7 +4,7 @@
 //! no numbers, so for them we quote the claim the text makes.
 
 use super::{
-    par_map, run_workload, snapshot, table, variant, Claim, Progress, Report, Reproduction,
+    engine, par_map, run_workload, snapshot, table, variant, Claim, Progress, Report, Reproduction,
     Snapshot, Value, VariantRun,
 };
 use crate::plot::{BarGroup, Figure, Series};
@@ -79,8 +79,7 @@ pub fn pollution_rows(h: &[u64]) -> [u64; 7] {
 pub fn figure2(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Report> {
     let step = Nanos((r.settle_s.max(0.001) * 1e9) as u64);
     let series = par_map(&r.variants, |v| {
-        progress(&format!("figure 2: {v}"));
-        let mut engine = Engine::new(variant(r, v))?;
+        let mut engine = engine(progress, &format!("figure 2: {v}"), variant(r, v))?;
         let mut points = vec![snapshot(&engine)];
         while !engine.idle() {
             engine.advance(step)?;
@@ -169,8 +168,7 @@ pub fn figure2(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Repor
 /// Table 1: degree of pollution after the builds, first variant (the paper's: default).
 pub fn table1(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Report> {
     let v = &r.variants[0];
-    progress(&format!("table 1: {v}"));
-    let engine = run_workload(variant(r, v))?;
+    let engine = run_workload(progress, &format!("table 1: {v}"), variant(r, v))?;
     let s = snapshot(&engine);
     let ours = pollution_rows(&s.pollution);
     let mut values: Vec<Value> = TABLE1_PAPER
@@ -278,10 +276,9 @@ fn compact_and_snapshot(engine: &mut Engine) -> anyhow::Result<Snapshot> {
 /// workload running again (the paper's KMU-2).
 pub fn figure3(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Report> {
     let out = par_map(&r.variants, |v| {
-        progress(&format!("figure 3: {v}"));
         let exp = variant(r, v);
         let workload = exp.processes.clone();
-        let mut engine = run_workload(exp)?;
+        let mut engine = run_workload(progress, &format!("figure 3: {v}"), exp)?;
         let after = compact_and_snapshot(&mut engine)?;
         for p in &workload {
             let mut p = p.clone();
@@ -441,8 +438,7 @@ fn kernel_fallbacks_below(f: &FallbackStats, pageblock: Order) -> u64 {
 pub fn table2(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Report> {
     let huge = r.experiment.geometry.huge_order().0 as usize;
     let (rows, data): (Vec<_>, Vec<_>) = par_map(&r.variants, |v| {
-        progress(&format!("table 2: {v}"));
-        let mut engine = run_workload(variant(r, v))?;
+        let mut engine = run_workload(progress, &format!("table 2: {v}"), variant(r, v))?;
         let end = snapshot(&engine);
         let compacted = compact_and_snapshot(&mut engine)?;
         let paper = TABLE2_PAPER.iter().find(|(n, ..)| n == v);
@@ -586,8 +582,7 @@ pub fn table2(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Report
 pub fn highalloc(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Report> {
     let share = 0.95;
     let (rows, data): (Vec<_>, Vec<_>) = par_map(&r.variants, |v| {
-        progress(&format!("stress-highalloc: {v}"));
-        let mut engine = run_workload(variant(r, v))?;
+        let mut engine = run_workload(progress, &format!("stress-highalloc: {v}"), variant(r, v))?;
         let built = snapshot(&engine);
         let pageblock = engine.kernel().phys().pageblock_order();
         let attempt = |label: &str| Phase::HighAlloc {

@@ -18,12 +18,12 @@
 //! The paper's numbers are quoted from its text and tables; its figures give none, so for
 //! them we quote the claim the text makes.
 
-use super::{par_map, table, Claim, Progress, Report, Reproduction, Value, VariantRun};
+use super::{engine, par_map, table, Claim, Progress, Report, Reproduction, Value, VariantRun};
 use crate::config::PolicyCatalog;
 use crate::plot::{BarGroup, Figure, Series};
 use hugemm_hw::Nanos;
 use hugemm_policy::{HawkeyeVariant, LinuxConfig, PolicyConfig, ThpMode};
-use hugemm_sim::{Engine, Experiment, RunResult};
+use hugemm_sim::{Experiment, RunResult};
 use serde::Serialize;
 use serde_json::json;
 
@@ -197,7 +197,7 @@ fn run_sets(
         .flat_map(|set| r.variants.iter().map(move |v| (set, v)))
         .collect();
     let mut runs = par_map(&pairs, |&(set, v)| {
-        progress(&format!(
+        let what = format!(
             "{} under {v}{}",
             set.join("+"),
             if reverse {
@@ -205,8 +205,8 @@ fn run_sets(
             } else {
                 ""
             }
-        ));
-        let result = Engine::new(experiment(r, set, v, reverse))?.run()?;
+        );
+        let result = engine(progress, &what, experiment(r, set, v, reverse))?.run()?;
         Ok(SetRun {
             variant: v.clone(),
             processes: outcomes(&result, set),

@@ -18,10 +18,10 @@
 //!   gives the run-time ratio, which also includes initialisation), and beside it the
 //!   end-to-end ratio of references per second of run time.
 
-use super::{table, Claim, Progress, Report, Reproduction, Value, VariantRun};
+use super::{engine, table, Claim, Progress, Report, Reproduction, Value, VariantRun};
 use crate::plot::{BarGroup, Figure};
 use hugemm_policy::{LinuxConfig, PolicyConfig, ThpMode};
-use hugemm_sim::{Engine, Experiment, ProcessSummary, RunResult};
+use hugemm_sim::{Experiment, ProcessSummary, RunResult};
 use hugemm_workload::{Phase, ProcessSpec, Stream};
 use serde::Serialize;
 use serde_json::json;
@@ -134,12 +134,12 @@ pub fn measure(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Vec<M
 fn run_both(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<(RunResult, RunResult)> {
     let (small, huge) = rayon::join(
         || -> anyhow::Result<_> {
-            progress("table 3: 4 KB pages (THP never)");
-            Ok(Engine::new(with_thp(r, ThpMode::Never))?.run()?)
+            let what = "table 3: 4 KB pages (THP never)";
+            Ok(engine(progress, what, with_thp(r, ThpMode::Never))?.run()?)
         },
         || -> anyhow::Result<_> {
-            progress("table 3: 2 MB pages (THP always)");
-            Ok(Engine::new(with_thp(r, ThpMode::Always))?.run()?)
+            let what = "table 3: 2 MB pages (THP always)";
+            Ok(engine(progress, what, with_thp(r, ThpMode::Always))?.run()?)
         },
     );
     Ok((small?, huge?))

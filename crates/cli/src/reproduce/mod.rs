@@ -16,14 +16,42 @@ use crate::config::{self, ConfigError, PolicyCatalog};
 use crate::plot::Figure;
 use comfy_table::{presets, CellAlignment, ContentArrangement, Table};
 use hugemm_mm::{FallbackStats, Kernel};
-use hugemm_sim::{Engine, Experiment, RunResult};
+use hugemm_sim::{Engine, Experiment, RunResult, TimeseriesSink};
 use rayon::prelude::*;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
-/// What a reproduction says it is running (for the progress lines on stderr). Variants
-/// run in parallel, so it is called from the pool's threads.
-pub type Progress<'a> = &'a (dyn Fn(&str) + Sync);
+/// Who follows a reproduction's runs (progress bars or lines on stderr). Variants run in
+/// parallel, so it is called from the pool's threads.
+pub type Progress<'a> = &'a dyn Watch;
+
+/// What follows a reproduction's runs.
+pub trait Watch: Sync {
+    /// A run of `what` starts: note it, and return what should see its samples (a
+    /// progress bar), if anything.
+    fn start(&self, what: &str) -> Option<Box<dyn TimeseriesSink>>;
+}
+
+/// A function of the run's name is a watcher that sees no samples (tests, plain lines).
+impl<F: Fn(&str) + Sync> Watch for F {
+    fn start(&self, what: &str) -> Option<Box<dyn TimeseriesSink>> {
+        self(what);
+        None
+    }
+}
+
+/// An engine for `exp`, the run of `what`, followed by `progress`.
+pub(crate) fn engine(
+    progress: Progress<'_>,
+    what: &str,
+    exp: Experiment,
+) -> anyhow::Result<Engine> {
+    let mut engine = Engine::new(exp)?;
+    if let Some(watcher) = progress.start(what) {
+        engine.watch_samples(watcher);
+    }
+    Ok(engine)
+}
 
 /// `f` of every item, run in parallel on rayon's pool (`hugemm reproduce --jobs`), in
 /// item order: each run is an engine of its own, seeded from its experiment, so the
@@ -462,6 +490,18 @@ pub fn load_with(path: &Path, overrides: &[config::Override]) -> Result<Reproduc
     })
 }
 
+impl Reproduction {
+    /// How many runs it makes: variants x sets (Figure 8: twice, one per launch order;
+    /// Table 3: its two page sizes).
+    pub fn runs(&self) -> usize {
+        match self.kind.as_str() {
+            "hawkeye-table3" => 2,
+            "hawkeye-fig8" => 2 * self.variants.len() * self.sets.len(),
+            _ => self.variants.len() * self.sets.len().max(1),
+        }
+    }
+}
+
 /// One line of `hugemm reproduce --list`.
 #[derive(Clone, Debug, Serialize)]
 pub struct Listed {
@@ -485,11 +525,7 @@ pub fn list(paths: &[PathBuf]) -> Result<Vec<Listed>, ConfigError> {
         .iter()
         .map(|f| {
             let r = load(f)?;
-            let runs = match r.kind.as_str() {
-                "hawkeye-table3" => 2,
-                "hawkeye-fig8" => 2 * r.variants.len() * r.sets.len(),
-                _ => r.variants.len() * r.sets.len().max(1),
-            };
+            let runs = r.runs();
             Ok(Listed {
                 file: f.display().to_string(),
                 paper: output::paper_item(&r.kind),
@@ -562,9 +598,14 @@ pub(crate) fn variant(r: &Reproduction, fallback: &str) -> Experiment {
     exp
 }
 
-/// Run `exp`'s processes to completion and hand back the engine for more.
-pub(crate) fn run_workload(exp: Experiment) -> anyhow::Result<Engine> {
-    let mut engine = Engine::new(exp)?;
+/// Run `exp`'s processes (the run of `what`, followed by `progress`) to completion and
+/// hand back the engine for more.
+pub(crate) fn run_workload(
+    progress: Progress<'_>,
+    what: &str,
+    exp: Experiment,
+) -> anyhow::Result<Engine> {
+    let mut engine = engine(progress, what, exp)?;
     engine.run_until_idle()?;
     Ok(engine)
 }

@@ -27,10 +27,10 @@
 //! The paper's numbers are quoted from its text and tables; Figures 1 and 10 give no
 //! numbers beyond those the text states.
 
-use super::{par_map, table, Claim, Progress, Report, Reproduction, Value, VariantRun};
+use super::{engine, par_map, table, Claim, Progress, Report, Reproduction, Value, VariantRun};
 use crate::plot::{BarGroup, Figure, Series};
 use hugemm_policy::{IngensConfig, KhugepagedConfig, LinuxConfig, PolicyConfig, ThpMode};
-use hugemm_sim::{Engine, Experiment, ProcessSummary, RunResult, Stores};
+use hugemm_sim::{Experiment, ProcessSummary, RunResult, Stores};
 use serde::Serialize;
 use serde_json::json;
 
@@ -214,8 +214,7 @@ pub fn run_all(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Vec<R
         } else {
             format!("{} ", set.join("+"))
         };
-        progress(&format!("{what}under {v}"));
-        let result = Engine::new(experiment(r, set, v))?.run()?;
+        let result = engine(progress, &format!("{what}under {v}"), experiment(r, set, v))?.run()?;
         Ok(Run {
             variant: v.clone(),
             set: set.clone(),
