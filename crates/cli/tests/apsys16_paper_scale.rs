@@ -15,7 +15,7 @@ fn at_paper_scale_no_kernel_fallback_splits_a_pageblock_so_apbs_allocates_as_the
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/apsys16/highalloc.toml");
     let r = reproduce::load(&shipped).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(r.variants, ["default", "apbs"]);
-    let report = apsys16::highalloc(&r, &|_| {}).unwrap();
+    let report = apsys16::highalloc(&r, &|_: &str| {}).unwrap();
     let variants = report.data.as_array().unwrap();
     let allocated = |v: &Value| -> Vec<u64> {
         v["attempts"]

@@ -28,7 +28,7 @@ fn traced_build(memory: &str) -> (u64, u64, u64, u64) {
     let file = dir.path().join("traced-build.toml");
     std::fs::write(&file, text).unwrap();
     let r = reproduce::load(&file).unwrap_or_else(|e| panic!("{e}"));
-    let report = apsys16::table2(&r, &|_| {}).unwrap();
+    let report = apsys16::table2(&r, &|_: &str| {}).unwrap();
     let end = &report.data[0]["end"];
     let events = end["fallback"]["events"].as_array().unwrap();
     let count = |keep: &dyn Fn(&Value) -> bool| -> u64 {
@@ -79,7 +79,7 @@ fn kmu_compacts_best_then_fragments_worst_on_the_traced_protocol() {
     let shipped =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/apsys16/fig3-traced.toml");
     let r = reproduce::load(&shipped).unwrap_or_else(|e| panic!("{e}"));
-    let report = apsys16::figure3(&r, &|_| {}).unwrap();
+    let report = apsys16::figure3(&r, &|_: &str| {}).unwrap();
     let fu = |variant: &str, when: &str| -> Vec<f64> {
         let v = report
             .data

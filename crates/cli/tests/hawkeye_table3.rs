@@ -40,7 +40,7 @@ fn measure() -> Vec<hawkeye_table3::Measured> {
     let file = dir.path().join("table3.toml");
     std::fs::write(&file, SMALL).unwrap();
     let r = reproduce::load(&file).unwrap_or_else(|e| panic!("{e}"));
-    hawkeye_table3::measure(&r, &|_| {}).unwrap()
+    hawkeye_table3::measure(&r, &|_: &str| {}).unwrap()
 }
 
 #[test]

@@ -13,7 +13,7 @@ fn run(text: &str) -> Vec<zeroing::Run> {
     let file = dir.path().join("repro.toml");
     std::fs::write(&file, text).unwrap();
     let r = reproduce::load(&file).unwrap_or_else(|e| panic!("{e}"));
-    zeroing::run_all(&r, &|_| {}).unwrap()
+    zeroing::run_all(&r, &|_: &str| {}).unwrap()
 }
 
 fn get<'a>(runs: &'a [zeroing::Run], variant: &str, name: &str) -> &'a ProcessSummary {
