@@ -389,10 +389,11 @@ pub fn write_index(out: &Path, written: &[Written], provenance: &Provenance) -> 
     );
     let mut claims = Vec::new();
     for w in written {
+        let stem = w.file.file_stem().unwrap_or_default().to_string_lossy();
         for c in &w.claims {
             claims.push(vec![
                 Cell::link(
-                    paper_item(&w.kind),
+                    format!("{} ({stem})", paper_item(&w.kind)),
                     format!("{}/report.html", relative(out, &w.dir)),
                 ),
                 c.claim.as_str().into(),
