@@ -10,3 +10,4 @@ pub mod plot;
 pub mod provenance;
 pub mod report;
 pub mod reproduce;
+pub mod sweep;

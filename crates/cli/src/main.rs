@@ -6,7 +6,7 @@
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use hugemm_cli::provenance::Provenance;
-use hugemm_cli::{bench, config, demo, report, reproduce};
+use hugemm_cli::{bench, config, demo, report, reproduce, sweep};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -76,6 +76,10 @@ enum Command {
         #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
         jobs: Option<u16>,
     },
+    /// Run an experiment over a grid of configuration values (its [sweep] table), in
+    /// parallel and resumably, into one results table (CSV, Parquet) and a plot.
+    #[command(after_long_help = sweep::EXAMPLE)]
+    Sweep(sweep::Args),
     /// Run the built-in comparison: a TLB-hungry program under THP never vs always.
     Demo {
         /// Seed.
@@ -109,6 +113,7 @@ fn main() -> ExitCode {
             set,
             jobs,
         } => run_reproduce(&paths, out, seed, &set, jobs).map(|()| ExitCode::SUCCESS),
+        Command::Sweep(args) => run_sweep(&args),
         Command::Demo { seed } => run_demo(seed).map(|()| ExitCode::SUCCESS),
         Command::Bench { json, reps } => run_bench(json, reps).map(|()| ExitCode::SUCCESS),
     };
@@ -339,6 +344,22 @@ fn write_reproduction(
         out.display()
     );
     Ok(())
+}
+
+/// `hugemm sweep`: its logic is `sweep::main`'s; here, signals and exit codes (a sweep
+/// stopped by SIGINT or SIGTERM keeps its finished points and exits 130 or 143).
+fn run_sweep(args: &sweep::Args) -> anyhow::Result<ExitCode> {
+    let stop = StopFlag::new();
+    if args.emit_tasks.is_none() {
+        stop_on_signals(&stop)?;
+    }
+    let outcome = sweep::main(args, &stop, &|line: &str| eprintln!("{line}"))?;
+    out!("{}", outcome.report);
+    Ok(match outcome.stopped {
+        None => ExitCode::SUCCESS,
+        Some(StopReason::Terminate) => ExitCode::from(143),
+        Some(_) => ExitCode::from(130),
+    })
 }
 
 fn run_demo(seed: u64) -> anyhow::Result<()> {
