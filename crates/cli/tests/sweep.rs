@@ -301,6 +301,27 @@ fn a_grown_grid_keeps_the_points_it_already_has() {
     assert_eq!(csv.lines().count(), 4, "{csv}");
 }
 
+#[test]
+fn points_made_by_another_hugemm_are_used_with_a_note() {
+    let dir = tempfile::tempdir().unwrap();
+    sweep_file(dir.path(), BASE, TWO_BY_TWO);
+    sweep_ok(dir.path(), "out", &[]);
+    let out = dir.path().join("out");
+    let before = tables(&out);
+    let summary = finished(&out)[3].join("summary.json");
+    let mut s: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&summary).unwrap()).unwrap();
+    s["provenance"]["git_commit"] = "0123456789abcdef".into();
+    std::fs::write(&summary, serde_json::to_string_pretty(&s).unwrap()).unwrap();
+    let err = sweep_ok(dir.path(), "out", &[]);
+    assert!(err.contains("4 already done (skipped), 0 to run"), "{err}");
+    assert!(
+        err.contains("note: point(s) 3 were run by another hugemm"),
+        "{err}"
+    );
+    assert_eq!(tables(&out), before);
+}
+
 /// Starts a sweep of `points` slow points on two threads in `dir`, and waits until at
 /// least one point is finished and another is in flight.
 fn start_slow_sweep(dir: &Path, points: usize) -> Child {

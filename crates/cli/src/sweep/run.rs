@@ -110,7 +110,7 @@ impl Sweep {
                 failed.join("; ")
             );
         }
-        let report = self.write_results(out, &store)?;
+        let report = self.write_results(out, &store, provenance, log)?;
         let ran = total - skipped;
         Ok(Outcome {
             report: format!(
@@ -123,9 +123,19 @@ impl Sweep {
     }
 
     /// Writes the results table and the plot from the points' directories; returns the
-    /// report for stdout.
-    fn write_results(&self, out: &Path, store: &Store) -> anyhow::Result<String> {
+    /// report for stdout. Points made by another hugemm than this one (`provenance`)
+    /// are used as they are, with a note through `log`: the configuration identifies a
+    /// point, not the model that ran it.
+    fn write_results(
+        &self,
+        out: &Path,
+        store: &Store,
+        provenance: &Provenance,
+        log: &(dyn Fn(&str) + Sync),
+    ) -> anyhow::Result<String> {
         let mut rows = Vec::with_capacity(self.points.len());
+        let ours = serde_json::to_value(provenance)?;
+        let mut foreign = Vec::new();
         for p in &self.points {
             let path = store.dir.join(&p.id).join("summary.json");
             let text = std::fs::read_to_string(&path)
@@ -135,6 +145,22 @@ impl Sweep {
             let metrics =
                 table::metrics(&summary).with_context(|| format!("reading {}", path.display()))?;
             rows.push(self.row(p, metrics));
+            let made_by = &summary["provenance"];
+            if ["hugemm_version", "git_commit"]
+                .iter()
+                .any(|k| made_by[k] != ours[k])
+            {
+                foreign.push(p.index.to_string());
+            }
+        }
+        if !foreign.is_empty() {
+            log(&format!(
+                "note: point(s) {} were run by another hugemm (version or commit) than this \
+                 one; their results stand as it made them (remove their directories under \
+                 {} to run them again)",
+                foreign.join(", "),
+                store.dir.display()
+            ));
         }
         let table = Table::new(&rows);
         let csv = out.join("results.csv");
