@@ -637,3 +637,22 @@ fn emitted_tasks_run_anywhere_and_gather_into_the_same_table() {
     assert!(stderr(&o).contains("tasks: exists and is not an empty directory"));
     assert!(tasks.join("tasks.json").is_file());
 }
+
+#[test]
+fn the_example_sweep_validates_every_point() {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/sweeps/thp-by-footprint.toml");
+    let plot = hugemm_cli::sweep::grid::PlotSpec::default();
+    let sweep =
+        hugemm_cli::sweep::Sweep::load(&path, &[], &plot).unwrap_or_else(|e| panic!("{e:#}"));
+    assert_eq!(sweep.points.len(), 8);
+    assert_eq!(
+        sweep.grid.parameters[sweep.plot_x].key,
+        "process[0].phase[0].size"
+    );
+    assert_eq!(sweep.plot_y, "gups.runtime_s");
+    assert_eq!(
+        sweep.describe(7),
+        "policy.linux.enabled=always, process[0].phase[0].size=1GiB"
+    );
+}

@@ -34,12 +34,12 @@ Example: a sweep file is an experiment file plus a [sweep] table of configuratio
 every combination, the first key varying slowest:
 
     [sweep]
-    \"policy.name\" = [\"linux\", \"hawkeye\"]
-    \"machine.memory\" = [\"256MiB\", \"512MiB\", \"1GiB\"]
-    plot = { x = \"machine.memory\", y = \"app.runtime_s\" }
+    \"policy.linux.enabled\" = [\"never\", \"always\"]
+    \"process[0].phase[0].size\" = [\"16MiB\", \"64MiB\", \"256MiB\", \"1GiB\"]
+    plot = { x = \"process[0].phase[0].size\", y = \"gups.runtime_s\" }
 
-    hugemm sweep examples/sweeps/policy-by-memory.toml --jobs 2
-    hugemm sweep examples/sweeps/policy-by-memory.toml --emit-tasks tasks/   # Slurm, Ray
+    hugemm sweep examples/sweeps/thp-by-footprint.toml --jobs 2
+    hugemm sweep examples/sweeps/thp-by-footprint.toml --emit-tasks tasks   # Slurm, Ray
 
 It writes DIR/points/<index>-<hash>/ per point (as `hugemm run` would), then
 DIR/results.csv, DIR/results.parquet and DIR/plot.svg (.png). Stopped (Ctrl-C, SIGTERM,
