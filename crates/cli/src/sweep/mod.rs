@@ -196,16 +196,6 @@ impl Sweep {
     /// The plot's axes: the command line's, else the file's, else the first swept key
     /// and the first process's runtime; each checked against the grid and the columns.
     fn choose_plot(&mut self, text: &str, flags: &PlotSpec) -> Result<(), ConfigError> {
-        let spans = Spans::new(text);
-        let place = |flag: &str, value: &str, key: &str| match flags_has(flags, flag) {
-            true => (format!("{} (--plot-{flag} {value})", self.file), None),
-            false => (
-                self.file.clone(),
-                spans
-                    .locate(key)
-                    .map(|(line, col)| config::Pos { line, col }),
-            ),
-        };
         let keys: Vec<&str> = self
             .grid
             .parameters
@@ -213,30 +203,22 @@ impl Sweep {
             .map(|p| p.key.as_str())
             .collect();
         if let Some(x) = flags.x.as_ref().or(self.grid.plot.x.as_ref()) {
-            self.plot_x = keys.iter().position(|k| k == x).ok_or_else(|| {
-                let (file, at) = place("x", x, "sweep.plot.x");
-                ConfigError::Invalid {
-                    file,
-                    at,
-                    key: "sweep.plot.x".into(),
-                    expected: format!(
-                        "one of the swept keys, {}, found \"{x}\"{}",
-                        keys.join(", "),
-                        hint(x, &keys)
-                    ),
-                }
+            let found = keys.iter().position(|k| k == x);
+            self.plot_x = found.ok_or_else(|| {
+                let expected = format!(
+                    "one of the swept keys, {}, found \"{x}\"{}",
+                    keys.join(", "),
+                    hint(x, &keys)
+                );
+                self.plot_error(text, "x", flags.x.as_ref(), expected)
             })?;
         }
-        let mut columns: Vec<String> = Vec::new();
+        let mut columns = std::collections::BTreeSet::new();
         for p in &self.points {
-            for c in table::metric_columns(&p.processes) {
-                if !columns.contains(&c) {
-                    columns.push(c);
-                }
-            }
+            columns.extend(table::metric_columns(&p.processes));
         }
-        let default = self.points[0]
-            .processes
+        let processes = &self.points[0].processes;
+        let default = processes
             .first()
             .map_or("system.sim_time_s".to_string(), |p| {
                 format!("{p}.runtime_s")
@@ -247,33 +229,49 @@ impl Sweep {
             .or(self.grid.plot.y.clone())
             .unwrap_or(default);
         if !columns.contains(&y) {
-            let (file, at) = place("y", &y, "sweep.plot.y");
             let names: Vec<&str> = columns.iter().map(String::as_str).collect();
-            return Err(ConfigError::Invalid {
-                file,
-                at,
-                key: "sweep.plot.y".into(),
-                expected: format!(
-                    "a column of the results: {}, found \"{y}\"{}",
-                    table::describe_columns(&self.points[0].processes),
-                    hint(&y, &names)
-                ),
-            });
+            let expected = format!(
+                "a column of the results: {}, found \"{y}\"{}",
+                table::describe_columns(processes),
+                hint(&y, &names)
+            );
+            return Err(self.plot_error(text, "y", flags.y.as_ref(), expected));
         }
         self.plot_y = y;
         Ok(())
     }
 
+    /// An error about the plot's `axis`: naming the `--plot-<axis>` flag when the value
+    /// came from it (`flag`, its value), else pointing at its place in the file `text`.
+    fn plot_error(
+        &self,
+        text: &str,
+        axis: &str,
+        flag: Option<&String>,
+        expected: String,
+    ) -> ConfigError {
+        let key = format!("sweep.plot.{axis}");
+        let (file, at) = match flag {
+            Some(value) => (format!("{} (--plot-{axis} {value})", self.file), None),
+            None => {
+                let at = Spans::new(text).locate(&key);
+                (
+                    self.file.clone(),
+                    at.map(|(line, col)| config::Pos { line, col }),
+                )
+            }
+        };
+        ConfigError::Invalid {
+            file,
+            at,
+            key,
+            expected,
+        }
+    }
+
     /// The grid's values of point `index`, as `key=value, ...`.
     pub fn describe(&self, index: usize) -> String {
         describe(&self.grid, &self.points[index].picks)
-    }
-}
-
-fn flags_has(flags: &PlotSpec, flag: &str) -> bool {
-    match flag {
-        "x" => flags.x.is_some(),
-        _ => flags.y.is_some(),
     }
 }
 

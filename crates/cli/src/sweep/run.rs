@@ -41,6 +41,44 @@ impl Sweep {
                 "sweep: removed {removed} unfinished point(s) an interrupted run left"
             ));
         }
+        let pending = self.pending(&store, log)?;
+        let total = self.points.len();
+        let skipped = total - pending.len();
+        let (done, failed) = self.run_points(&pending, &store, stop, provenance, log);
+        if let Some(reason) = stop.requested() {
+            for f in &failed {
+                log(&format!("sweep: {f}"));
+            }
+            log(&stopped(reason, skipped + done, total, &store.dir));
+            return Ok(Outcome {
+                report: String::new(),
+                stopped: Some(reason),
+            });
+        }
+        if !failed.is_empty() {
+            anyhow::bail!(
+                "{} of {total} points failed (the {} done are kept; running the sweep \
+                 again retries the others): {}",
+                failed.len(),
+                skipped + done,
+                failed.join("; ")
+            );
+        }
+        let report = self.write_results(out, &store, provenance, log)?;
+        Ok(Outcome {
+            report: format!(
+                "sweep {}: {total} points ({done} run now, {skipped} already done) in {:.1} s\n\
+                 {report}",
+                self.file,
+                started.elapsed().as_secs_f64()
+            ),
+            stopped: None,
+        })
+    }
+
+    /// The points not done yet, saying how many there are (and how many finished points
+    /// of other grids `store` holds).
+    fn pending(&self, store: &Store, log: &(dyn Fn(&str) + Sync)) -> anyhow::Result<Vec<&Point>> {
         let ids: Vec<&str> = self.points.iter().map(|p| p.id.as_str()).collect();
         let mut pending = Vec::new();
         for p in &self.points {
@@ -48,12 +86,11 @@ impl Sweep {
                 pending.push(p);
             }
         }
-        let total = self.points.len();
-        let skipped = total - pending.len();
         log(&format!(
-            "sweep {}: {total} points, {skipped} already done (skipped), {} to run on {} \
-             thread(s)",
+            "sweep {}: {} points, {} already done (skipped), {} to run on {} thread(s)",
             self.file,
+            self.points.len(),
+            self.points.len() - pending.len(),
             pending.len(),
             rayon::current_num_threads()
         ));
@@ -65,61 +102,50 @@ impl Sweep {
                 store.dir.display()
             ));
         }
-        let done = AtomicUsize::new(skipped);
-        let results: Vec<(usize, anyhow::Result<bool>)> = pending
+        Ok(pending)
+    }
+
+    /// Runs `pending` in parallel (none once `stop` is raised), logging each as it is
+    /// done; returns how many were done and a line for each that failed.
+    fn run_points(
+        &self,
+        pending: &[&Point],
+        store: &Store,
+        stop: &StopFlag,
+        provenance: &Provenance,
+        log: &(dyn Fn(&str) + Sync),
+    ) -> (usize, Vec<String>) {
+        let total = self.points.len();
+        let before = total - pending.len();
+        let done = AtomicUsize::new(0);
+        let failed: Vec<Option<String>> = pending
             .par_iter()
             .map(|p| {
                 if stop.requested().is_some() {
-                    return (p.index, Ok(false));
+                    return None;
                 }
                 let t = Instant::now();
-                let r = self.run_point(p, &store, stop, provenance);
-                if let Ok(true) = r {
-                    let k = done.fetch_add(1, Ordering::Relaxed) + 1;
-                    log(&format!(
-                        "sweep: [{k}/{total}] point {} ({}) done in {:.1} s",
+                match self.run_point(p, store, stop, provenance) {
+                    Ok(false) => None,
+                    Ok(true) => {
+                        let k = before + done.fetch_add(1, Ordering::Relaxed) + 1;
+                        log(&format!(
+                            "sweep: [{k}/{total}] point {} ({}) done in {:.1} s",
+                            p.index,
+                            self.describe(p.index),
+                            t.elapsed().as_secs_f64()
+                        ));
+                        None
+                    }
+                    Err(e) => Some(format!(
+                        "point {} ({}): {e:#}",
                         p.index,
-                        self.describe(p.index),
-                        t.elapsed().as_secs_f64()
-                    ));
+                        self.describe(p.index)
+                    )),
                 }
-                (p.index, r)
             })
             .collect();
-        let failed: Vec<String> = results
-            .iter()
-            .filter_map(|(i, r)| r.as_ref().err().map(|e| (i, e)))
-            .map(|(&i, e)| format!("point {i} ({}): {e:#}", self.describe(i)))
-            .collect();
-        let done = done.into_inner();
-        if let Some(reason) = stop.requested() {
-            for f in &failed {
-                log(&format!("sweep: {f}"));
-            }
-            log(&stopped(reason, done, total, &store.dir));
-            return Ok(Outcome {
-                report: String::new(),
-                stopped: Some(reason),
-            });
-        }
-        if !failed.is_empty() {
-            anyhow::bail!(
-                "{} of {total} points failed (the {done} done are kept; running the sweep \
-                 again retries the others): {}",
-                failed.len(),
-                failed.join("; ")
-            );
-        }
-        let report = self.write_results(out, &store, provenance, log)?;
-        let ran = total - skipped;
-        Ok(Outcome {
-            report: format!(
-                "sweep {}: {total} points ({ran} run now, {skipped} already done) in {:.1} s\n{report}",
-                self.file,
-                started.elapsed().as_secs_f64()
-            ),
-            stopped: None,
-        })
+        (done.into_inner(), failed.into_iter().flatten().collect())
     }
 
     /// Writes the results table and the plot from the points' directories; returns the

@@ -44,6 +44,18 @@ struct Task<'a> {
     parameters: String,
 }
 
+/// The absolute paths the scripts and the manifest name.
+struct Paths {
+    /// The tasks directory, as it will be named once complete.
+    dir: PathBuf,
+    /// The sweep's output directory.
+    out: PathBuf,
+    /// The sweep file.
+    file: PathBuf,
+    /// This hugemm binary.
+    hugemm: PathBuf,
+}
+
 /// Writes the tasks of `sweep` (whose results go to `out`) into the new directory
 /// `dir`; returns the report for stdout.
 pub fn emit(
@@ -61,69 +73,81 @@ pub fn emit(
         }
         .into());
     }
-    let dir = std::path::absolute(dir).context("finding the current directory")?;
-    let out = std::path::absolute(out).context("finding the current directory")?;
-    let file = std::path::absolute(&sweep.file).context("finding the current directory")?;
-    let hugemm = std::env::current_exe().context("finding the hugemm binary")?;
-    let gather = gather_command(sweep, &hugemm, &file, &out)?;
-    let name = dir.file_name().unwrap_or_default().to_string_lossy();
-    let temp = dir.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
-    let write = || -> anyhow::Result<()> {
-        std::fs::create_dir_all(temp.join("tasks"))?;
-        std::fs::create_dir_all(temp.join("logs"))?;
-        let mut tasks = Vec::new();
-        for p in &sweep.points {
-            let toml = report::resolved_toml(&p.resolved, provenance)?;
-            std::fs::write(temp.join(format!("tasks/{}.toml", p.id)), toml)?;
-            std::fs::write(
-                temp.join(format!("tasks/{}.json", p.id)),
-                sweep.point_json(p)?,
-            )?;
-            tasks.push(Task {
-                index: p.index,
-                id: &p.id,
-                file: format!("tasks/{}.toml", p.id),
-                parameters: sweep.describe(p.index),
-            });
-        }
-        let run_task = run_task_script(sweep, &hugemm, &out.join("points"))?;
-        write_executable(&temp.join("run-task.sh"), &run_task)?;
-        let sbatch = sbatch_script(sweep, &dir, &gather)?;
-        write_executable(&temp.join("sweep.sbatch"), &sbatch)?;
-        let manifest = Manifest {
-            provenance,
-            sweep: utf8(&file)?.into(),
-            out: utf8(&out)?.into(),
-            gather: gather.clone(),
-            hugemm: utf8(&hugemm)?.into(),
-            tasks,
-        };
-        std::fs::write(
-            temp.join("tasks.json"),
-            serde_json::to_string_pretty(&manifest)? + "\n",
-        )?;
-        if dir.exists() {
-            std::fs::remove_dir(&dir)?;
-        }
-        std::fs::rename(&temp, &dir)?;
-        Ok(())
+    let absolute = |p: &Path| std::path::absolute(p).context("finding the current directory");
+    let paths = Paths {
+        dir: absolute(dir)?,
+        out: absolute(out)?,
+        file: absolute(Path::new(&sweep.file))?,
+        hugemm: std::env::current_exe().context("finding the hugemm binary")?,
     };
-    if let Err(e) = write() {
+    let gather = gather_command(sweep, &paths)?;
+    let name = paths.dir.file_name().unwrap_or_default().to_string_lossy();
+    let temp = paths
+        .dir
+        .with_file_name(format!(".{name}.tmp-{}", std::process::id()));
+    let written = write_tasks(sweep, &temp, &paths, &gather, provenance).and_then(|()| {
+        if paths.dir.exists() {
+            std::fs::remove_dir(&paths.dir)?;
+        }
+        Ok(std::fs::rename(&temp, &paths.dir)?)
+    });
+    if let Err(e) = written {
         let _ = std::fs::remove_dir_all(&temp);
         return Err(e).with_context(|| format!("writing the tasks into {}", dir.display()));
     }
     let n = sweep.points.len();
-    let mut report = String::new();
-    let _ = writeln!(
-        report,
+    Ok(format!(
         "wrote {n} tasks (one per point) to {dir}\n\
          run them with Slurm:  sbatch {dir}/sweep.sbatch\n\
          or one by one:        {dir}/run-task.sh N   (N from 0 to {last})\n\
-         then gather them:     {gather}",
-        dir = dir.display(),
+         then gather them:     {gather}\n",
+        dir = paths.dir.display(),
         last = n - 1
-    );
-    Ok(report)
+    ))
+}
+
+/// Writes every file of the tasks directory into `temp`.
+fn write_tasks(
+    sweep: &Sweep,
+    temp: &Path,
+    paths: &Paths,
+    gather: &str,
+    provenance: &Provenance,
+) -> anyhow::Result<()> {
+    std::fs::create_dir_all(temp.join("tasks"))?;
+    std::fs::create_dir_all(temp.join("logs"))?;
+    let mut tasks = Vec::new();
+    for p in &sweep.points {
+        let toml = report::resolved_toml(&p.resolved, provenance)?;
+        std::fs::write(temp.join(format!("tasks/{}.toml", p.id)), toml)?;
+        std::fs::write(
+            temp.join(format!("tasks/{}.json", p.id)),
+            sweep.point_json(p)?,
+        )?;
+        tasks.push(Task {
+            index: p.index,
+            id: &p.id,
+            file: format!("tasks/{}.toml", p.id),
+            parameters: sweep.describe(p.index),
+        });
+    }
+    let run_task = run_task_script(sweep, &paths.hugemm, &paths.out.join("points"))?;
+    write_executable(&temp.join("run-task.sh"), &run_task)?;
+    write_executable(
+        &temp.join("sweep.sbatch"),
+        &sbatch_script(sweep, &paths.dir, gather)?,
+    )?;
+    let manifest = Manifest {
+        provenance,
+        sweep: utf8(&paths.file)?.into(),
+        out: utf8(&paths.out)?.into(),
+        gather: gather.into(),
+        hugemm: utf8(&paths.hugemm)?.into(),
+        tasks,
+    };
+    let json = serde_json::to_string_pretty(&manifest)? + "\n";
+    std::fs::write(temp.join("tasks.json"), json)?;
+    Ok(())
 }
 
 fn is_empty_dir(dir: &Path) -> bool {
@@ -148,14 +172,18 @@ fn quote(s: &str) -> anyhow::Result<String> {
 }
 
 /// The command that writes the tables once every task has run.
-fn gather_command(sweep: &Sweep, hugemm: &Path, file: &Path, out: &Path) -> anyhow::Result<String> {
-    let mut words = vec![quote(utf8(hugemm)?)?, "sweep".into(), quote(utf8(file)?)?];
+fn gather_command(sweep: &Sweep, paths: &Paths) -> anyhow::Result<String> {
+    let mut words = vec![
+        quote(utf8(&paths.hugemm)?)?,
+        "sweep".into(),
+        quote(utf8(&paths.file)?)?,
+    ];
     for o in &sweep.set {
         words.push("--set".into());
         words.push(quote(&o.to_string())?);
     }
     words.push("--out".into());
-    words.push(quote(utf8(out)?)?);
+    words.push(quote(utf8(&paths.out)?)?);
     Ok(words.join(" "))
 }
 
