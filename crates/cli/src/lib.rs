@@ -13,3 +13,4 @@ pub mod provenance;
 pub mod report;
 pub mod reproduce;
 pub mod runs;
+pub mod sweep;

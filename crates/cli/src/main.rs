@@ -6,7 +6,7 @@
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use hugemm_cli::provenance::Provenance;
-use hugemm_cli::{bench, config, demo, progress, report, reproduce};
+use hugemm_cli::{bench, config, demo, progress, report, reproduce, sweep};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -148,6 +148,10 @@ enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// Run an experiment over a grid of configuration values (its [sweep] table), in
+    /// parallel and resumably, into one results table (CSV, Parquet) and a plot.
+    #[command(after_long_help = sweep::EXAMPLE)]
+    Sweep(sweep::Args),
     /// Run the built-in comparison: a TLB-hungry program under THP never vs always.
     #[command(after_help = "Example:\n  hugemm demo --seed 2")]
     Demo {
@@ -196,6 +200,7 @@ fn main() -> ExitCode {
         Command::Compare { dirs, out } => ok(run_compare(&dirs, out, print)),
         Command::Demo { seed } => ok(run_demo(seed, print)),
         Command::Bench { reps } => ok(run_bench(print, reps)),
+        Command::Sweep(args) => run_sweep(&args, print),
     };
     match result {
         Ok(code) => code,
@@ -488,6 +493,32 @@ fn index_dir(dirs: &[PathBuf]) -> PathBuf {
         });
     }
     common.unwrap_or_default()
+}
+
+/// `hugemm sweep`: its logic is `sweep::main`'s; here, signals and exit codes (a sweep
+/// stopped by SIGINT or SIGTERM keeps its finished points and exits 130 or 143).
+fn run_sweep(args: &sweep::Args, print: Print) -> anyhow::Result<ExitCode> {
+    let stop = StopFlag::new();
+    if args.emit_tasks.is_none() {
+        stop_on_signals(&stop)?;
+    }
+    let outcome = sweep::main(args, &stop, &|line: &str| {
+        if !print.quiet {
+            eprintln!("{line}")
+        }
+    })?;
+    if print.text() {
+        out!("{}", outcome.report);
+    }
+    print.json(&serde_json::json!({
+        "report": outcome.report,
+        "stopped": outcome.stopped.map(|s| s.code()),
+    }))?;
+    Ok(match outcome.stopped {
+        None => ExitCode::SUCCESS,
+        Some(StopReason::Terminate) => ExitCode::from(143),
+        Some(_) => ExitCode::from(130),
+    })
 }
 
 fn run_demo(seed: u64, print: Print) -> anyhow::Result<()> {
