@@ -492,7 +492,7 @@ const FIG5_PAPER: [(&str, f64); 3] = [("graph500", 1.13), ("xsbench", 1.12), ("c
 /// Figures 5 and 6's claims and values, per set.
 fn figure5_claims(all: &[(Vec<String>, Vec<SetRun>)]) -> (Vec<Claim>, Vec<Value>) {
     let (mut claims, mut values) = (Vec::new(), Vec::new());
-    for (set, runs) in all {
+    for (_, runs) in all {
         for n in process_names(runs) {
             let (h, o) = (best(runs, &HAWKEYES, &n), best(runs, &OTHERS, &n));
             let paper = FIG5_PAPER
@@ -532,10 +532,7 @@ fn figure5_claims(all: &[(Vec<String>, Vec<SetRun>)]) -> (Vec<Claim>, Vec<Value>
                     .map(|p| p.removed_s.unwrap_or(f64::INFINITY))
                     .reduce(f64::min)
             };
-            let text = format!(
-                "{n}: HawkEye brings MMU overhead to 2% before Linux and Ingens do ({})",
-                set.join("+")
-            );
+            let text = format!("{n}: HawkEye brings MMU overhead to 2% before Linux and Ingens do");
             let said = "XSBench: about 300 s vs still high after 1000 s";
             let when = |s: f64| {
                 if s.is_finite() {
