@@ -4,8 +4,8 @@
 //! no numbers, so for them we quote the claim the text makes.
 
 use super::{
-    engine, par_map, run_workload, snapshot, table, variant, Claim, Progress, Report, Reproduction,
-    Snapshot, Value, VariantRun,
+    engine, paper_beside_hugemm, par_map, run_workload, snapshot, table, variant, Claim, Progress,
+    Report, Reproduction, Snapshot, Value, VariantRun,
 };
 use crate::plot::{BarGroup, Figure, Series};
 use hugemm_hw::{Nanos, Order};
@@ -203,7 +203,7 @@ pub fn table1(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Report
         ),
         Some(2 * s.tainted > s.user_pageblocks),
     )];
-    let figures = vec![Figure::bars(
+    let figures = vec![paper_beside_hugemm(
         "table1-pollution",
         "Table 1: user pageblocks by degree of pollution (% of tainted ones)",
         "% of tainted pageblocks",
@@ -211,22 +211,13 @@ pub fn table1(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Report
             .iter()
             .map(|(bin, _)| format!("{bin}%"))
             .collect(),
-        vec![
-            BarGroup {
-                name: "paper".into(),
-                values: TABLE1_PAPER
-                    .iter()
-                    .map(|(_, n)| Some(share_of(*n, TABLE1_PAPER_TAINTED.0)))
-                    .collect(),
-            },
-            BarGroup {
-                name: "hugemm".into(),
-                values: ours
-                    .iter()
-                    .map(|n| (s.tainted > 0).then(|| share_of(*n, s.tainted)))
-                    .collect(),
-            },
-        ],
+        TABLE1_PAPER
+            .iter()
+            .map(|(_, n)| Some(share_of(*n, TABLE1_PAPER_TAINTED.0)))
+            .collect(),
+        ours.iter()
+            .map(|n| (s.tainted > 0).then(|| share_of(*n, s.tainted)))
+            .collect(),
     )];
     let (paper_tainted, paper_user) = TABLE1_PAPER_TAINTED;
     let share = |n: u64, of: u64| format!("{:.0}%", 100.0 * n as f64 / of.max(1) as f64);
@@ -495,30 +486,21 @@ pub fn table2(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Report
         });
     }
     let figures = vec![
-        Figure::bars(
+        paper_beside_hugemm(
             "table2-tainted",
             "Table 2: tainted pageblocks by fallback policy",
             "tainted pageblocks",
             r.variants.clone(),
-            vec![
-                BarGroup {
-                    name: "paper".into(),
-                    values: r
-                        .variants
+            r.variants
+                .iter()
+                .map(|v| {
+                    TABLE2_PAPER
                         .iter()
-                        .map(|v| {
-                            TABLE2_PAPER
-                                .iter()
-                                .find(|(n, ..)| n == v)
-                                .map(|p| p.1 as f64)
-                        })
-                        .collect(),
-                },
-                BarGroup {
-                    name: "hugemm".into(),
-                    values: snaps.iter().map(|(e, _)| Some(e.tainted as f64)).collect(),
-                },
-            ],
+                        .find(|(n, ..)| n == v)
+                        .map(|p| p.1 as f64)
+                })
+                .collect(),
+            snaps.iter().map(|(e, _)| Some(e.tainted as f64)).collect(),
         ),
         Figure::bars(
             "table2-fu",
@@ -664,45 +646,40 @@ pub fn highalloc(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Rep
             _ => Claim::unjudged(&text, said, "needs apbs and default"),
         });
     }
-    let attempt_bars = |i: usize, paper: fn(&(&str, f64, f64)) -> f64| {
-        vec![
-            BarGroup {
-                name: "paper".into(),
-                values: r
-                    .variants
-                    .iter()
-                    .map(|v| {
-                        HIGHALLOC_PAPER
-                            .iter()
-                            .find(|p| p.0 == v)
-                            .map(|p| paper(p) * 100.0)
-                    })
-                    .collect(),
-            },
-            BarGroup {
-                name: "hugemm".into(),
-                values: r
-                    .variants
-                    .iter()
-                    .map(|v| rate(v, i).map(|x| x * 100.0))
-                    .collect(),
-            },
-        ]
+    // Success of attempt `i` (%), the paper's (`paper` of its row) beside hugemm's.
+    let attempt = |id: &str, title: &str, i: usize, paper: fn(&(&str, f64, f64)) -> f64| {
+        paper_beside_hugemm(
+            id,
+            title,
+            "success (%)",
+            r.variants.clone(),
+            r.variants
+                .iter()
+                .map(|v| {
+                    HIGHALLOC_PAPER
+                        .iter()
+                        .find(|p| p.0 == v)
+                        .map(|p| paper(p) * 100.0)
+                })
+                .collect(),
+            r.variants
+                .iter()
+                .map(|v| rate(v, i).map(|x| x * 100.0))
+                .collect(),
+        )
     };
     let figures = vec![
-        Figure::bars(
+        attempt(
             "highalloc-first",
             "stress-highalloc: success at the first attempt (%)",
-            "success (%)",
-            r.variants.clone(),
-            attempt_bars(0, |p| p.1),
+            0,
+            |p| p.1,
         ),
-        Figure::bars(
+        attempt(
             "highalloc-rest",
             "stress-highalloc: success at rest (%)",
-            "success (%)",
-            r.variants.clone(),
-            attempt_bars(2, |p| p.2),
+            2,
+            |p| p.2,
         ),
     ];
     let runs = r

@@ -19,7 +19,7 @@
 //!   end-to-end ratio of references per second of run time.
 
 use super::{engine, table, Claim, Progress, Report, Reproduction, Value, VariantRun};
-use crate::plot::{BarGroup, Figure};
+use crate::plot::Figure;
 use hugemm_policy::{LinuxConfig, PolicyConfig, ThpMode};
 use hugemm_sim::{Experiment, ProcessSummary, RunResult};
 use hugemm_workload::{Phase, ProcessSpec, Stream};
@@ -222,24 +222,16 @@ fn claim(measured: &[Measured]) -> Claim {
 
 /// MMU overhead at 4 KB, paper beside hugemm.
 fn figure(measured: &[Measured]) -> Figure {
-    Figure::bars(
+    super::paper_beside_hugemm(
         "table3-mmu",
         "Table 3: cycles in page walks at 4 KB (%)",
         "% of cycles",
         measured.iter().map(|m| m.name.clone()).collect(),
-        vec![
-            BarGroup {
-                name: "paper".into(),
-                values: measured
-                    .iter()
-                    .map(|m| paper_row(&m.name).map(|p| p.cycles_4k_pct))
-                    .collect(),
-            },
-            BarGroup {
-                name: "hugemm".into(),
-                values: measured.iter().map(|m| Some(m.mmu_4k * 100.0)).collect(),
-            },
-        ],
+        measured
+            .iter()
+            .map(|m| paper_row(&m.name).map(|p| p.cycles_4k_pct))
+            .collect(),
+        measured.iter().map(|m| Some(m.mmu_4k * 100.0)).collect(),
     )
 }
 

@@ -325,6 +325,35 @@ impl VariantRun {
     }
 }
 
+/// A figure of the paper's values beside hugemm's: for each of the `categories`, a bar
+/// of `paper` and one of `hugemm` (`None`: no bar).
+pub(crate) fn paper_beside_hugemm(
+    id: &str,
+    title: &str,
+    y: &str,
+    categories: Vec<String>,
+    paper: Vec<Option<f64>>,
+    hugemm: Vec<Option<f64>>,
+) -> Figure {
+    use crate::plot::BarGroup;
+    Figure::bars(
+        id,
+        title,
+        y,
+        categories,
+        vec![
+            BarGroup {
+                name: "paper".into(),
+                values: paper,
+            },
+            BarGroup {
+                name: "hugemm".into(),
+                values: hugemm,
+            },
+        ],
+    )
+}
+
 /// The claims as a text table (claim, paper, hugemm, holds).
 pub(crate) fn claims_table(claims: &[Claim]) -> String {
     let rows: Vec<Vec<String>> = claims

@@ -172,28 +172,20 @@ fn variant_runs(runs: Vec<Run>) -> Vec<VariantRun> {
         .collect()
 }
 
-/// Bars of `paper` and `hugemm` values by category.
+/// Bars of the paper's and hugemm's values of (category, paper, hugemm) `rows`.
 fn paper_beside_hugemm(
     id: &str,
     title: &str,
     y: &str,
     rows: &[(String, Option<f64>, Option<f64>)],
 ) -> Figure {
-    Figure::bars(
+    super::paper_beside_hugemm(
         id,
         title,
         y,
         rows.iter().map(|r| r.0.clone()).collect(),
-        vec![
-            BarGroup {
-                name: "paper".into(),
-                values: rows.iter().map(|r| r.1).collect(),
-            },
-            BarGroup {
-                name: "hugemm".into(),
-                values: rows.iter().map(|r| r.2).collect(),
-            },
-        ],
+        rows.iter().map(|r| r.1).collect(),
+        rows.iter().map(|r| r.2).collect(),
     )
 }
 

@@ -243,14 +243,7 @@ impl Table {
         let mut w = csv::Writer::from_writer(Vec::new());
         w.write_record(self.columns.iter().map(|c| c.name.as_str()))?;
         for i in 0..self.rows() {
-            w.write_record(self.columns.iter().map(|c| match &c.cells[i] {
-                Cell::Null => String::new(),
-                Cell::Int(x) => x.to_string(),
-                Cell::UInt(x) => x.to_string(),
-                Cell::Float(x) => x.to_string(),
-                Cell::Bool(x) => x.to_string(),
-                Cell::Text(x) => x.clone(),
-            }))?;
+            w.write_record(self.columns.iter().map(|c| text(&c.cells[i])))?;
         }
         w.into_inner().context("writing CSV")
     }
