@@ -502,11 +502,11 @@ fn run_sweep(args: &sweep::Args, print: Print) -> anyhow::Result<ExitCode> {
     if args.emit_tasks.is_none() {
         stop_on_signals(&stop)?;
     }
-    let outcome = sweep::main(args, &stop, &|line: &str| {
-        if !print.quiet {
-            eprintln!("{line}")
-        }
-    })?;
+    let display = progress::Display::new(progress::Mode::detect(print.quiet));
+    let log = display.sweep(&args.file.display().to_string());
+    let outcome = sweep::main(args, &stop, &log);
+    log.finish();
+    let outcome = outcome?;
     if print.text() {
         out!("{}", outcome.report);
     }

@@ -183,3 +183,58 @@ impl Drop for RunSpinner {
         }
     }
 }
+
+/// Follows a sweep: its lines above a bar of its points done, with an ETA (on a
+/// terminal), or plainly (elsewhere), or not at all (quiet).
+pub struct SweepLog<'a> {
+    display: &'a Display,
+    bar: Option<ProgressBar>,
+}
+
+impl Display {
+    /// The log of a sweep of `name` (its file).
+    pub fn sweep(&self, name: &str) -> SweepLog<'_> {
+        let bar = (self.mode == Mode::Bars).then(|| {
+            let bar = self.bars.add(ProgressBar::new(0));
+            bar.set_style(
+                ProgressStyle::with_template(
+                    "{prefix:.bold} [{bar:30.cyan/blue}] {pos}/{len} points, {elapsed} elapsed, ETA {eta}",
+                )
+                .expect("a valid template")
+                .progress_chars("=> "),
+            );
+            bar.set_prefix(name.to_string());
+            bar
+        });
+        SweepLog { display: self, bar }
+    }
+}
+
+impl SweepLog<'_> {
+    /// The sweep is over: its bar goes.
+    pub fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+impl crate::sweep::Log for SweepLog<'_> {
+    fn line(&self, line: &str) {
+        self.display.note(line);
+    }
+
+    fn to_run(&self, points: usize) {
+        if let Some(bar) = &self.bar {
+            bar.set_length(points as u64);
+            bar.reset_eta();
+            bar.enable_steady_tick(Duration::from_millis(250));
+        }
+    }
+
+    fn point_done(&self) {
+        if let Some(bar) = &self.bar {
+            bar.inc(1);
+        }
+    }
+}

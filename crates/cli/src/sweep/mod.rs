@@ -85,9 +85,29 @@ pub struct Outcome {
     pub stopped: Option<StopReason>,
 }
 
+/// What follows a sweep: its lines for stderr, and (for a progress bar) how many points
+/// it is to run and each one done.
+pub trait Log: Sync {
+    /// A line for stderr.
+    fn line(&self, line: &str);
+
+    /// The sweep is about to run `points` points.
+    fn to_run(&self, _points: usize) {}
+
+    /// One more point is done.
+    fn point_done(&self) {}
+}
+
+/// A function of the line is a log that shows no bar.
+impl<F: Fn(&str) + Sync> Log for F {
+    fn line(&self, line: &str) {
+        self(line)
+    }
+}
+
 /// `hugemm sweep`: checks every point, then runs the sweep (stopping when `stop` is
 /// raised) or writes its tasks. `log` takes progress lines for stderr.
-pub fn main(args: &Args, stop: &StopFlag, log: &(dyn Fn(&str) + Sync)) -> anyhow::Result<Outcome> {
+pub fn main(args: &Args, stop: &StopFlag, log: &dyn Log) -> anyhow::Result<Outcome> {
     let provenance = Provenance::of_this_process()?;
     let plot = PlotSpec {
         x: args.plot_x.clone(),
@@ -95,7 +115,7 @@ pub fn main(args: &Args, stop: &StopFlag, log: &(dyn Fn(&str) + Sync)) -> anyhow
     };
     let sweep = Sweep::load(&args.file, &args.set, &plot)?;
     for note in &sweep.notes {
-        log(note);
+        log.line(note);
     }
     let out = args.out.clone().unwrap_or_else(|| {
         Path::new("results/sweeps").join(args.file.file_stem().unwrap_or_default())

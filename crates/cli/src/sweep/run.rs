@@ -11,7 +11,7 @@
 use super::grid::Scalar;
 use super::store::{self, PointFile, Store};
 use super::table::{self, Cell, Table};
-use super::{figure, Outcome, Point, Sweep};
+use super::{figure, Log, Outcome, Point, Sweep};
 use crate::provenance::Provenance;
 use crate::report;
 use anyhow::Context;
@@ -31,13 +31,13 @@ impl Sweep {
         out: &Path,
         stop: &StopFlag,
         provenance: &Provenance,
-        log: &(dyn Fn(&str) + Sync),
+        log: &dyn Log,
     ) -> anyhow::Result<Outcome> {
         let started = Instant::now();
         remove_temp_files(out)?;
         let (store, removed) = Store::open(out.join("points"))?;
         if removed > 0 {
-            log(&format!(
+            log.line(&format!(
                 "sweep: removed {removed} unfinished point(s) an interrupted run left"
             ));
         }
@@ -47,9 +47,9 @@ impl Sweep {
         let (done, failed) = self.run_points(&pending, &store, stop, provenance, log);
         if let Some(reason) = stop.requested() {
             for f in &failed {
-                log(&format!("sweep: {f}"));
+                log.line(&format!("sweep: {f}"));
             }
-            log(&stopped(reason, skipped + done, total, &store.dir));
+            log.line(&stopped(reason, skipped + done, total, &store.dir));
             return Ok(Outcome {
                 report: String::new(),
                 stopped: Some(reason),
@@ -78,7 +78,7 @@ impl Sweep {
 
     /// The points not done yet, saying how many there are (and how many finished points
     /// of other grids `store` holds).
-    fn pending(&self, store: &Store, log: &(dyn Fn(&str) + Sync)) -> anyhow::Result<Vec<&Point>> {
+    fn pending(&self, store: &Store, log: &dyn Log) -> anyhow::Result<Vec<&Point>> {
         let ids: Vec<&str> = self.points.iter().map(|p| p.id.as_str()).collect();
         let mut pending = Vec::new();
         for p in &self.points {
@@ -86,7 +86,7 @@ impl Sweep {
                 pending.push(p);
             }
         }
-        log(&format!(
+        log.line(&format!(
             "sweep {}: {} points, {} already done (skipped), {} to run on {} thread(s)",
             self.file,
             self.points.len(),
@@ -96,7 +96,7 @@ impl Sweep {
         ));
         let others = store.others(&ids)?;
         if others > 0 {
-            log(&format!(
+            log.line(&format!(
                 "sweep: {} holds {others} finished point(s) of another grid or \
                  configuration; left alone, not in the tables",
                 store.dir.display()
@@ -113,11 +113,12 @@ impl Sweep {
         store: &Store,
         stop: &StopFlag,
         provenance: &Provenance,
-        log: &(dyn Fn(&str) + Sync),
+        log: &dyn Log,
     ) -> (usize, Vec<String>) {
         let total = self.points.len();
         let before = total - pending.len();
         let done = AtomicUsize::new(0);
+        log.to_run(pending.len());
         let failed: Vec<Option<String>> = pending
             .par_iter()
             .map(|p| {
@@ -128,8 +129,9 @@ impl Sweep {
                 match self.run_point(p, store, stop, provenance) {
                     Ok(false) => None,
                     Ok(true) => {
+                        log.point_done();
                         let k = before + done.fetch_add(1, Ordering::Relaxed) + 1;
-                        log(&format!(
+                        log.line(&format!(
                             "sweep: [{k}/{total}] point {} ({}) done in {:.1} s",
                             p.index,
                             self.describe(p.index),
@@ -157,7 +159,7 @@ impl Sweep {
         out: &Path,
         store: &Store,
         provenance: &Provenance,
-        log: &(dyn Fn(&str) + Sync),
+        log: &dyn Log,
     ) -> anyhow::Result<String> {
         let mut rows = Vec::with_capacity(self.points.len());
         let ours = serde_json::to_value(provenance)?;
@@ -180,7 +182,7 @@ impl Sweep {
             }
         }
         if !foreign.is_empty() {
-            log(&format!(
+            log.line(&format!(
                 "note: point(s) {} were run by another hugemm (version or commit) than this \
                  one; their results stand as it made them (remove their directories under \
                  {} to run them again)",
