@@ -176,13 +176,16 @@ pub fn write_dir(
         std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))
     };
     write("config.resolved.toml", resolved_toml(resolved, provenance)?)?;
-    let summary = WithProvenance {
+    write_summary(dir, &result.summary, provenance)
+}
+
+/// Write `summary` (with what made it) as `dir/summary.json`; `dir` must exist.
+pub fn write_summary(dir: &Path, summary: &Summary, provenance: &Provenance) -> anyhow::Result<()> {
+    let json = WithProvenance {
         provenance,
-        output: &result.summary,
+        output: summary,
     };
-    write(
-        "summary.json",
-        serde_json::to_string_pretty(&summary).context("serialising the summary")? + "\n",
-    )?;
-    Ok(())
+    let path = dir.join("summary.json");
+    let text = serde_json::to_string_pretty(&json).context("serialising the summary")? + "\n";
+    std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))
 }

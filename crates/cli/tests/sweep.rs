@@ -78,6 +78,18 @@ fn entries(dir: &Path, keep: impl Fn(&str) -> bool) -> Vec<PathBuf> {
     out
 }
 
+/// Asserts that point directory `p` holds everything a finished point does.
+fn assert_whole(p: &Path) {
+    for f in [
+        "config.resolved.toml",
+        "summary.json",
+        "timeseries.csv",
+        "point.json",
+    ] {
+        assert!(p.join(f).is_file(), "{} has no {f}", p.display());
+    }
+}
+
 /// `results.csv` and `results.parquet` of `out`.
 fn tables(out: &Path) -> (String, Vec<u8>) {
     (
@@ -118,14 +130,7 @@ fn a_two_by_two_grid_writes_four_points_and_one_table_in_csv_and_parquet() {
     let points = finished(&out);
     assert_eq!(points.len(), 4, "{points:?}");
     for p in &points {
-        for f in [
-            "config.resolved.toml",
-            "summary.json",
-            "timeseries.csv",
-            "point.json",
-        ] {
-            assert!(p.join(f).is_file(), "{} has no {f}", p.display());
-        }
+        assert_whole(p);
     }
     // Each point ran with its own values: the summaries say which policy and seed.
     let summary: serde_json::Value =
@@ -377,14 +382,7 @@ fn a_killed_sweep_resumes_to_the_table_of_an_uninterrupted_one() {
     assert!(!out.join("results.csv").exists());
     for p in &done {
         // A point is there whole, or not at all.
-        for f in [
-            "config.resolved.toml",
-            "summary.json",
-            "timeseries.csv",
-            "point.json",
-        ] {
-            assert!(p.join(f).is_file(), "{} has no {f}", p.display());
-        }
+        assert_whole(p);
     }
     let left = temporary(&out).len();
     assert!(left > 0, "the point in flight left its temporary directory");

@@ -16,7 +16,7 @@
 use super::{Claim, Report, Reproduction, Value, SCHEMA_VERSION};
 use crate::page::{Block, Cell, Page, Section};
 use crate::plot::Figure;
-use crate::provenance::{Provenance, WithProvenance};
+use crate::provenance::Provenance;
 use crate::report;
 use anyhow::Context;
 use serde::Serialize;
@@ -142,13 +142,7 @@ pub fn write(
             .collect();
         let dir = out.join(&rel);
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-        let summary = WithProvenance {
-            provenance,
-            output: &run.result.summary,
-        };
-        let path = dir.join("summary.json");
-        std::fs::write(&path, serde_json::to_string_pretty(&summary)? + "\n")
-            .with_context(|| format!("writing {}", path.display()))?;
+        report::write_summary(&dir, &run.result.summary, provenance)?;
         report::write_timeseries(&dir.join("timeseries.csv"), &run.result.timeseries)?;
         runs.push(RunEntry {
             name: run.path.join(" / "),
@@ -213,21 +207,21 @@ pub(crate) fn made_by(provenance: &Provenance) -> Vec<(String, String)> {
     meta
 }
 
+/// A claim's cells in the pages' tables: claim, paper, hugemm, holds.
+fn claim_cells(c: &Claim) -> [Cell; 4] {
+    [
+        c.claim.as_str().into(),
+        c.paper.as_str().into(),
+        c.hugemm.as_str().into(),
+        Cell::verdict(c.holds),
+    ]
+}
+
 /// The claims as a page table.
 fn claims_block(claims: &[Claim]) -> Block {
     Block::table(
         &["claim", "paper", "hugemm", "holds"],
-        claims
-            .iter()
-            .map(|c| {
-                vec![
-                    c.claim.as_str().into(),
-                    c.paper.as_str().into(),
-                    c.hugemm.as_str().into(),
-                    Cell::verdict(c.holds),
-                ]
-            })
-            .collect(),
+        claims.iter().map(|c| claim_cells(c).to_vec()).collect(),
     )
 }
 
@@ -391,16 +385,12 @@ pub fn write_index(out: &Path, written: &[Written], provenance: &Provenance) -> 
     for w in written {
         let stem = w.file.file_stem().unwrap_or_default().to_string_lossy();
         for c in &w.claims {
-            claims.push(vec![
-                Cell::link(
-                    format!("{} ({stem})", paper_item(&w.kind)),
-                    format!("{}/report.html", relative(out, &w.dir)),
-                ),
-                c.claim.as_str().into(),
-                c.paper.as_str().into(),
-                c.hugemm.as_str().into(),
-                Cell::verdict(c.holds),
-            ]);
+            let mut row = vec![Cell::link(
+                format!("{} ({stem})", paper_item(&w.kind)),
+                format!("{}/report.html", relative(out, &w.dir)),
+            )];
+            row.extend(claim_cells(c));
+            claims.push(row);
         }
     }
     let mut meta = vec![
