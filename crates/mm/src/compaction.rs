@@ -99,7 +99,7 @@ impl CompactState {
         let pb = 1u64 << phys.pageblock_order().0;
         CompactState {
             migrate_pfn: 0,
-            free_block: (phys.frames_total() - 1) & !(pb - 1),
+            free_block: (phys.zone_end() - 1) & !(pb - 1),
             proactiveness: DEFAULT_PROACTIVENESS,
         }
     }
@@ -244,7 +244,7 @@ impl Kernel {
     }
 
     fn new_run(&self, migrate_pfn: u64, free_block: u64, direct: bool, order: u8) -> Run {
-        let total = self.phys.frames_total();
+        let total = self.phys.zone_end();
         let pb = 1u64 << self.phys.pageblock_order().0;
         let mut run = Run {
             migrate_pfn: migrate_pfn.min(total),

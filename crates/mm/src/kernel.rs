@@ -74,6 +74,12 @@ impl Kernel {
     /// A machine with all memory free (and dirty), no processes, Linux's default
     /// pageblock fallback.
     pub fn new(cfg: &MemConfig, costs: MmCosts) -> Result<Kernel> {
+        Kernel::with_nodes(cfg, &[cfg.bytes], costs)
+    }
+
+    /// [`Kernel::new`] with memory split into nodes of `node_bytes` each (node 0 first:
+    /// see [`crate::node`]); they must add up to `cfg.bytes`.
+    pub fn with_nodes(cfg: &MemConfig, node_bytes: &[u64], costs: MmCosts) -> Result<Kernel> {
         costs.validate()?;
         let layout = VaLayout::new(cfg.geometry)?;
         let base = cfg.geometry.base_bytes();
@@ -82,7 +88,18 @@ impl Kernel {
                 what: "memory size must be a multiple of the base page size",
             });
         }
-        let phys = PhysMem::new(cfg.bytes / base, cfg.geometry)?;
+        if node_bytes.iter().sum::<u64>() != cfg.bytes {
+            return Err(MmError::InvalidConfig {
+                what: "the nodes' memory must add up to the machine's memory",
+            });
+        }
+        if node_bytes.iter().any(|b| !b.is_multiple_of(base)) {
+            return Err(MmError::InvalidConfig {
+                what: "each node's memory must be a multiple of the base page size",
+            });
+        }
+        let frames: Vec<u64> = node_bytes.iter().map(|b| b / base).collect();
+        let phys = PhysMem::with_nodes(&frames, cfg.geometry)?;
         let wmark = Watermarks::for_zone(phys.frames_total(), base);
         let compact = CompactState::new(&phys);
         let reserv = ReservTable::new(
