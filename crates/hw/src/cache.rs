@@ -234,11 +234,19 @@ mod tests {
         assert_eq!(c.access_data(line(4096)), 200.0);
         assert_eq!(c.access_data(line((1 << 20) + 64)), 500.0);
         assert_eq!(c.access_data(line(3 << 20)), 900.0);
-        assert_eq!(c.access_data(line(3 << 20)), 4.0, "a hit costs the cache's latency");
+        assert_eq!(
+            c.access_data(line(3 << 20)),
+            4.0,
+            "a hit costs the cache's latency"
+        );
         c.set_node_load(1, 2.0);
         assert_eq!(c.access_data(line((1 << 20) + 8192)), 1000.0);
         c.set_node_load(1, 0.5);
-        assert_eq!(c.access_data(line((1 << 20) + 16384)), 500.0, "never below idle");
+        assert_eq!(
+            c.access_data(line((1 << 20) + 16384)),
+            500.0,
+            "never below idle"
+        );
         c.set_node_load(7, 3.0); // no such node: nothing changes
         assert_eq!(c.access_data(line(4 << 20)), 900.0);
     }

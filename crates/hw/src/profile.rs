@@ -82,8 +82,7 @@ pub struct TierProfile {
 /// The parts the cost of migrating pages between nodes is made of (Nimble, ASPLOS'19,
 /// section 3.1 and Figure 4's five steps): what the kernel does per `move_pages` call,
 /// per page and per huge page besides allocating (`alloc_ns`), flushing (`tlb_flush_ns`)
-/// and writing entries (`pte_update_ns`), the split of a THP before base-page migration,
-/// and the copy engine: one thread copies at `copy_gbps`, helper threads each cost a
+/// and writing entries (`pte_update_ns`), and the copy engine: one thread copies at `copy_gbps`, helper threads each cost a
 /// launch, and all threads together are capped by the link between the nodes. The
 /// kernel model composes them per mechanism (hugemm-mm `migration`); how each number was
 /// fitted is written beside it in the profile.
@@ -101,8 +100,6 @@ pub struct MigrationCosts {
     pub huge_page_ns: f64,
     /// Freeing the source page after a migration, ns (exchange frees nothing).
     pub free_ns: f64,
-    /// Splitting a huge page into base pages before base-page migration, ns.
-    pub split_ns: f64,
     /// Starting one helper copy thread (queueing its work item, waking it, waiting for
     /// it), ns; a one-thread copy has none.
     pub thread_launch_ns: f64,
@@ -291,12 +288,7 @@ const BUILTINS: [(&str, &str); 4] = [
     ),
 ];
 
-const BUILTIN_NAMES: [&str; 4] = [
-    BUILTINS[0].0,
-    BUILTINS[1].0,
-    BUILTINS[2].0,
-    BUILTINS[3].0,
-];
+const BUILTIN_NAMES: [&str; 4] = [BUILTINS[0].0, BUILTINS[1].0, BUILTINS[2].0, BUILTINS[3].0];
 
 impl MachineProfile {
     /// The builtin profile `name`, or `None` if there is no such profile. Builtins are

@@ -127,7 +127,6 @@ fn validate_migration(v: &Validator, m: &MigrationCosts) -> Result<()> {
     v.non_negative(&key("page_ns"), m.page_ns)?;
     v.non_negative(&key("huge_page_ns"), m.huge_page_ns)?;
     v.non_negative(&key("free_ns"), m.free_ns)?;
-    v.non_negative(&key("split_ns"), m.split_ns)?;
     v.non_negative(&key("thread_launch_ns"), m.thread_launch_ns)?;
     v.positive(&key("link_gbps"), m.link_gbps)
 }

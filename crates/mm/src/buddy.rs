@@ -631,6 +631,17 @@ impl PhysMem {
         }
     }
 
+    /// Give the allocated frame `pfn` the content of `from` (a frame's metadata read
+    /// before) and the reverse map `(pid, vpn)`: one side of an exchange.
+    pub(crate) fn set_content_and_rmap(&mut self, pfn: Pfn, from: Frame, pid: Pid, vpn: Vpn) {
+        if pfn.0 < self.frames_total() {
+            self.frames.update(pfn.0 as u32, |f| {
+                f.copy_content(from);
+                f.set_rmap(pid, vpn);
+            });
+        }
+    }
+
     /// Give the allocated frame `dst` the content of frame `src` (a page copied).
     pub(crate) fn copy_content(&mut self, src: Pfn, dst: Pfn) {
         if let (Some(from), true) = (self.frame(src), dst.0 < self.frames_total()) {

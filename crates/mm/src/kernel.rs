@@ -18,6 +18,7 @@ use crate::fallback::FallbackPolicy;
 use crate::frame::OwnerKind;
 use crate::lru::PageCache;
 use crate::mech::Mech;
+use crate::movepages::{MigrationCosts, TierStats};
 use crate::pagetable::{Slot, VaLayout, Walked, ZeroPages};
 use crate::pcp::PcpConfig;
 use crate::pte::Pte;
@@ -68,6 +69,10 @@ pub struct Kernel {
     pub(crate) quantiles: Vec<Quantiles>,
     /// Clear frames not known zero at fault and collapse (see [`Kernel::set_clear_pages`]).
     pub(crate) clear_pages: bool,
+    /// The parts of migration's cost between nodes, once set.
+    pub(crate) migration: Option<MigrationCosts>,
+    /// Migrations between nodes so far.
+    pub(crate) tier_stats: TierStats,
 }
 
 impl Kernel {
@@ -134,6 +139,8 @@ impl Kernel {
             content_seed: 0,
             quantiles: Vec::new(),
             clear_pages: true,
+            migration: None,
+            tier_stats: TierStats::default(),
         })
     }
 
