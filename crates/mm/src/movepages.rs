@@ -197,7 +197,8 @@ impl MigrateOutcome {
         }
     }
 
-    fn add(&mut self, o: &MigrateOutcome) {
+    /// Add `o`'s pages, bytes and times to these (two calls as one).
+    pub fn add(&mut self, o: &MigrateOutcome) {
         self.base_pages += o.base_pages;
         self.huge_pages += o.huge_pages;
         self.splits += o.splits;
