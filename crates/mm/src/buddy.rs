@@ -61,11 +61,11 @@ impl AllocRequest {
             migrate: MigrateType::Movable,
             owner: OwnerKind::Anon,
             prefer_zeroed: false,
-            node: NodePref::Prefer(NodeId(0)),
+            node: NodePref::Home,
         }
     }
-    /// Set the nodes the request may be served from (default: node 0 first, then the
-    /// others nearest first; see [`crate::node`]).
+    /// Set the nodes the request may be served from (default: the home node first, then
+    /// the others nearest first; see [`crate::node`]).
     pub fn node(mut self, node: NodePref) -> AllocRequest {
         self.node = node;
         self
@@ -156,6 +156,8 @@ pub struct PhysMem {
     /// The node an allocation is being served from: the free lists a fallback policy and
     /// `__rmqueue` see. 0 between allocations.
     pub(crate) node: usize,
+    /// The node allocations try first by default ([`NodePref::Home`]).
+    home: usize,
     pub(crate) blocks: Pageblocks,
     pub(crate) policy: Box<dyn FallbackPolicy>,
     /// Per-pageblock free / pinned / listed counters, kept by the hooks below.
@@ -206,6 +208,7 @@ impl PhysMem {
             areas: vec![FreeArea::new(max_order); nodes.count()],
             nodes,
             node: 0,
+            home: 0,
             blocks: Pageblocks::new(frames, pb_order),
             policy: Box::new(LinuxDefault),
             counters: PageblockCounters::new(frames, pb_order, max_order),
@@ -225,6 +228,18 @@ impl PhysMem {
             }
         }
         Ok(mem)
+    }
+
+    /// Make `node` the one allocations try first by default (Nimble's "all remote"
+    /// bound runs from the slow node).
+    pub fn set_home_node(&mut self, node: NodeId) -> Result<()> {
+        if node.0 as usize >= self.nodes.count() {
+            return Err(MmError::InvalidArgument {
+                what: "no such home node",
+            });
+        }
+        self.home = node.0 as usize;
+        Ok(())
     }
 
     /// Number of memory nodes.
@@ -329,11 +344,11 @@ impl PhysMem {
     /// Allocate a block (`__rmqueue`: smallest fit on the request's lists, else fallback)
     /// from the first node of the request's preference that has one.
     pub fn alloc(&mut self, req: &AllocRequest) -> Result<Block> {
-        if self.nodes.count() == 1 && req.node == NodePref::default() {
+        if self.nodes.count() == 1 && req.node == NodePref::Home {
             return self.alloc_on_node(req);
         }
         let mut result = Err(MmError::OutOfMemory);
-        for n in self.nodes.order(req.node) {
+        for n in self.nodes.order(req.node, self.home) {
             self.node = n;
             result = self.alloc_on_node(req);
             if !matches!(result, Err(MmError::OutOfMemory)) {

@@ -246,6 +246,11 @@ impl Kernel {
         Ok(())
     }
 
+    /// Make `node` the node allocations try first (see [`crate::node`]).
+    pub fn set_home_node(&mut self, node: NodeId) -> Result<()> {
+        self.phys.set_home_node(node)
+    }
+
     /// Migrations between nodes so far.
     pub fn tier_stats(&self) -> TierStats {
         self.tier_stats
@@ -590,6 +595,68 @@ impl Kernel {
             Pte::frame(pfn, pte.accessed(), pte.dirty()).with_written(pte.written()),
         );
         Ok(())
+    }
+}
+
+/// One mapped page as a tiering policy sees it ([`Kernel::scan_pages`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PageScan {
+    /// Its first address.
+    pub va: VirtAddr,
+    /// A huge page (else a base page).
+    pub huge: bool,
+    /// The node its frames are on.
+    pub node: NodeId,
+    /// Whether it was referenced since its accessed bit was last cleared.
+    pub referenced: bool,
+}
+
+impl Kernel {
+    /// The pages mapped to frames in the 2 MB region at `region` of `pid` (zero-page
+    /// entries have no frame and are left out), appended to `out`, each with its node and
+    /// whether its accessed bit was set; the bits are cleared (`page_referenced` with
+    /// `ptep_test_and_clear_young`: x86 Linux does not flush the TLB for it). Returns the
+    /// entries examined.
+    pub fn scan_pages(&mut self, pid: Pid, region: VirtAddr, out: &mut Vec<PageScan>) -> u32 {
+        let l = self.layout;
+        let start = l.region_of(region.0);
+        let Some(space) = self.procs.get_mut(pid.0 as usize).and_then(Option::as_mut) else {
+            return 0;
+        };
+        let phys = &self.phys;
+        match space.pt.slot_mut_uncached(start) {
+            Some(Slot::Huge { pfn, accessed, .. }) => {
+                out.push(PageScan {
+                    va: VirtAddr(start),
+                    huge: true,
+                    node: phys.node_of(*pfn),
+                    referenced: std::mem::take(accessed),
+                });
+                1
+            }
+            Some(Slot::Table(t)) => {
+                for i in 0..l.fanout as usize {
+                    let pte = t.get(i);
+                    if !pte.is_frame() {
+                        continue;
+                    }
+                    if pte.accessed() {
+                        t.set(
+                            i,
+                            Pte::frame(pte.pfn(), false, pte.dirty()).with_written(pte.written()),
+                        );
+                    }
+                    out.push(PageScan {
+                        va: VirtAddr(start + ((i as u64) << l.base_shift)),
+                        huge: false,
+                        node: phys.node_of(pte.pfn()),
+                        referenced: pte.accessed(),
+                    });
+                }
+                l.fanout as u32
+            }
+            _ => 0,
+        }
     }
 }
 

@@ -33,6 +33,9 @@ impl fmt::Display for NodeId {
 /// Where an allocation may be served from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum NodePref {
+    /// The machine's home node first (node 0 unless set otherwise: the node processes
+    /// run on), then the others nearest first: every allocation's default.
+    Home,
     /// This node first, then the others nearest first (the default, with node 0).
     Prefer(NodeId),
     /// This node only (`__GFP_THISNODE`: a migration's target page).
@@ -41,7 +44,7 @@ pub enum NodePref {
 
 impl Default for NodePref {
     fn default() -> NodePref {
-        NodePref::Prefer(NodeId(0))
+        NodePref::Home
     }
 }
 
@@ -103,10 +106,11 @@ impl NodeMap {
         (self.bounds[n], self.bounds[n + 1])
     }
 
-    /// The nodes an allocation with preference `pref` tries, in order; empty if the
-    /// preferred node does not exist.
-    pub fn order(&self, pref: NodePref) -> Vec<usize> {
+    /// The nodes an allocation with preference `pref` tries, in order, `home` being the
+    /// home node; empty if the preferred node does not exist.
+    pub fn order(&self, pref: NodePref, home: usize) -> Vec<usize> {
         let (first, only) = match pref {
+            NodePref::Home => (home, false),
             NodePref::Prefer(n) => (n.0 as usize, false),
             NodePref::Only(n) => (n.0 as usize, true),
         };
@@ -141,11 +145,12 @@ mod tests {
     #[test]
     fn allocation_tries_the_preferred_node_then_the_nearest() {
         let m = NodeMap::new(&[1024, 1024, 1024], 10).unwrap();
-        assert_eq!(m.order(NodePref::default()), vec![0, 1, 2]);
-        assert_eq!(m.order(NodePref::Prefer(NodeId(1))), vec![1, 0, 2]);
-        assert_eq!(m.order(NodePref::Prefer(NodeId(2))), vec![2, 1, 0]);
-        assert_eq!(m.order(NodePref::Only(NodeId(2))), vec![2]);
-        assert!(m.order(NodePref::Only(NodeId(3))).is_empty());
+        assert_eq!(m.order(NodePref::default(), 0), vec![0, 1, 2]);
+        assert_eq!(m.order(NodePref::Prefer(NodeId(1)), 0), vec![1, 0, 2]);
+        assert_eq!(m.order(NodePref::Prefer(NodeId(2)), 0), vec![2, 1, 0]);
+        assert_eq!(m.order(NodePref::Only(NodeId(2)), 0), vec![2]);
+        assert!(m.order(NodePref::Only(NodeId(3)), 0).is_empty());
+        assert_eq!(m.order(NodePref::Home, 1), vec![1, 0, 2]);
     }
 
     #[test]
