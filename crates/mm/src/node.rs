@@ -31,21 +31,16 @@ impl fmt::Display for NodeId {
 }
 
 /// Where an allocation may be served from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum NodePref {
     /// The machine's home node first (node 0 unless set otherwise: the node processes
     /// run on), then the others nearest first: every allocation's default.
+    #[default]
     Home,
     /// This node first, then the others nearest first (the default, with node 0).
     Prefer(NodeId),
     /// This node only (`__GFP_THISNODE`: a migration's target page).
     Only(NodeId),
-}
-
-impl Default for NodePref {
-    fn default() -> NodePref {
-        NodePref::Home
-    }
 }
 
 /// The frame ranges of the nodes.
