@@ -71,7 +71,9 @@ pub use kernel::{Kernel, MemConfig};
 pub use kmem::{KmemHandle, KmemKind};
 pub use metrics::{FragMetrics, PageblockCounts};
 pub use migrate::EvacuateOutcome;
-pub use movepages::{Mechanism, MigrateOutcome, MigrationCosts, PageScan, ThpMigration, TierStats};
+pub use movepages::{
+    Mechanism, MigrateOutcome, MigrationCosts, NodeUse, PageScan, ThpMigration, TierStats,
+};
 pub use node::{NodeId, NodePref};
 pub use pageblock::MigrateType;
 pub use pagecache::{FileId, FileRead};

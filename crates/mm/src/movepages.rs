@@ -660,6 +660,37 @@ impl Kernel {
     }
 }
 
+/// A process's memory on one node.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct NodeUse {
+    /// Base pages mapped to frames on the node.
+    pub base_pages: u64,
+    /// Huge pages on the node.
+    pub huge_pages: u64,
+}
+
+impl Kernel {
+    /// `pid`'s pages on each node (index = node).
+    pub fn node_usage(&self, pid: Pid) -> Vec<NodeUse> {
+        let mut use_ = vec![NodeUse::default(); self.phys.node_count()];
+        let Some(space) = self.space(pid) else {
+            return use_;
+        };
+        for (_, slot) in space.pt.slots() {
+            match slot {
+                Slot::Huge { pfn, .. } => use_[self.phys.node_of(*pfn).0 as usize].huge_pages += 1,
+                Slot::Table(t) => {
+                    for pte in t.ptes().iter().filter(|p| p.is_frame()) {
+                        use_[self.phys.node_of(pte.pfn()).0 as usize].base_pages += 1;
+                    }
+                }
+                _ => {}
+            }
+        }
+        use_
+    }
+}
+
 /// What maps an address.
 enum Mapped {
     None,
