@@ -8,7 +8,8 @@ use hugemm_sim::{Engine, RunResult};
 use std::path::Path;
 
 fn run(sets: &[&str]) -> RunResult {
-    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/tiering/nimble-graph500.toml");
+    let file =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/tiering/nimble-graph500.toml");
     let overrides: Vec<Override> = sets.iter().map(|s| s.parse().unwrap()).collect();
     let loaded = config::load_with(&file, &overrides).unwrap_or_else(|e| panic!("{e}"));
     Engine::new(loaded.experiment).unwrap().run().unwrap()
@@ -27,13 +28,29 @@ fn nimble_brings_hot_pages_up_and_sits_between_the_bounds() {
         "tiering.policy=none",
         "machine.node_memory=[\"768MiB\", \"256MiB\"]",
     ]);
-    let (n, f, r, l) = (refs(&nimble), refs(&first_touch), refs(&remote), refs(&local));
-    assert!(l > n && n > f && f >= r, "local {l}, nimble {n}, first-touch {f}, remote {r}");
-    let tiers = nimble.summary.system.tiers.as_ref().expect("a tier summary");
+    let (n, f, r, l) = (
+        refs(&nimble),
+        refs(&first_touch),
+        refs(&remote),
+        refs(&local),
+    );
+    assert!(
+        l > n && n > f && f >= r,
+        "local {l}, nimble {n}, first-touch {f}, remote {r}"
+    );
+    let tiers = nimble
+        .summary
+        .system
+        .tiers
+        .as_ref()
+        .expect("a tier summary");
     assert_eq!(tiers.policy, "nimble");
     assert_eq!(tiers.nodes.len(), 2);
     assert!(tiers.migrated.huge_pages > 0, "{tiers:?}");
-    assert_eq!(tiers.migrated.base_pages, 0, "native THP migration moves huge pages whole");
+    assert_eq!(
+        tiers.migrated.base_pages, 0,
+        "native THP migration moves huge pages whole"
+    );
     let p = &nimble.summary.processes[0];
     assert!(p.migration_stall_ns > 0);
     assert_eq!(p.nodes.len(), 2);
@@ -58,13 +75,21 @@ fn linux_base_page_migration_splits_what_it_moves() {
         "tiering.nimble.exchange=false",
     ]);
     let tiers = linux.summary.system.tiers.as_ref().unwrap();
-    assert!(tiers.migrated.splits > 0 && tiers.migrated.base_pages > 0, "{tiers:?}");
+    assert!(
+        tiers.migrated.splits > 0 && tiers.migrated.base_pages > 0,
+        "{tiers:?}"
+    );
 }
 
 #[test]
 fn tiering_on_one_node_is_refused() {
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/random-4g.toml");
     let set: Override = "tiering.policy=\"nimble\"".parse().unwrap();
-    let e = config::load_with(&file, &[set]).expect_err("one node").to_string();
-    assert!(e.contains("tiering.policy") && e.contains("one memory node"), "{e}");
+    let e = config::load_with(&file, &[set])
+        .expect_err("one node")
+        .to_string();
+    assert!(
+        e.contains("tiering.policy") && e.contains("one memory node"),
+        "{e}"
+    );
 }
