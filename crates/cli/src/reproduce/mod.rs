@@ -94,6 +94,7 @@ pub const KINDS: &[&str] = &[
     "nimble-fig12",
     "nimble-fig13",
     "nimble-fig14",
+    "combined-promotion-x-tiering",
 ];
 
 /// Nimble's end-to-end reproductions ([`nimble`]): workloads (sets) under tiering
@@ -470,7 +471,14 @@ pub fn load_with(path: &Path, overrides: &[config::Override]) -> Result<Reproduc
     }
     let hawkeye = kind.starts_with("hawkeye-") && kind != "hawkeye-table3" && !zeroing;
     let end_to_end = NIMBLE_END_TO_END.contains(&kind.as_str());
-    let (allowed, what, default): (&[&str], &str, &str) = if end_to_end {
+    let combined = kind == "combined-promotion-x-tiering";
+    let (allowed, what, default): (&[&str], &str, &str) = if combined {
+        (
+            nimble::COMBINED_VARIANTS,
+            "promotion x tiering cells",
+            "linux",
+        )
+    } else if end_to_end {
         (nimble::VARIANTS, "tiering configurations", "all-remote")
     } else if hawkeye {
         (hawkeye::VARIANTS, "policy setups", "4k")
@@ -499,7 +507,7 @@ pub fn load_with(path: &Path, overrides: &[config::Override]) -> Result<Reproduc
     }
     let sets = r.sets.clone().unwrap_or_default();
     r.sets = (!sets.is_empty()).then(|| sets.clone());
-    if hawkeye || end_to_end || (zeroing && !sets.is_empty()) {
+    if hawkeye || end_to_end || combined || (zeroing && !sets.is_empty()) {
         if sets.is_empty() || sets.iter().any(|s| s.is_empty()) {
             return Err(bad(
                 "reproduce.sets",
@@ -670,6 +678,7 @@ pub fn run(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Report> {
         "nimble-fig12" => nimble::figure12(r, progress)?,
         "nimble-fig13" => nimble::figure13(r, progress)?,
         "nimble-fig14" => nimble::figure14(r, progress)?,
+        "combined-promotion-x-tiering" => nimble::combined(r, progress)?,
         other => anyhow::bail!("unknown reproduction {other}"),
     };
     report.scale = r.scale.clone();

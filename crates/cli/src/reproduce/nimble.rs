@@ -520,3 +520,160 @@ pub fn figure14(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Repo
         ..Report::default()
     })
 }
+
+/// The cells of the promotion x tiering matrix: each of HawkEye's baselines and
+/// variants, without and with Nimble's tiering.
+pub const COMBINED_VARIANTS: &[&str] = &[
+    "4k",
+    "4k+nimble",
+    "linux",
+    "linux+nimble",
+    "ingens",
+    "ingens+nimble",
+    "hawkeye-g",
+    "hawkeye-g+nimble",
+    "hawkeye-pmu",
+    "hawkeye-pmu+nimble",
+];
+
+/// The experiment of `set` in the matrix cell `variant`: its promotion policy, and
+/// Nimble (the file's `[tiering.nimble]`) when the name ends in `+nimble`.
+fn combined_experiment(
+    r: &Reproduction,
+    set: &[String],
+    variant: &str,
+) -> anyhow::Result<Experiment> {
+    let (promotion, tiered) = match variant.strip_suffix("+nimble") {
+        Some(p) => (p, true),
+        None => (variant, false),
+    };
+    let mut exp = r.experiment.clone();
+    exp.policy = super::hawkeye::policy(promotion, &r.policies)
+        .ok_or_else(|| anyhow::anyhow!("no promotion policy {promotion}"))?;
+    exp.processes.retain(|p| {
+        !r.sets
+            .iter()
+            .flatten()
+            .any(|e| super::hawkeye::member(&p.name, e))
+            || set.iter().any(|e| super::hawkeye::member(&p.name, e))
+    });
+    let base = match &exp.tiering {
+        Some(TieringConfig::Nimble(c)) => *c,
+        None => NimbleConfig::default(),
+    };
+    exp.tiering = tiered.then_some(TieringConfig::Nimble(base));
+    Ok(exp)
+}
+
+/// Beyond the papers: huge-page promotion (Linux, Ingens, HawkEye) with and without
+/// Nimble's tiering on a two-node machine.
+pub fn combined(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Report> {
+    let jobs: Vec<(&Vec<String>, &String)> = r
+        .sets
+        .iter()
+        .flat_map(|s| r.variants.iter().map(move |v| (s, v)))
+        .collect();
+    let runs = par_map(&jobs, |&(set, v)| {
+        let what = format!("{} under {v}", set.join("+"));
+        let result = engine(progress, &what, combined_experiment(r, set, v)?)?.run()?;
+        Ok(Run {
+            set: set.join("+"),
+            variant: v.clone(),
+            local: None,
+            speed: speed_of(&result, set),
+            result,
+        })
+    })?;
+    let mut rows = Vec::new();
+    let mut cells = Vec::new();
+    for run in &runs {
+        let procs: Vec<_> = run
+            .result
+            .summary
+            .processes
+            .iter()
+            .filter(|p| {
+                run.set
+                    .split('+')
+                    .any(|e| super::hawkeye::member(&p.name, e))
+            })
+            .collect();
+        let mmu = procs.iter().map(|p| p.mmu_overhead).sum::<f64>() / procs.len().max(1) as f64;
+        let huge: u64 = procs.iter().map(|p| p.huge_pages_end).sum();
+        let tiers = run.result.summary.system.tiers.as_ref();
+        let moved = tiers.map_or(0, |t| t.migrated.bytes);
+        let base_speed = runs
+            .iter()
+            .find(|o| o.set == run.set && o.variant == "linux")
+            .map(|o| o.speed);
+        let rel = base_speed.map(|b| run.speed / b);
+        rows.push(vec![
+            run.set.clone(),
+            run.variant.clone(),
+            f2(rel),
+            format!("{:.1}", mmu * 100.0),
+            huge.to_string(),
+            format!("{:.0}", moved as f64 / (1 << 20) as f64),
+        ]);
+        cells.push(json!({
+            "set": run.set, "variant": run.variant, "speed": run.speed,
+            "speed_over_linux": rel, "mmu_overhead": mmu, "huge_pages_end": huge,
+            "migrated_bytes": moved,
+        }));
+    }
+    let sets = set_names(r);
+    let figures = vec![Figure::bars(
+        "combined",
+        "Promotion x tiering: speed over Linux without tiering",
+        "speed over linux (no tiering)",
+        sets.clone(),
+        r.variants
+            .iter()
+            .map(|v| crate::plot::BarGroup {
+                name: v.clone(),
+                values: sets
+                    .iter()
+                    .map(|s| {
+                        let get = |name: &str| {
+                            runs.iter()
+                                .find(|o| &o.set == s && o.variant == name)
+                                .map(|o| o.speed)
+                        };
+                        Some(get(v)? / get("linux")?)
+                    })
+                    .collect(),
+            })
+            .collect(),
+    )];
+    Ok(Report {
+        title: "Beyond the papers: huge-page promotion x Nimble's tiering on a two-node machine"
+            .into(),
+        tables: vec![table(
+            &[
+                "workload",
+                "cell",
+                "speed / linux",
+                "MMU %",
+                "huge pages",
+                "migrated MiB",
+            ],
+            &rows,
+        )],
+        figures,
+        data: json!({ "cells": cells }),
+        runs: variant_runs(runs),
+        ..Report::default()
+    })
+}
+
+/// References per second of the processes of `set` only (background processes, such
+/// as a fragmenter, are left out).
+fn speed_of(result: &RunResult, set: &[String]) -> f64 {
+    result
+        .summary
+        .processes
+        .iter()
+        .filter(|p| set.iter().any(|e| super::hawkeye::member(&p.name, e)))
+        .map(|p| p.references as f64 / (p.runtime_ns.max(1) as f64 / 1e9))
+        .sum()
+}

@@ -50,6 +50,7 @@ pub fn paper_item(kind: &str) -> &'static str {
         "nimble-fig12" => "Nimble Figure 12",
         "nimble-fig13" => "Nimble Figure 13",
         "nimble-fig14" => "Nimble Figure 14",
+        "combined-promotion-x-tiering" => "beyond the papers: promotion x tiering",
         _ => "",
     }
 }
