@@ -13,42 +13,28 @@
 
 #![deny(unsafe_code)]
 
-mod addrspace;
 mod api;
-pub mod buddy;
-mod collapse;
-pub mod compaction;
-pub mod content;
 pub mod costs;
-mod dedup;
 pub mod error;
-pub mod fallback;
-mod fault;
-pub mod frame;
-mod freelist;
-mod invariants;
+mod huge;
 pub mod kernel;
-pub mod kmem;
-mod lru;
-mod mech;
-pub mod metrics;
-mod migrate;
-mod mmap;
-pub mod pageblock;
-pub mod pagecache;
-mod pagetable;
-pub mod pcp;
-pub mod pte;
-pub mod reclaim;
-mod reserv;
-mod slab;
-mod split;
+mod phys;
+mod pressure;
+mod space;
 pub mod stats;
-mod steal;
 #[cfg(test)]
 mod testutil;
-mod unmap;
-pub mod vma;
+
+// The flat layout's paths, kept while the imports move to the groups' paths.
+use huge::{dedup, reserv, split};
+use kernel::migrate;
+pub use kernel::{compaction, kmem};
+use phys::freelist;
+pub use phys::{buddy, fallback, frame, metrics, pageblock, pcp};
+use pressure::{lru, slab};
+pub use pressure::{pagecache, reclaim};
+use space::{addrspace, mech, pagetable, unmap};
+pub use space::{content, pte, vma};
 
 pub use api::{
     CollapseOutcome, FaultInfo, FaultKind, FaultOutcome, FaultRequest, HugeAdvice, Madvise,

@@ -7,6 +7,13 @@
 //! `compaction`, `metrics`), each an `impl Kernel` block. This module must
 //! not make policy decisions (page size at fault time, what to promote or split).
 
+pub mod compaction;
+mod fault;
+mod invariants;
+pub mod kmem;
+pub(crate) mod migrate;
+mod mmap;
+
 use crate::addrspace::AddressSpace;
 use crate::api::{FaultInfo, RegionInfo, RegionState, TlbFlush, Touch, Translation};
 use crate::buddy::{AllocRequest, Block, PhysMem, PrezeroScope, ZeroedFirst};

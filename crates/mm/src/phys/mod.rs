@@ -1,0 +1,10 @@
+//! Physical memory.
+
+pub mod buddy;
+pub mod fallback;
+pub mod frame;
+pub(crate) mod freelist;
+pub mod metrics;
+pub mod pageblock;
+pub mod pcp;
+mod steal;
