@@ -25,15 +25,9 @@ pub mod stats;
 #[cfg(test)]
 mod testutil;
 
-// The flat layout's paths, kept while the imports move to the groups' paths.
-use huge::{dedup, reserv, split};
-use kernel::migrate;
 pub use kernel::{compaction, kmem};
-use phys::freelist;
 pub use phys::{buddy, fallback, frame, metrics, pageblock, pcp};
-use pressure::{lru, slab};
 pub use pressure::{pagecache, reclaim};
-use space::{addrspace, mech, pagetable, unmap};
 pub use space::{content, pte, vma};
 
 pub use api::{
@@ -44,17 +38,17 @@ pub use buddy::{AllocRequest, Block, PhysMem, PrezeroScope, ZeroedFirst};
 pub use compaction::{CompactOutcome, CompactRequest};
 pub use content::WriteContent;
 pub use costs::{FragCosts, MmCosts};
-pub use dedup::{ScanStyle, ZeroScan, ZeroScanOutcome};
 pub use error::{CollapseError, MmError, Result};
 pub use fallback::{
     Aaf, Apbs, FallbackChoice, FallbackPolicy, FreeAreaView, KernelLayout, LinuxDefault, Opbs,
     PageblockCensus, Placement, Rpbs, UnknownPolicy,
 };
 pub use frame::{Frame, FrameState, OwnerKind, BYTES_PER_FRAME};
+pub use huge::dedup::{ScanStyle, ZeroScan, ZeroScanOutcome};
+pub use kernel::migrate::EvacuateOutcome;
 pub use kernel::{Kernel, MemConfig};
 pub use kmem::{KmemHandle, KmemKind};
 pub use metrics::{FragMetrics, PageblockCounts};
-pub use migrate::EvacuateOutcome;
 pub use pageblock::MigrateType;
 pub use pagecache::{FileId, FileRead};
 pub use pcp::PcpConfig;

@@ -5,7 +5,7 @@
 //! Owns the counters and their recording helpers. It must not influence behaviour.
 
 use crate::api::{FaultKind, FaultOutcome};
-use crate::pageblock::MigrateType;
+use crate::phys::pageblock::MigrateType;
 use hugemm_hw::Nanos;
 use serde::Serialize;
 

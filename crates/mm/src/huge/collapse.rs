@@ -15,14 +15,14 @@
 //! Cost: allocation + copies + zero-fill + PTE writes (each present PTE cleared, the PMD
 //! written) + the flush (+ breaking a reservation). Owns only the mechanism; which regions to collapse is policy.
 
-use crate::addrspace::AddressSpace;
 use crate::api::CollapseOutcome;
-use crate::buddy::AllocRequest;
 use crate::error::CollapseError;
+use crate::huge::reserv::break_range;
 use crate::kernel::Kernel;
-use crate::mech::Mech;
-use crate::pagetable::{PteTable, Slot};
-use crate::reserv::break_range;
+use crate::phys::buddy::AllocRequest;
+use crate::space::addrspace::AddressSpace;
+use crate::space::mech::Mech;
+use crate::space::pagetable::{PteTable, Slot};
 use hugemm_hw::{Nanos, Order, Pfn, Pid, VirtAddr};
 
 impl Kernel {

@@ -21,14 +21,14 @@
 //! read, `content.rs`), the split (the page-table page, 512 PTE writes, a flush). Owns
 //! the mechanism only: which huge pages to scan, and when, is the policy's.
 
-use crate::addrspace::AddressSpace;
-use crate::content::bytes_scanned;
 use crate::error::{MmError, Result};
 use crate::kernel::Kernel;
-use crate::mech::Mech;
-use crate::pagetable::PteTable;
-use crate::pagetable::Slot;
-use crate::pte::Pte;
+use crate::space::addrspace::AddressSpace;
+use crate::space::content::bytes_scanned;
+use crate::space::mech::Mech;
+use crate::space::pagetable::PteTable;
+use crate::space::pagetable::Slot;
+use crate::space::pte::Pte;
 use hugemm_hw::{Nanos, Pfn, Pid, VirtAddr};
 use serde::{Deserialize, Serialize};
 
@@ -214,7 +214,7 @@ fn split_dedup(
 mod tests {
     use super::*;
     use crate::api::{HugeAdvice, RegionState, Touch};
-    use crate::content::WriteContent;
+    use crate::space::content::WriteContent;
     use crate::testutil::{kernel, HUGE, PAGE};
     use hugemm_hw::PageSize;
 
@@ -312,8 +312,8 @@ mod tests {
     #[test]
     fn recovery_works_with_no_frame_free() {
         let (mut k, pid, va) = sparse_huge(1);
-        let req = crate::buddy::AllocRequest::new(hugemm_hw::Order(0))
-            .owner(crate::frame::OwnerKind::KernelUnmovable);
+        let req = crate::phys::buddy::AllocRequest::new(hugemm_hw::Order(0))
+            .owner(crate::phys::frame::OwnerKind::KernelUnmovable);
         while k.alloc_pages(&req).is_ok() {}
         assert_eq!(k.phys().frames_free(), 0);
         let out = k.dedup_zero_subpages(pid, va, HAWKEYE).unwrap();

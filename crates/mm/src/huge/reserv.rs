@@ -45,14 +45,14 @@
 //! This module owns the reservation state and its mechanisms; whether to reserve and
 //! whether to promote are the policy's (passed in the fault request).
 
-use crate::addrspace::AddressSpace;
 use crate::api::{ReservationCensus, ReservationInfo};
-use crate::buddy::{AllocRequest, PhysMem};
 use crate::error::{MmError, Result};
 use crate::kernel::Kernel;
-use crate::mech::{Alloc, Mech};
-use crate::pageblock::MigrateType;
-use crate::pagetable::Slot;
+use crate::phys::buddy::{AllocRequest, PhysMem};
+use crate::phys::pageblock::MigrateType;
+use crate::space::addrspace::AddressSpace;
+use crate::space::mech::{Alloc, Mech};
+use crate::space::pagetable::Slot;
 use crate::stats::KernelStats;
 use hugemm_hw::{Nanos, Order, Pfn, Pid, VirtAddr};
 use std::collections::BTreeMap;

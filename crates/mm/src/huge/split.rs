@@ -9,12 +9,12 @@
 //! clearing) + 512 PTE writes + a TLB flush. Owns only the splitting mechanism; it must
 //! not decide what to split.
 
-use crate::addrspace::AddressSpace;
 use crate::error::{MmError, Result};
 use crate::kernel::Kernel;
-use crate::mech::Mech;
-use crate::pagetable::{PteTable, Slot};
-use crate::pte::Pte;
+use crate::space::addrspace::AddressSpace;
+use crate::space::mech::Mech;
+use crate::space::pagetable::{PteTable, Slot};
+use crate::space::pte::Pte;
 use hugemm_hw::{Nanos, Pfn, Pid, VirtAddr};
 
 impl Kernel {
@@ -88,9 +88,9 @@ fn install_split_table(
 #[cfg(test)]
 mod tests {
     use crate::api::{HugeAdvice, RegionState};
-    use crate::buddy::AllocRequest;
     use crate::error::MmError;
-    use crate::frame::OwnerKind;
+    use crate::phys::buddy::AllocRequest;
+    use crate::phys::frame::OwnerKind;
     use crate::testutil::{kernel, HUGE, PAGE};
     use hugemm_hw::{Nanos, Order, PageSize, Pid, VirtAddr};
 

@@ -38,10 +38,10 @@
 //! stopping rules; when to compact is a policy's decision.
 
 use crate::error::{MmError, Result};
-use crate::frame::{FrameState, OwnerKind};
 use crate::kernel::Kernel;
-use crate::pageblock::MigrateType;
-use crate::reclaim::PAGE_ALLOC_COSTLY_ORDER;
+use crate::phys::frame::{FrameState, OwnerKind};
+use crate::phys::pageblock::MigrateType;
+use crate::pressure::reclaim::PAGE_ALLOC_COSTLY_ORDER;
 use hugemm_hw::{Nanos, Order, Pfn};
 use serde::{Deserialize, Serialize};
 
@@ -95,7 +95,7 @@ pub(crate) struct CompactState {
 }
 
 impl CompactState {
-    pub fn new(phys: &crate::buddy::PhysMem) -> CompactState {
+    pub fn new(phys: &crate::phys::buddy::PhysMem) -> CompactState {
         let pb = 1u64 << phys.pageblock_order().0;
         CompactState {
             migrate_pfn: 0,

@@ -1,6 +1,6 @@
 use super::*;
 use crate::api::HugeAdvice;
-use crate::pagecache::FileId;
+use crate::pressure::pagecache::FileId;
 use crate::testutil::{kernel, PAGE};
 use hugemm_hw::{PageSize, Pid, VirtAddr};
 
@@ -73,7 +73,7 @@ fn direct_compaction_stops_once_one_huge_block_is_free() {
     let first_scan = out.migrate_scanned;
     let mut taken = 0;
     while k.phys.has_free_block(Order(9)) {
-        let req = crate::buddy::AllocRequest::new(Order(9)).owner(OwnerKind::KernelUnmovable);
+        let req = crate::phys::buddy::AllocRequest::new(Order(9)).owner(OwnerKind::KernelUnmovable);
         k.phys.alloc(&req).unwrap();
         taken += 1;
     }

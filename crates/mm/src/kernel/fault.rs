@@ -27,14 +27,14 @@
 //! drawn then (`content.rs`); a huge page's other base pages stay zero until written.
 //! This module must not choose page sizes.
 
-use crate::addrspace::AddressSpace;
 use crate::api::{FaultKind, FaultOutcome, FaultRequest};
+use crate::huge::reserv::{anon_frame, promote_if_full};
+use crate::huge::split::install_zero_table;
 use crate::kernel::Kernel;
-use crate::mech::{Alloc, Mech};
-use crate::pagetable::{PteTable, Slot};
-use crate::pte::Pte;
-use crate::reserv::{anon_frame, promote_if_full};
-use crate::split::install_zero_table;
+use crate::space::addrspace::AddressSpace;
+use crate::space::mech::{Alloc, Mech};
+use crate::space::pagetable::{PteTable, Slot};
+use crate::space::pte::Pte;
 use crate::stats::NoOp;
 use hugemm_hw::{Nanos, PageSize, Pid, VirtAddr};
 

@@ -1,7 +1,7 @@
 //! Unit tests of the fault path.
 
 use crate::api::{FaultKind, FaultRequest, HugeAdvice, Touch};
-use crate::buddy::{PrezeroScope, ZeroedFirst};
+use crate::phys::buddy::{PrezeroScope, ZeroedFirst};
 use crate::testutil::kernel;
 
 fn frames(blocks: &[(Pfn, hugemm_hw::Order)]) -> u64 {

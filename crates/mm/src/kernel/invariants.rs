@@ -16,13 +16,13 @@
 //! kernel memory of its kind and order, and each kind adds up to its counter. It must not
 //! modify anything.
 
-use crate::addrspace::AddressSpace;
-use crate::buddy::PhysMem;
 use crate::error::{MmError, Result};
-use crate::frame::{FrameState, OwnerKind};
 use crate::kernel::Kernel;
-use crate::pageblock::MigrateType;
-use crate::pagetable::{PteTable, Slot, VaLayout};
+use crate::phys::buddy::PhysMem;
+use crate::phys::frame::{FrameState, OwnerKind};
+use crate::phys::pageblock::MigrateType;
+use crate::space::addrspace::AddressSpace;
+use crate::space::pagetable::{PteTable, Slot, VaLayout};
 use hugemm_hw::{Order, Pfn, Pid, Vpn};
 
 fn fail<T>(what: &'static str, at: u64) -> Result<T> {

@@ -10,12 +10,12 @@
 //! `kfree` is then a no-op. This module owns the two entry points and their counters; it
 //! must not choose pageblocks.
 
-use crate::buddy::AllocRequest;
 use crate::error::{MmError, Result};
-use crate::frame::{FrameState, OwnerKind};
 use crate::kernel::Kernel;
-use crate::pageblock::MigrateType;
-use crate::slab::Release;
+use crate::phys::buddy::AllocRequest;
+use crate::phys::frame::{FrameState, OwnerKind};
+use crate::phys::pageblock::MigrateType;
+use crate::pressure::slab::Release;
 use hugemm_hw::{Nanos, Order, Pfn};
 use serde::{Deserialize, Serialize};
 
@@ -130,7 +130,7 @@ impl Kernel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pagecache::FileId;
+    use crate::pressure::pagecache::FileId;
     use crate::testutil::kernel;
 
     #[test]

@@ -22,13 +22,13 @@
 //! fallback policy do).
 
 use crate::api::TlbFlush;
-use crate::buddy::AllocRequest;
 use crate::error::{MmError, Result};
-use crate::frame::{FrameState, OwnerKind};
 use crate::kernel::Kernel;
-use crate::pageblock::MigrateType;
-use crate::pagetable::Slot;
-use crate::pte::Pte;
+use crate::phys::buddy::AllocRequest;
+use crate::phys::frame::{FrameState, OwnerKind};
+use crate::phys::pageblock::MigrateType;
+use crate::space::pagetable::Slot;
+use crate::space::pte::Pte;
 use hugemm_hw::{Nanos, Order, Pfn, VirtAddr};
 use serde::Serialize;
 
@@ -241,8 +241,8 @@ impl Kernel {
 mod tests {
     use super::*;
     use crate::api::HugeAdvice;
-    use crate::kmem::KmemKind;
-    use crate::pagecache::FileId;
+    use crate::kernel::kmem::KmemKind;
+    use crate::pressure::pagecache::FileId;
     use crate::testutil::{kernel, HUGE, PAGE};
     use hugemm_hw::PageSize;
 

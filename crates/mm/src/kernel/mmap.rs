@@ -9,16 +9,16 @@
 //! superpage reservation breaks the reservation (a huge mapping cannot span two VMAs).
 //! This module must not decide page sizes.
 
-use crate::addrspace::AddressSpace;
 use crate::api::{HugeAdvice, Madvise};
 use crate::error::{MmError, Result};
+use crate::huge::reserv::break_if_cut;
+use crate::huge::split::split_region;
 use crate::kernel::Kernel;
-use crate::mech::Mech;
-use crate::pagetable::{Slot, VaLayout};
-use crate::reserv::break_if_cut;
-use crate::split::split_region;
-use crate::unmap::zap_range;
-use crate::vma::{align_up, Vma};
+use crate::space::addrspace::AddressSpace;
+use crate::space::mech::Mech;
+use crate::space::pagetable::{Slot, VaLayout};
+use crate::space::unmap::zap_range;
+use crate::space::vma::{align_up, Vma};
 use hugemm_hw::{Nanos, Pid, VirtAddr};
 
 /// The lowest address `mmap` hands out: 16 TB below the top of the user half (or the

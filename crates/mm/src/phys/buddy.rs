@@ -28,12 +28,12 @@
 //! page tables: callers record reverse maps through the crate-private setters.
 
 use crate::error::{MmError, Result};
-use crate::fallback::addr_index::AddrIndex;
-use crate::fallback::{FallbackPolicy, FreeAreaView, LinuxDefault, Placement};
-use crate::frame::{Frame, FrameState, FrameTable, OwnerKind, NIL};
-use crate::freelist::FreeArea;
-use crate::pageblock::{MigrateType, PageblockCounters, Pageblocks};
-use crate::pcp::PerCpuLists;
+use crate::phys::fallback::addr_index::AddrIndex;
+use crate::phys::fallback::{FallbackPolicy, FreeAreaView, LinuxDefault, Placement};
+use crate::phys::frame::{Frame, FrameState, FrameTable, OwnerKind, NIL};
+use crate::phys::freelist::FreeArea;
+use crate::phys::pageblock::{MigrateType, PageblockCounters, Pageblocks};
+use crate::phys::pcp::PerCpuLists;
 use crate::stats::FallbackStats;
 use hugemm_hw::{Geometry, Order, Pfn, Pid, Vpn};
 use serde::{Deserialize, Serialize};

@@ -10,8 +10,8 @@
 //! Owns the list heads and tails, the links stored in frame metadata, and the counters.
 //! It must not split, merge or choose blocks: that is the buddy allocator's job.
 
-use crate::frame::{FrameTable, NIL};
-use crate::pageblock::MigrateType;
+use crate::phys::frame::{FrameTable, NIL};
+use crate::phys::pageblock::MigrateType;
 
 const MTS: usize = MigrateType::COUNT;
 
@@ -179,7 +179,7 @@ impl Iterator for ListIter<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::frame::FrameState;
+    use crate::phys::frame::FrameState;
 
     #[test]
     fn push_and_pop_are_lifo_per_list() {

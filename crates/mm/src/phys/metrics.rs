@@ -24,7 +24,7 @@
 //! definitions; it must not change anything.
 
 use crate::kernel::Kernel;
-use crate::pageblock::MigrateType;
+use crate::phys::pageblock::MigrateType;
 use serde::Serialize;
 
 /// Upper bounds (exclusive, in percent) of the pollution bins but the last.
@@ -150,7 +150,7 @@ impl Kernel {
 mod tests {
     use super::*;
     use crate::api::HugeAdvice;
-    use crate::frame::{FrameState, OwnerKind};
+    use crate::phys::frame::{FrameState, OwnerKind};
     use crate::testutil::{kernel, PAGE};
     use hugemm_hw::{PageSize, Pfn};
 

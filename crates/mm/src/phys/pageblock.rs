@@ -10,7 +10,7 @@
 //! fallback policy's business.
 
 use crate::error::{MmError, Result};
-use crate::frame::{FrameState, FrameTable, OwnerKind};
+use crate::phys::frame::{FrameState, FrameTable, OwnerKind};
 use serde::{Deserialize, Serialize};
 
 /// The mobility class of an allocation and of a pageblock (Linux `enum migratetype`, the

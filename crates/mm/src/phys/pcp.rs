@@ -33,10 +33,10 @@
 //! The CPU is the one [`PhysMem::set_cpu`] last named. The engine names the core whose
 //! turn it runs.
 
-use crate::buddy::PhysMem;
 use crate::error::Result;
-use crate::frame::OwnerKind;
-use crate::pageblock::MigrateType;
+use crate::phys::buddy::PhysMem;
+use crate::phys::frame::OwnerKind;
+use crate::phys::pageblock::MigrateType;
 use std::collections::VecDeque;
 
 /// Highest order the lists hold (`PAGE_ALLOC_COSTLY_ORDER`).
@@ -257,7 +257,7 @@ impl PhysMem {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::buddy::AllocRequest;
+    use crate::phys::buddy::AllocRequest;
     use hugemm_hw::{Geometry, Order, Pfn};
 
     /// 8 pageblocks, per-CPU lists of batch 4 and high 12 on two CPUs.
@@ -314,7 +314,8 @@ mod tests {
         // The oldest (first freed) went back to the buddy allocator.
         assert!(matches!(
             m.frame(pages[0]).unwrap().state(),
-            crate::frame::FrameState::FreeHead { .. } | crate::frame::FrameState::FreeTail
+            crate::phys::frame::FrameState::FreeHead { .. }
+                | crate::phys::frame::FrameState::FreeTail
         ));
         m.check_counters().unwrap();
     }

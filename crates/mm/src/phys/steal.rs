@@ -9,11 +9,11 @@
 //! [`FallbackPolicy`](crate::fallback::FallbackPolicy). It must not migrate pages either:
 //! evacuations are queued for the kernel ([`PhysMem::take_evacuations`]).
 
-use crate::buddy::PhysMem;
 use crate::error::{MmError, Result};
-use crate::fallback::{FallbackChoice, FreeAreaView, PageblockCensus};
-use crate::frame::FrameState;
-use crate::pageblock::MigrateType;
+use crate::phys::buddy::PhysMem;
+use crate::phys::fallback::{FallbackChoice, FreeAreaView, PageblockCensus};
+use crate::phys::frame::FrameState;
+use crate::phys::pageblock::MigrateType;
 use hugemm_hw::{Order, Pfn};
 
 impl PhysMem {
@@ -132,9 +132,9 @@ impl PhysMem {
 
 #[cfg(test)]
 mod tests {
-    use crate::buddy::{AllocRequest, PhysMem};
-    use crate::frame::OwnerKind;
-    use crate::pageblock::MigrateType;
+    use crate::phys::buddy::{AllocRequest, PhysMem};
+    use crate::phys::frame::OwnerKind;
+    use crate::phys::pageblock::MigrateType;
     use hugemm_hw::{Geometry, Order, Pfn};
 
     fn kernel_page() -> AllocRequest {

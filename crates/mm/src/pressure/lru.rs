@@ -15,7 +15,7 @@
 //! O(1) apart from the index's O(log n)) and their counts. It must not allocate or free
 //! frames: the page-cache and reclaim mechanisms do, and keep frame reverse maps in step.
 
-use crate::pagecache::FileId;
+use crate::pressure::pagecache::FileId;
 use hugemm_hw::Pfn;
 use std::collections::BTreeMap;
 

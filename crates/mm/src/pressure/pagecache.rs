@@ -12,11 +12,11 @@
 //! bits). This module owns these entry points; the index and LRU are `lru.rs`'s and
 //! eviction is `reclaim.rs`'s. It must not map pages into address spaces (no file mmap).
 
-use crate::buddy::AllocRequest;
-use crate::frame::OwnerKind;
 use crate::kernel::Kernel;
-use crate::lru::Cached;
-use crate::pageblock::MigrateType;
+use crate::phys::buddy::AllocRequest;
+use crate::phys::frame::OwnerKind;
+use crate::phys::pageblock::MigrateType;
+use crate::pressure::lru::Cached;
 use hugemm_hw::{Nanos, Order, Pfn};
 use serde::{Deserialize, Serialize};
 

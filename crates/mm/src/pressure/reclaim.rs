@@ -34,13 +34,13 @@
 //! when and how much to reclaim; the LRU order is `lru.rs`'s, which slab block goes next
 //! `slab.rs`'s.
 
-use crate::buddy::{AllocRequest, Block, PhysMem};
 use crate::costs::{FragCosts, MmCosts};
 use crate::error::{MmError, Result};
+use crate::huge::reserv::{break_cost, break_reservation, ReservTable};
 use crate::kernel::Kernel;
-use crate::lru::{int_sqrt, PageCache};
-use crate::reserv::{break_cost, break_reservation, ReservTable};
-use crate::slab::SlabCaches;
+use crate::phys::buddy::{AllocRequest, Block, PhysMem};
+use crate::pressure::lru::{int_sqrt, PageCache};
+use crate::pressure::slab::SlabCaches;
 use crate::stats::KernelStats;
 use hugemm_hw::{Nanos, Order};
 use serde::Serialize;
@@ -266,7 +266,7 @@ impl Kernel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pagecache::FileId;
+    use crate::pressure::pagecache::FileId;
     use crate::testutil::kernel;
 
     #[test]

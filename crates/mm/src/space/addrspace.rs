@@ -4,9 +4,9 @@
 //! recount by the invariant checker). It must not allocate or free frames: mechanisms do,
 //! and update the counters as they change mappings.
 
-use crate::content::ContentDraw;
-use crate::pagetable::{PageTable, Slot, VaLayout};
-use crate::vma::{Vma, VmaMap};
+use crate::space::content::ContentDraw;
+use crate::space::pagetable::{PageTable, Slot, VaLayout};
+use crate::space::vma::{Vma, VmaMap};
 
 /// One process's virtual memory.
 #[derive(Clone, Debug)]

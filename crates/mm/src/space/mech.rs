@@ -7,16 +7,16 @@
 //! nor touch page tables (the mechanisms do).
 
 use crate::api::TlbFlush;
-use crate::buddy::{AllocRequest, Block, PhysMem};
 use crate::costs::{FragCosts, MmCosts};
 use crate::error::Result;
-use crate::frame::OwnerKind;
-use crate::lru::PageCache;
-use crate::pageblock::MigrateType;
-use crate::pagetable::VaLayout;
-use crate::reclaim::{Mem, Watermarks};
-use crate::reserv::ReservTable;
-use crate::slab::SlabCaches;
+use crate::huge::reserv::ReservTable;
+use crate::phys::buddy::{AllocRequest, Block, PhysMem};
+use crate::phys::frame::OwnerKind;
+use crate::phys::pageblock::MigrateType;
+use crate::pressure::lru::PageCache;
+use crate::pressure::reclaim::{Mem, Watermarks};
+use crate::pressure::slab::SlabCaches;
+use crate::space::pagetable::VaLayout;
 use crate::stats::KernelStats;
 use hugemm_hw::{Nanos, Order, Pfn, Pid, VirtAddr, Vpn};
 

@@ -10,7 +10,7 @@
 
 use crate::api::Touch;
 use crate::error::{MmError, Result};
-use crate::pte::Pte;
+use crate::space::pte::Pte;
 use hugemm_hw::{Geometry, PageSize, Pfn};
 use std::collections::BTreeMap;
 

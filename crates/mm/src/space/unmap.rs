@@ -11,12 +11,12 @@
 //! operation per run of unused frames. Owns this mechanism only; VMAs are changed by
 //! the callers.
 
-use crate::addrspace::AddressSpace;
+use crate::huge::reserv::break_range;
 use crate::kernel::Kernel;
-use crate::mech::Mech;
-use crate::pagetable::{PteTable, Slot};
-use crate::pte::Pte;
-use crate::reserv::break_range;
+use crate::space::addrspace::AddressSpace;
+use crate::space::mech::Mech;
+use crate::space::pagetable::{PteTable, Slot};
+use crate::space::pte::Pte;
 use hugemm_hw::{Nanos, Pfn, Pid};
 
 impl Kernel {

@@ -13,7 +13,7 @@
 //! the allocator.
 
 use super::{FallbackChoice, FallbackPolicy, FreeAreaView, LinuxDefault};
-use crate::pageblock::MigrateType;
+use crate::phys::pageblock::MigrateType;
 use hugemm_hw::Order;
 
 /// Active Anti-Fragmentation.

@@ -13,10 +13,10 @@
 //! request is served from: [`FallbackPolicy::placement`](super::FallbackPolicy) does.
 
 use super::Placement;
-use crate::buddy::PhysMem;
 use crate::error::{MmError, Result};
-use crate::frame::{FrameState, FrameTable};
-use crate::pageblock::MigrateType;
+use crate::phys::buddy::PhysMem;
+use crate::phys::frame::{FrameState, FrameTable};
+use crate::phys::pageblock::MigrateType;
 
 /// A set of `0..n` as a bitmap with one summary level per 64x (a van Emde Boas-like
 /// "bitmap tree"): level 0 holds the bits, bit `w` of level `l + 1` says word `w` of level

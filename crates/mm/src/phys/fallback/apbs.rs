@@ -17,7 +17,7 @@
 
 use super::select::{self, PolicyRng};
 use super::{Aaf, FallbackChoice, FallbackPolicy, FreeAreaView, LinuxDefault, Rpbs};
-use crate::pageblock::MigrateType;
+use crate::phys::pageblock::MigrateType;
 use hugemm_hw::Order;
 
 /// APBS's fragmentation levels.

@@ -37,7 +37,7 @@
 use super::{
     FallbackChoice, FallbackPolicy, FreeAreaView, LinuxDefault, PageblockCensus, FALLBACKS,
 };
-use crate::pageblock::MigrateType;
+use crate::phys::pageblock::MigrateType;
 use hugemm_hw::{Order, Pfn};
 
 /// Linux 6.15's claim-then-steal fallback (see the module doc).

@@ -9,10 +9,10 @@
 //! asked for is a pageblock start now owned by a kernel type, and that freeing everything
 //! restores the boot layout. It must not be used outside tests.
 
-use crate::buddy::{AllocRequest, Block, PhysMem};
-use crate::fallback::FallbackPolicy;
-use crate::frame::{FrameState, OwnerKind};
-use crate::pageblock::MigrateType;
+use crate::phys::buddy::{AllocRequest, Block, PhysMem};
+use crate::phys::fallback::FallbackPolicy;
+use crate::phys::frame::{FrameState, OwnerKind};
+use crate::phys::pageblock::MigrateType;
 use hugemm_hw::{Geometry, Order, Pfn};
 
 /// Frames of the test machine: 8 max-order blocks plus a partial tail.

@@ -16,7 +16,7 @@
 //! O(orders x log64 frames) per allocation. Must not mutate the allocator.
 
 use super::{FallbackChoice, FallbackPolicy, FreeAreaView, LinuxDefault, Placement, FALLBACKS};
-use crate::pageblock::MigrateType;
+use crate::phys::pageblock::MigrateType;
 use hugemm_hw::{Order, Pfn};
 
 /// A kernel memory layout: where kernel pages go; user pages go to the other end.

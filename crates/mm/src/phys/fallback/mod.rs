@@ -14,7 +14,7 @@
 //! place blocks by address (`addr_index`) are elsewhere. Policies read the allocator
 //! through [`FreeAreaView`] only: this module must not mutate the allocator.
 
-use crate::pageblock::MigrateType;
+use crate::phys::pageblock::MigrateType;
 use hugemm_hw::{Order, Pfn};
 use std::fmt::Debug;
 
@@ -264,8 +264,8 @@ impl FallbackPolicy for LinuxDefault {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::buddy::{AllocRequest, PhysMem};
-    use crate::frame::OwnerKind;
+    use crate::phys::buddy::{AllocRequest, PhysMem};
+    use crate::phys::frame::OwnerKind;
     use hugemm_hw::Geometry;
 
     fn mem(frames: u64) -> PhysMem {

@@ -10,7 +10,7 @@
 //! lowest address. Owns nothing but the decision; must not mutate the allocator.
 
 use super::{select, FallbackChoice, FallbackPolicy, FreeAreaView, LinuxDefault};
-use crate::pageblock::MigrateType;
+use crate::phys::pageblock::MigrateType;
 use hugemm_hw::Order;
 
 /// Optimal pBlock Selection.

@@ -2,8 +2,8 @@
 //! the conformance suite.
 
 use super::*;
-use crate::buddy::{AllocRequest, Block, PhysMem};
-use crate::frame::OwnerKind;
+use crate::phys::buddy::{AllocRequest, Block, PhysMem};
+use crate::phys::frame::OwnerKind;
 use hugemm_hw::Geometry;
 
 fn mem(frames: u64) -> PhysMem {

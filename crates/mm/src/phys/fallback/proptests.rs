@@ -5,10 +5,10 @@
 //! of APSys'16 Figure 2 and Table 2 (OPBS taints no more pageblocks than Linux, AAF fewer).
 
 use super::{build, NAMES};
-use crate::buddy::{AllocRequest, PhysMem};
-use crate::frame::OwnerKind;
 use crate::kernel::{Kernel, MemConfig};
-use crate::pageblock::MigrateType;
+use crate::phys::buddy::{AllocRequest, PhysMem};
+use crate::phys::frame::OwnerKind;
+use crate::phys::pageblock::MigrateType;
 use crate::stats::FallbackStats;
 use crate::testutil::costs;
 use hugemm_hw::{Geometry, Order, Pfn};

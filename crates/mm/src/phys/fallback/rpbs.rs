@@ -8,7 +8,7 @@
 
 use super::select::{self, PolicyRng};
 use super::{FallbackChoice, FallbackPolicy, FreeAreaView, LinuxDefault};
-use crate::pageblock::MigrateType;
+use crate::phys::pageblock::MigrateType;
 use hugemm_hw::Order;
 
 /// Regulated pBlock Selection: best of `samples` random eligible pageblocks.

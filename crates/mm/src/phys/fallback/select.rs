@@ -11,8 +11,8 @@
 //! each block it draws. It must not mutate anything.
 
 use super::{FallbackChoice, FallbackPolicy, FreeAreaView, LinuxDefault, FALLBACKS};
-use crate::frame::FrameState;
-use crate::pageblock::MigrateType;
+use crate::phys::frame::FrameState;
+use crate::phys::pageblock::MigrateType;
 use hugemm_hw::{Order, Pfn};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;

@@ -5,9 +5,9 @@
 //! Owns nothing; it must not offer any way to change the allocator.
 
 use super::addr_index::AddrIndex;
-use crate::frame::{FrameState, FrameTable};
-use crate::freelist::FreeArea;
-use crate::pageblock::{MigrateType, PageblockCounters, Pageblocks};
+use crate::phys::frame::{FrameState, FrameTable};
+use crate::phys::freelist::FreeArea;
+use crate::phys::pageblock::{MigrateType, PageblockCounters, Pageblocks};
 use hugemm_hw::{Order, Pfn};
 
 /// A read-only view of the free area and pageblocks for fallback policies.
