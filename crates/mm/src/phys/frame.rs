@@ -15,8 +15,8 @@
 //! from `vec![0u128; n]`, which the allocator hands out as lazily zeroed pages: a 64 GB
 //! machine's 256 MB of metadata costs nothing until touched.
 
+use crate::api::FileId;
 use crate::phys::pageblock::MigrateType;
-use crate::pressure::pagecache::FileId;
 use hugemm_hw::{Order, Pid, Vpn};
 use serde::{Deserialize, Serialize};
 

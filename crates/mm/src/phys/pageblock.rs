@@ -1,6 +1,8 @@
-//! Migrate types and pageblocks: blocks of `2^pageblock_order` frames (order 9 on x86-64,
-//! Linux's `pageblock_order`) each tagged with the migrate type it serves
-//! (`include/linux/pageblock-flags.h`, `get_pageblock_migratetype`).
+//! Pageblocks: blocks of `2^pageblock_order` frames (order 9 on x86-64, Linux's
+//! `pageblock_order`) each tagged with the migrate type it serves
+//! (`include/linux/pageblock-flags.h`, `get_pageblock_migratetype`). [`MigrateType`]
+//! itself is shared vocabulary (`api.rs`: the counters and every group name it), re-exported
+//! here at its public path `hugemm_mm::pageblock::MigrateType`.
 //!
 //! Owns the per-pageblock type array and its counters, and `PageblockCounters`: free
 //! frames, frames of non-movable owners and free blocks per list per order of every
@@ -9,56 +11,9 @@
 //! scanning frames. It must not move free pages: stealing is the buddy allocator's and the
 //! fallback policy's business.
 
+pub use crate::api::MigrateType;
 use crate::error::{MmError, Result};
 use crate::phys::frame::{FrameState, FrameTable, OwnerKind};
-use serde::{Deserialize, Serialize};
-
-/// The mobility class of an allocation and of a pageblock (Linux `enum migratetype`, the
-/// three page-allocator types; same numbering).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[repr(u8)]
-pub enum MigrateType {
-    /// Kernel allocations that can never move (`MIGRATE_UNMOVABLE`).
-    Unmovable = 0,
-    /// User pages that compaction can migrate (`MIGRATE_MOVABLE`).
-    Movable = 1,
-    /// Kernel caches that can be reclaimed (`MIGRATE_RECLAIMABLE`).
-    Reclaimable = 2,
-}
-
-impl MigrateType {
-    /// Number of migrate types.
-    pub const COUNT: usize = 3;
-    /// All migrate types, in Linux's numbering.
-    pub const ALL: [MigrateType; 3] = [
-        MigrateType::Unmovable,
-        MigrateType::Movable,
-        MigrateType::Reclaimable,
-    ];
-
-    /// Dense index 0..3 for per-type arrays.
-    pub const fn index(self) -> usize {
-        self as usize
-    }
-
-    /// Short label for reports.
-    pub const fn label(self) -> &'static str {
-        match self {
-            MigrateType::Unmovable => "unmovable",
-            MigrateType::Movable => "movable",
-            MigrateType::Reclaimable => "reclaimable",
-        }
-    }
-
-    /// Decode two bits of frame metadata (3 never occurs; read as unmovable).
-    pub(crate) const fn from_bits(bits: u32) -> MigrateType {
-        match bits & 3 {
-            1 => MigrateType::Movable,
-            2 => MigrateType::Reclaimable,
-            _ => MigrateType::Unmovable,
-        }
-    }
-}
 
 /// The migrate type of every pageblock, with a count per type.
 #[derive(Clone, Debug)]

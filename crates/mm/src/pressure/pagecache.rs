@@ -12,22 +12,18 @@
 //! bits). This module owns these entry points; the index and LRU are `lru.rs`'s and
 //! eviction is `reclaim.rs`'s. It must not map pages into address spaces (no file mmap).
 
+// Shared vocabulary (`api.rs`: frames record it), kept at its public path here.
+pub use crate::api::FileId;
 use crate::kernel::Kernel;
 use crate::phys::buddy::AllocRequest;
 use crate::phys::frame::OwnerKind;
 use crate::phys::pageblock::MigrateType;
 use crate::pressure::lru::Cached;
 use hugemm_hw::{Nanos, Order, Pfn};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 /// Pages a file can have: indices are below 2^32.
 pub const FILE_PAGES_MAX: u64 = 1 << 32;
-
-/// A file, named by number.
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
-)]
-pub struct FileId(pub u32);
 
 /// The result of [`Kernel::file_read`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
