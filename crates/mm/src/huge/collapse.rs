@@ -17,37 +17,13 @@
 
 use crate::api::CollapseOutcome;
 use crate::error::CollapseError;
-use crate::huge::reserv::break_range;
-use crate::kernel::Kernel;
 use crate::phys::buddy::AllocRequest;
 use crate::space::addrspace::AddressSpace;
-use crate::space::mech::Mech;
+use crate::space::mech::{break_range, Mech};
 use crate::space::pagetable::{PteTable, Slot};
-use hugemm_hw::{Nanos, Order, Pfn, Pid, VirtAddr};
+use hugemm_hw::{Nanos, Order, Pfn};
 
-impl Kernel {
-    /// Collapse the region holding `region` into a huge page.
-    pub fn collapse(
-        &mut self,
-        pid: Pid,
-        region: VirtAddr,
-    ) -> Result<CollapseOutcome, CollapseError> {
-        let result = match self.parts(pid) {
-            Some((space, mut m)) => collapse_region(space, &mut m, region.0),
-            None => Err(CollapseError::NotInVma),
-        };
-        match &result {
-            Ok(out) => {
-                self.stats.collapses += 1;
-                self.stats.collapse_time += out.cost;
-            }
-            Err(_) => self.stats.collapse_failures += 1,
-        }
-        result
-    }
-}
-
-fn collapse_region(
+pub(crate) fn collapse_region(
     space: &mut AddressSpace,
     m: &mut Mech<'_>,
     va: u64,

@@ -22,14 +22,13 @@
 //! the mechanism only: which huge pages to scan, and when, is the policy's.
 
 use crate::error::{MmError, Result};
-use crate::kernel::Kernel;
 use crate::space::addrspace::AddressSpace;
 use crate::space::content::bytes_scanned;
 use crate::space::mech::Mech;
 use crate::space::pagetable::PteTable;
 use crate::space::pagetable::Slot;
 use crate::space::pte::Pte;
-use hugemm_hw::{Nanos, Pfn, Pid, VirtAddr};
+use hugemm_hw::{Nanos, Pfn};
 use serde::{Deserialize, Serialize};
 
 /// How a huge page's base pages are scanned.
@@ -68,30 +67,7 @@ pub struct ZeroScanOutcome {
     pub cost: Nanos,
 }
 
-impl Kernel {
-    /// Scan the huge page mapping `region` of `pid` for zero-filled base pages and
-    /// de-duplicate them if more than `scan.max_zero` are. Fails, changing nothing, when
-    /// the region is not a huge page.
-    pub fn dedup_zero_subpages(
-        &mut self,
-        pid: Pid,
-        region: VirtAddr,
-        scan: ZeroScan,
-    ) -> Result<ZeroScanOutcome> {
-        let (space, mut m) = self.parts(pid).ok_or(MmError::NoSuchProcess(pid))?;
-        let out = dedup_region(space, &mut m, region.0, scan)?;
-        let s = &mut self.stats;
-        s.zero_scan_huge_pages += 1;
-        s.zero_scan_bytes += out.bytes_read;
-        s.zero_subpages_found += out.zero as u64;
-        s.zero_dedup_splits += out.split as u64;
-        s.zero_subpages_recovered += out.recovered as u64;
-        s.zero_scan_time += out.cost;
-        Ok(out)
-    }
-}
-
-fn dedup_region(
+pub(crate) fn dedup_region(
     space: &mut AddressSpace,
     m: &mut Mech<'_>,
     va: u64,
@@ -214,9 +190,10 @@ fn split_dedup(
 mod tests {
     use super::*;
     use crate::api::{HugeAdvice, RegionState, Touch};
+    use crate::kernel::Kernel;
     use crate::space::content::WriteContent;
     use crate::testutil::{kernel, HUGE, PAGE};
-    use hugemm_hw::PageSize;
+    use hugemm_hw::{PageSize, Pid, VirtAddr};
 
     const HAWKEYE: ZeroScan = ZeroScan {
         max_zero: 0,

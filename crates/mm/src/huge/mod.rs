@@ -1,6 +1,6 @@
 //! Huge-page mechanisms.
 
-mod collapse;
+pub(crate) mod collapse;
 pub(crate) mod dedup;
 pub(crate) mod reserv;
 pub(crate) mod split;

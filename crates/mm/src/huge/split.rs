@@ -10,22 +10,11 @@
 //! not decide what to split.
 
 use crate::error::{MmError, Result};
-use crate::kernel::Kernel;
 use crate::space::addrspace::AddressSpace;
 use crate::space::mech::Mech;
 use crate::space::pagetable::{PteTable, Slot};
 use crate::space::pte::Pte;
-use hugemm_hw::{Nanos, Pfn, Pid, VirtAddr};
-
-impl Kernel {
-    /// Split the huge (or huge-zero) mapping of the region holding `region`.
-    pub fn split(&mut self, pid: Pid, region: VirtAddr) -> Result<Nanos> {
-        let (space, mut m) = self.parts(pid).ok_or(MmError::NoSuchProcess(pid))?;
-        let cost = split_region(space, &mut m, region.0)?;
-        self.stats.split_time += cost;
-        Ok(cost)
-    }
-}
+use hugemm_hw::{Nanos, Pfn};
 
 /// Split the region holding `va`; fails unless it is huge-mapped.
 pub(crate) fn split_region(space: &mut AddressSpace, m: &mut Mech<'_>, va: u64) -> Result<Nanos> {

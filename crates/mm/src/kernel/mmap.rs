@@ -1,5 +1,6 @@
-//! `mmap`, `munmap` and `madvise` of anonymous memory: VMA bookkeeping plus, for unmapping
-//! and `MADV_DONTNEED`, the page-freeing mechanism of [`crate::unmap`].
+//! `mmap`, `munmap` and `madvise` of anonymous memory, and process exit: VMA bookkeeping
+//! plus, for unmapping, `MADV_DONTNEED` and exit, the page-freeing mechanism of
+//! [`crate::space::unmap`].
 //!
 //! Addresses are chosen deterministically, first fit going up from `MMAP_BASE`
 //! (0x7000_0000_0000 on x86-64), 2 MB-aligned when the length is at least 2 MB (like
@@ -140,6 +141,20 @@ impl Kernel {
         let cost = zap_range(space, &mut m, s, e, true);
         space.vmas.remove_range(s, e);
         Ok(cost)
+    }
+
+    /// End a process: free every frame and page-table page it holds. Returns the time
+    /// spent. No flush is recorded: pids (address-space ids) are never reused.
+    pub fn exit_process(&mut self, pid: Pid) -> Nanos {
+        let limit = self.layout.va_limit;
+        let Some((space, mut m)) = self.parts(pid) else {
+            return Nanos::ZERO;
+        };
+        let cost = zap_range(space, &mut m, 0, limit, false);
+        if let Some(p) = self.procs.get_mut(pid.0 as usize) {
+            *p = None;
+        }
+        cost
     }
 }
 

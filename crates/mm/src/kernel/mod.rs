@@ -9,6 +9,7 @@
 
 pub mod compaction;
 mod fault;
+mod huge;
 mod invariants;
 pub mod kmem;
 pub(crate) mod migrate;
@@ -17,12 +18,12 @@ mod mmap;
 use crate::api::{FaultInfo, RegionInfo, RegionState, TlbFlush, Touch, Translation};
 use crate::costs::{FragCosts, MmCosts};
 use crate::error::{MmError, Result};
-use crate::huge::reserv::ReservTable;
 use crate::kernel::compaction::CompactState;
 use crate::phys::buddy::{AllocRequest, Block, PhysMem, PrezeroScope, ZeroedFirst};
 use crate::phys::fallback::FallbackPolicy;
 use crate::phys::frame::OwnerKind;
 use crate::phys::pcp::PcpConfig;
+use crate::phys::reserv::ReservTable;
 use crate::pressure::lru::PageCache;
 use crate::pressure::reclaim::{Mem, Watermarks};
 use crate::pressure::slab::SlabCaches;

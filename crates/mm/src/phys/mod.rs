@@ -7,4 +7,5 @@ pub(crate) mod freelist;
 pub mod metrics;
 pub mod pageblock;
 pub mod pcp;
+pub(crate) mod reserv;
 mod steal;

@@ -36,9 +36,9 @@
 
 use crate::costs::{FragCosts, MmCosts};
 use crate::error::{MmError, Result};
-use crate::huge::reserv::{break_cost, break_reservation, ReservTable};
 use crate::kernel::Kernel;
 use crate::phys::buddy::{AllocRequest, Block, PhysMem};
+use crate::phys::reserv::{break_cost, break_reservation, ReservTable};
 use crate::pressure::lru::{int_sqrt, PageCache};
 use crate::pressure::slab::SlabCaches;
 use crate::stats::KernelStats;

@@ -1,7 +1,7 @@
 //! The mechanism context: the pieces of the kernel one mechanism (fault, collapse, split,
-//! unmap) borrows besides the address space it works on, with the allocation, freeing and
-//! flushing steps they share. Allocations go through reclaim (`reclaim.rs`): direct
-//! reclaim time is part of the allocation's cost.
+//! unmap) borrows besides the address space it works on, with the allocation, freeing,
+//! flushing and reservation-breaking steps they share. Allocations go through reclaim
+//! (`pressure/reclaim.rs`): direct reclaim time is part of the allocation's cost.
 //!
 //! Owns how those shared steps are charged. It must not decide anything a policy decides,
 //! nor touch page tables (the mechanisms do).
@@ -9,10 +9,10 @@
 use crate::api::TlbFlush;
 use crate::costs::{FragCosts, MmCosts};
 use crate::error::Result;
-use crate::huge::reserv::ReservTable;
 use crate::phys::buddy::{AllocRequest, Block, PhysMem};
 use crate::phys::frame::OwnerKind;
 use crate::phys::pageblock::MigrateType;
+use crate::phys::reserv::{break_cost, break_reservation, ReservTable};
 use crate::pressure::lru::PageCache;
 use crate::pressure::reclaim::{Mem, Watermarks};
 use crate::pressure::slab::SlabCaches;
@@ -179,4 +179,16 @@ impl Mech<'_> {
     pub fn pte_updates(&self, n: u64) -> Nanos {
         Nanos(self.costs.pte_update.0 * n)
     }
+}
+
+/// Break `m.pid`'s reservations intersecting `[start, end)` (an unmap is changing
+/// them). Returns the time.
+pub(crate) fn break_range(m: &mut Mech<'_>, start: u64, end: u64) -> Nanos {
+    let mut cost = Nanos::ZERO;
+    for id in m.reserv.overlapping(m.pid, start, end) {
+        let b = break_reservation(m.reserv, m.phys, m.stats, id);
+        cost += break_cost(m.costs.alloc, b);
+    }
+    m.stats.reserv_break_time += cost;
+    cost
 }

@@ -7,33 +7,15 @@
 //! does not queue them). Tables left empty free their page-table page. Cost: one PTE write
 //! per entry cleared (a huge entry counts one), the page-table pages a split needs, and
 //! one TLB flush if anything was unmapped. A superpage reservation of a region the range
-//! touches is broken first (its unused frames freed, `reserv.rs`), at one buddy
-//! operation per run of unused frames. Owns this mechanism only; VMAs are changed by
-//! the callers.
+//! touches is broken first (its unused frames freed, `phys/reserv.rs`), at one buddy
+//! operation per run of unused frames. Owns this mechanism only; VMAs are changed, and
+//! processes ended, by the callers (`kernel/mmap.rs`).
 
-use crate::huge::reserv::break_range;
-use crate::kernel::Kernel;
 use crate::space::addrspace::AddressSpace;
-use crate::space::mech::Mech;
+use crate::space::mech::{break_range, Mech};
 use crate::space::pagetable::{PteTable, Slot};
 use crate::space::pte::Pte;
-use hugemm_hw::{Nanos, Pfn, Pid};
-
-impl Kernel {
-    /// End a process: free every frame and page-table page it holds. Returns the time
-    /// spent. No flush is recorded: pids (address-space ids) are never reused.
-    pub fn exit_process(&mut self, pid: Pid) -> Nanos {
-        let limit = self.layout.va_limit;
-        let Some((space, mut m)) = self.parts(pid) else {
-            return Nanos::ZERO;
-        };
-        let cost = zap_range(space, &mut m, 0, limit, false);
-        if let Some(p) = self.procs.get_mut(pid.0 as usize) {
-            *p = None;
-        }
-        cost
-    }
-}
+use hugemm_hw::{Nanos, Pfn};
 
 /// Unmap every page of `[start, end)` (page-aligned). Records one flush of the range when
 /// `flush` and anything was mapped. Returns the time spent.
