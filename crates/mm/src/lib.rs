@@ -25,9 +25,8 @@ pub mod stats;
 #[cfg(test)]
 mod testutil;
 
-pub use kernel::{compaction, kmem};
 pub use phys::{buddy, fallback, frame, metrics, pageblock, pcp};
-pub use pressure::{pagecache, reclaim};
+pub use pressure::{compaction, kmem, pagecache, reclaim};
 pub use space::{content, pte, vma};
 
 pub use api::{

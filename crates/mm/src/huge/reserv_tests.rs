@@ -2,10 +2,10 @@
 //! promotion in place, breaking under pressure and on mapping changes.
 
 use crate::api::{FaultKind, FaultRequest, HugeAdvice, Madvise, RegionState};
-use crate::kernel::kmem::KmemKind;
 use crate::kernel::Kernel;
 use crate::phys::buddy::AllocRequest;
 use crate::phys::frame::OwnerKind;
+use crate::pressure::kmem::KmemKind;
 use crate::testutil::{kernel, HUGE, PAGE};
 use hugemm_hw::{Nanos, Order, PageSize, Pfn, Pid, VirtAddr};
 

@@ -35,75 +35,21 @@
 //! engine (`hugemm-sim`'s `compaction.rs`). Skip hints (`PB_migrate_skip`) and
 //! `fast_find_migrateblock` are not modelled. Cost: `FragCosts::compact_scan` per frame
 //! either scanner examines, plus each migration. This module owns the scanners and the
-//! stopping rules; when to compact is a policy's decision.
+//! stopping rules (their vocabulary and the state kept between runs are
+//! `pressure/compaction.rs`'s); when to compact is a policy's decision.
 
 use crate::error::{MmError, Result};
 use crate::kernel::Kernel;
 use crate::phys::frame::{FrameState, OwnerKind};
 use crate::phys::pageblock::MigrateType;
+use crate::pressure::compaction::{
+    CompactOutcome, CompactRequest, CompactState, COMPACT_CLUSTER_MAX,
+};
 use crate::pressure::reclaim::PAGE_ALLOC_COSTLY_ORDER;
 use hugemm_hw::{Nanos, Order, Pfn};
-use serde::{Deserialize, Serialize};
 
-/// Pages isolated and migrated per batch (`COMPACT_CLUSTER_MAX`).
-pub const COMPACT_CLUSTER_MAX: usize = 32;
-/// `vm.compaction_proactiveness`'s default.
-pub const DEFAULT_PROACTIVENESS: u8 = 20;
 /// `vm.extfrag_threshold`'s default.
 const EXTFRAG_THRESHOLD: i64 = 500;
-
-/// What a compaction run is for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum CompactRequest {
-    /// An allocation of `order` failed (`try_to_compact_pages`, async mode).
-    Direct {
-        /// The order wanted.
-        order: Order,
-    },
-    /// `echo 1 > /proc/sys/vm/compact_memory`: the whole zone.
-    Full,
-    /// kcompactd's proactive compaction, driven by the fragmentation score.
-    Proactive,
-}
-
-/// The result of a compaction run.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct CompactOutcome {
-    /// Time charged to the caller (the faulting process for direct runs, kcompactd or the
-    /// writer of `compact_memory` otherwise).
-    pub cost: Nanos,
-    /// Frames the migrate scanner examined.
-    pub migrate_scanned: u64,
-    /// Frames the free scanner examined.
-    pub free_scanned: u64,
-    /// Pages migrated.
-    pub migrated: u64,
-    /// Isolated pages that failed to migrate.
-    pub failed: u64,
-    /// Direct: a block of the order is free. Full: the scanners met. Proactive: the score
-    /// is at most the low mark.
-    pub success: bool,
-}
-
-/// Compaction state kept between runs: the cached scanner positions and the
-/// proactiveness sysctl.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct CompactState {
-    migrate_pfn: u64,
-    free_block: u64,
-    proactiveness: u8,
-}
-
-impl CompactState {
-    pub fn new(phys: &crate::phys::buddy::PhysMem) -> CompactState {
-        let pb = 1u64 << phys.pageblock_order().0;
-        CompactState {
-            migrate_pfn: 0,
-            free_block: (phys.frames_total() - 1) & !(pb - 1),
-            proactiveness: DEFAULT_PROACTIVENESS,
-        }
-    }
-}
 
 /// One run's scanners and tallies.
 struct Run {

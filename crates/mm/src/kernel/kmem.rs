@@ -7,55 +7,16 @@
 //! for orders <= 3, kswapd below the low watermark). Kernel frames are never migrated.
 //! The workload holding a [`KmemHandle`] frees it; reclaimable blocks may be freed
 //! earlier by the slab shrinker under memory pressure (`slab.rs`), and their holder's
-//! `kfree` is then a no-op. This module owns the two entry points and their counters; it
-//! must not choose pageblocks.
+//! `kfree` is then a no-op. This module owns the two entry points and their counters (the
+//! kinds and handles are `pressure/kmem.rs`'s); it must not choose pageblocks.
 
 use crate::error::{MmError, Result};
 use crate::kernel::Kernel;
 use crate::phys::buddy::AllocRequest;
-use crate::phys::frame::{FrameState, OwnerKind};
-use crate::phys::pageblock::MigrateType;
+use crate::phys::frame::FrameState;
+use crate::pressure::kmem::{KmemHandle, KmemKind};
 use crate::pressure::slab::Release;
 use hugemm_hw::{Nanos, Order, Pfn};
-use serde::{Deserialize, Serialize};
-
-/// The mobility of a kernel allocation (`GFP_KERNEL` vs `__GFP_RECLAIMABLE`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum KmemKind {
-    /// `MIGRATE_UNMOVABLE`, owner `KernelUnmovable`.
-    Unmovable,
-    /// `MIGRATE_RECLAIMABLE`, owner `KernelReclaimable`.
-    Reclaimable,
-}
-
-impl KmemKind {
-    fn migrate(self) -> MigrateType {
-        match self {
-            KmemKind::Unmovable => MigrateType::Unmovable,
-            KmemKind::Reclaimable => MigrateType::Reclaimable,
-        }
-    }
-
-    fn owner(self) -> OwnerKind {
-        match self {
-            KmemKind::Unmovable => OwnerKind::KernelUnmovable,
-            KmemKind::Reclaimable => OwnerKind::KernelReclaimable,
-        }
-    }
-}
-
-/// A kernel allocation: its first frame, order and id.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub struct KmemHandle {
-    /// First frame.
-    pub pfn: Pfn,
-    /// Order of the block.
-    pub order: Order,
-    /// The allocation's id, unique over the kernel's life: a reclaimable block's frames
-    /// may be shrunk and reused, and the id tells its holder's `kfree` apart from a free
-    /// of whatever reuses them.
-    pub id: u64,
-}
 
 impl Kernel {
     /// Allocate `2^order` frames of kernel memory of `kind`. The cost is one allocation
@@ -130,6 +91,8 @@ impl Kernel {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::phys::frame::OwnerKind;
+    use crate::phys::pageblock::MigrateType;
     use crate::pressure::pagecache::FileId;
     use crate::testutil::kernel;
 

@@ -241,7 +241,7 @@ impl Kernel {
 mod tests {
     use super::*;
     use crate::api::HugeAdvice;
-    use crate::kernel::kmem::KmemKind;
+    use crate::pressure::kmem::KmemKind;
     use crate::pressure::pagecache::FileId;
     use crate::testutil::{kernel, HUGE, PAGE};
     use hugemm_hw::PageSize;

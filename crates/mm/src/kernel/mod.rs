@@ -7,23 +7,24 @@
 //! `compaction`, `metrics`), each an `impl Kernel` block. This module must
 //! not make policy decisions (page size at fault time, what to promote or split).
 
-pub mod compaction;
+mod compaction;
 mod fault;
 mod huge;
 mod invariants;
-pub mod kmem;
+mod kmem;
 pub(crate) mod migrate;
 mod mmap;
+mod pressure;
 
 use crate::api::{FaultInfo, RegionInfo, RegionState, TlbFlush, Touch, Translation};
 use crate::costs::{FragCosts, MmCosts};
 use crate::error::{MmError, Result};
-use crate::kernel::compaction::CompactState;
 use crate::phys::buddy::{AllocRequest, Block, PhysMem, PrezeroScope, ZeroedFirst};
 use crate::phys::fallback::FallbackPolicy;
 use crate::phys::frame::OwnerKind;
 use crate::phys::pcp::PcpConfig;
 use crate::phys::reserv::ReservTable;
+use crate::pressure::compaction::CompactState;
 use crate::pressure::lru::PageCache;
 use crate::pressure::reclaim::{Mem, Watermarks};
 use crate::pressure::slab::SlabCaches;

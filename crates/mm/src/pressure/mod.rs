@@ -1,5 +1,7 @@
 //! Reclaimable memory and reclaim.
 
+pub mod compaction;
+pub mod kmem;
 pub(crate) mod lru;
 pub mod pagecache;
 pub mod reclaim;

@@ -9,23 +9,25 @@
 //! (`copy_time` of a base page); a miss adds `FragCosts::page_cache_read` and any direct
 //! reclaim. All cached pages are clean: files are only read. Page indices at or above
 //! 2^32 are beyond the model's files and are not read (the frame packs the index in 32
-//! bits). This module owns these entry points; the index and LRU are `lru.rs`'s and
-//! eviction is `reclaim.rs`'s. It must not map pages into address spaces (no file mmap).
+//! bits). This module owns these mechanisms, on the borrow of allocation with reclaim
+//! ([`Mem`]; the kernel's entry points are `kernel/pressure.rs`'s); the index and LRU are
+//! `lru.rs`'s and eviction is `reclaim.rs`'s. It must not map pages into address spaces
+//! (no file mmap).
 
 // Shared vocabulary (`api.rs`: frames record it), kept at its public path here.
 pub use crate::api::FileId;
-use crate::kernel::Kernel;
 use crate::phys::buddy::AllocRequest;
 use crate::phys::frame::OwnerKind;
 use crate::phys::pageblock::MigrateType;
 use crate::pressure::lru::Cached;
-use hugemm_hw::{Nanos, Order, Pfn};
+use crate::pressure::reclaim::Mem;
+use hugemm_hw::{Nanos, Order};
 use serde::Serialize;
 
 /// Pages a file can have: indices are below 2^32.
 pub const FILE_PAGES_MAX: u64 = 1 << 32;
 
-/// The result of [`Kernel::file_read`].
+/// The result of [`Kernel::file_read`](crate::Kernel::file_read).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct FileRead {
     /// Time charged to the reader.
@@ -38,12 +40,13 @@ pub struct FileRead {
     pub oom: bool,
 }
 
-impl Kernel {
-    /// Read pages `first_page..first_page + pages` of `file` through the page cache.
+impl Mem<'_> {
+    /// Read pages `first_page..first_page + pages` of `file` through the page cache
+    /// ([`Kernel::file_read`](crate::Kernel::file_read)).
     pub fn file_read(&mut self, file: FileId, first_page: u64, pages: u64) -> FileRead {
         let mut out = FileRead::default();
         let end = first_page.saturating_add(pages).min(FILE_PAGES_MAX);
-        let copy = self.costs.copy_time(self.geometry.base_bytes());
+        let copy = self.costs.copy_time(self.frame_bytes);
         for index in first_page..end {
             let index = index as u32;
             if let Some(id) = self.cache.lookup(file, index) {
@@ -74,7 +77,7 @@ impl Kernel {
         let req = AllocRequest::new(Order(0))
             .migrate(MigrateType::Movable)
             .owner(OwnerKind::PageCache);
-        let (block, reclaim) = self.mem().alloc(&req).ok()?;
+        let (block, reclaim) = self.alloc(&req).ok()?;
         self.phys.frames.update(block.pfn.0 as u32, |f| {
             f.set_cache_rmap(file, index);
             f.set_zeroed(false);
@@ -94,17 +97,6 @@ impl Kernel {
     pub fn drop_caches(&mut self) -> u64 {
         let pages: Vec<Cached> = self.cache.iter().collect();
         self.uncache(&pages)
-    }
-
-    /// Pages in the page cache.
-    pub fn page_cache_pages(&self) -> u64 {
-        self.cache.pages()
-    }
-
-    /// The frame caching page `index` of `file`, if cached.
-    pub fn page_cache_frame(&self, file: FileId, index: u64) -> Option<Pfn> {
-        let index = u32::try_from(index).ok()?;
-        self.cache.lookup(file, index).map(|id| self.cache.pfn(id))
     }
 
     fn uncache(&mut self, pages: &[Cached]) -> u64 {

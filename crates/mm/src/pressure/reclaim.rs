@@ -36,7 +36,6 @@
 
 use crate::costs::{FragCosts, MmCosts};
 use crate::error::{MmError, Result};
-use crate::kernel::Kernel;
 use crate::phys::buddy::{AllocRequest, Block, PhysMem};
 use crate::phys::reserv::{break_cost, break_reservation, ReservTable};
 use crate::pressure::lru::{int_sqrt, PageCache};
@@ -181,7 +180,7 @@ impl Mem<'_> {
         self.stats.kswapd_time += self.reclaim_time(freed);
     }
 
-    fn reclaim_time(&self, pages: u64) -> Nanos {
+    pub fn reclaim_time(&self, pages: u64) -> Nanos {
         Nanos(self.frag.reclaim_page.0 * pages)
     }
 
@@ -244,28 +243,10 @@ impl Mem<'_> {
     }
 }
 
-impl Kernel {
-    /// The zone's watermarks.
-    pub fn watermarks(&self) -> Watermarks {
-        self.wmark
-    }
-
-    /// Reclaim about `pages` frames of page cache and reclaimable slab now (like writing
-    /// to cgroup v2's `memory.reclaim`; see `Mem::shrink`), charged to the caller and
-    /// counted as direct reclaim.
-    pub fn reclaim(&mut self, pages: u64) -> ReclaimOutcome {
-        let mut mem = self.mem();
-        let freed = mem.shrink(pages);
-        let cost = mem.reclaim_time(freed);
-        mem.stats.pgsteal_direct += freed;
-        mem.stats.direct_reclaim_time += cost;
-        ReclaimOutcome { freed, cost }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernel::Kernel;
     use crate::pressure::pagecache::FileId;
     use crate::testutil::kernel;
 
