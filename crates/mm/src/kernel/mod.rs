@@ -12,6 +12,7 @@ mod fault;
 mod huge;
 mod invariants;
 mod kmem;
+mod metrics;
 pub(crate) mod migrate;
 mod mmap;
 mod pressure;

@@ -21,9 +21,10 @@
 //! Kernel frames per pageblock come from the allocator's per-pageblock `pinned` counters
 //! (frames of owners that are not movable: exactly the kernel owners above), so a
 //! measurement is one pass over the pageblocks, not over the frames. This module owns the
-//! definitions; it must not change anything.
+//! definitions, computed from physical memory alone (the kernel's entry points are
+//! `kernel/metrics.rs`'s); it must not change anything.
 
-use crate::kernel::Kernel;
+use crate::phys::buddy::PhysMem;
 use crate::phys::pageblock::MigrateType;
 use serde::Serialize;
 
@@ -86,64 +87,60 @@ pub fn unusable_free_index(free_blocks: &[u64], j: usize) -> f64 {
     (total - usable) as f64 / total as f64
 }
 
-impl Kernel {
-    /// Measure fragmentation (one pass over the pageblocks' counters).
-    pub fn frag_metrics(&self) -> FragMetrics {
-        let p = &self.phys;
-        let free_blocks = p.free_blocks_by_order();
-        let ufi: Vec<f64> = (0..free_blocks.len())
-            .map(|j| unusable_free_index(&free_blocks, j))
-            .collect();
-        let kernel = self.kernel_frames_per_pageblock();
-        let pb_frames = 1u64 << p.pageblock_order().0;
-        let mut m = FragMetrics {
-            fmfi: unusable_free_index(&free_blocks, p.pageblock_order().0 as usize),
-            free_blocks,
-            free_frames: p.frames_free(),
-            unusable_free_index: ufi,
-            pageblocks: PageblockCounts {
-                unmovable: p.pageblocks(MigrateType::Unmovable),
-                movable: p.pageblocks(MigrateType::Movable),
-                reclaimable: p.pageblocks(MigrateType::Reclaimable),
-            },
-            tainted_pageblocks: 0,
-            pollution: [0; 7],
-            kernel_frames: kernel.iter().map(|&k| k as u64).sum(),
-        };
-        for (b, &k) in kernel.iter().enumerate() {
-            let start = b as u64 * pb_frames;
-            if k == 0 || p.pageblock_type(hugemm_hw::Pfn(start)) != Some(MigrateType::Movable) {
-                continue;
-            }
-            let frames = pb_frames.min(p.frames_total() - start);
-            let percent_x = k as u64 * 100; // compare k/frames*100 with each bound
-            let bin = POLLUTION_BOUNDS
-                .iter()
-                .position(|&bound| percent_x < bound * frames)
-                .unwrap_or(POLLUTION_BOUNDS.len());
-            m.tainted_pageblocks += 1;
-            m.pollution[bin] += 1;
+/// Measure fragmentation (one pass over the pageblocks' counters).
+pub(crate) fn frag_metrics(p: &PhysMem) -> FragMetrics {
+    let free_blocks = p.free_blocks_by_order();
+    let ufi: Vec<f64> = (0..free_blocks.len())
+        .map(|j| unusable_free_index(&free_blocks, j))
+        .collect();
+    let kernel = kernel_frames_per_pageblock(p);
+    let pb_frames = 1u64 << p.pageblock_order().0;
+    let mut m = FragMetrics {
+        fmfi: unusable_free_index(&free_blocks, p.pageblock_order().0 as usize),
+        free_blocks,
+        free_frames: p.frames_free(),
+        unusable_free_index: ufi,
+        pageblocks: PageblockCounts {
+            unmovable: p.pageblocks(MigrateType::Unmovable),
+            movable: p.pageblocks(MigrateType::Movable),
+            reclaimable: p.pageblocks(MigrateType::Reclaimable),
+        },
+        tainted_pageblocks: 0,
+        pollution: [0; 7],
+        kernel_frames: kernel.iter().map(|&k| k as u64).sum(),
+    };
+    for (b, &k) in kernel.iter().enumerate() {
+        let start = b as u64 * pb_frames;
+        if k == 0 || p.pageblock_type(hugemm_hw::Pfn(start)) != Some(MigrateType::Movable) {
+            continue;
         }
-        m
+        let frames = pb_frames.min(p.frames_total() - start);
+        let percent_x = k as u64 * 100; // compare k/frames*100 with each bound
+        let bin = POLLUTION_BOUNDS
+            .iter()
+            .position(|&bound| percent_x < bound * frames)
+            .unwrap_or(POLLUTION_BOUNDS.len());
+        m.tainted_pageblocks += 1;
+        m.pollution[bin] += 1;
     }
+    m
+}
 
-    /// `fragmentation_score_zone`: `Fu(pageblock order) * 100`, rounded down.
-    pub fn fragmentation_score(&self) -> u64 {
-        let free = self.phys.frames_free();
-        if free == 0 {
-            return 0;
-        }
-        let usable = self.phys.free_blocks_at_least(self.phys.pageblock_order())
-            << self.phys.pageblock_order().0;
-        (free - usable) * 100 / free
+/// `fragmentation_score_zone`: `Fu(pageblock order) * 100`, rounded down.
+pub(crate) fn fragmentation_score(p: &PhysMem) -> u64 {
+    let free = p.frames_free();
+    if free == 0 {
+        return 0;
     }
+    let usable = p.free_blocks_at_least(p.pageblock_order()) << p.pageblock_order().0;
+    (free - usable) * 100 / free
+}
 
-    /// Kernel frames in each pageblock: the allocator's pinned counters, which count the
-    /// frames of every owner that is not movable (page tables and kernel memory).
-    fn kernel_frames_per_pageblock(&self) -> Vec<u32> {
-        let c = &self.phys.counters;
-        (0..c.len()).map(|pb| c.pinned(pb)).collect()
-    }
+/// Kernel frames in each pageblock: the allocator's pinned counters, which count the
+/// frames of every owner that is not movable (page tables and kernel memory).
+fn kernel_frames_per_pageblock(p: &PhysMem) -> Vec<u32> {
+    let c = &p.counters;
+    (0..c.len()).map(|pb| c.pinned(pb)).collect()
 }
 
 #[cfg(test)]
