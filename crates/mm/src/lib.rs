@@ -10,6 +10,27 @@
 //! is charged from [`MmCosts`]; nothing here reads a clock. The hardware's view of a
 //! reference (TLBs, walks) is hugemm-hw's business: [`Kernel::touch`] only says which page
 //! size maps an address and at which physical address.
+//!
+//! # Layout
+//!
+//! The modules sit in groups, low to high; a module may import from its own group and the
+//! groups below, never from one above (`tests/layering.rs` checks it on the source):
+//!
+//! | level | group | what it holds |
+//! |---|---|---|
+//! | 0 | shared leaves `api`, `costs`, `error`, `stats` | vocabulary, costs, errors and counters every group names; they import no group |
+//! | 1 | `phys/` | frames, free lists, buddy allocator, pageblocks, per-CPU lists, fallback, the reservation table, fragmentation metrics |
+//! | 2 | `pressure/` | page cache and LRU, slab, allocation with reclaim (watermarks, kswapd), kernel allocations' and compaction's vocabulary |
+//! | 3 | `space/` | VMAs, page tables, PTEs, page contents, the mechanism context, unmapping |
+//! | 4 | `huge/` | collapse, split, zero-subpage de-duplication, superpage reservations |
+//! | 5 | `kernel/` | the facade: [`Kernel`], the whole-kernel operations (faults, `mmap`, migration, compaction's scanners, `kmalloc`, the invariant checker) and the entry points to the groups below |
+//!
+//! Reclaim sits below address spaces because the model has no file mappings and no swap:
+//! reclaim never touches a page table, and every mechanism on an address space allocates
+//! through it. Each group's `mod.rs` says what it may import. Test code (`#[cfg(test)]`
+//! modules, `testutil.rs`) may build a whole [`Kernel`] in any group. This file only
+//! declares the groups and re-exports the public API at its paths (`hugemm_mm::buddy`,
+//! `hugemm_mm::Kernel`, ...), which the layout does not change.
 
 #![deny(unsafe_code)]
 

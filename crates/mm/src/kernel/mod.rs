@@ -1,11 +1,14 @@
 //! [`Kernel`]: physical memory, the address spaces of processes, the page cache, the
 //! recorded TLB flushes and the counters, behind the kernel model's interface (docs/design.md).
 //!
-//! Owns the process table, the hot translation path ([`Kernel::touch`]) and the read-only
-//! observations policies use. The mechanisms live in their own modules (`fault`,
-//! `collapse`, `split`, `unmap`, `mmap`, `kmem`, `pagecache`, `reclaim`, `migrate`,
-//! `compaction`, `metrics`), each an `impl Kernel` block. This module must
-//! not make policy decisions (page size at fault time, what to promote or split).
+//! The facade, the top group (`lib.rs` tells the order): it may import every group. Owns
+//! the process table, the hot translation path ([`Kernel::touch`]) and the read-only
+//! observations policies use. The files beside this one are `impl Kernel` blocks: the
+//! operations that need the whole kernel (`fault`; `mmap`, `munmap`, `madvise` and
+//! process exit; `migrate`; `compaction`'s scanners; `kmem`; `invariants`), and thin entry
+//! points to the mechanisms of the groups below (`huge`, `pressure`, `metrics`). This
+//! module must not make policy decisions (page size at fault time, what to promote or
+//! split).
 
 mod compaction;
 mod fault;

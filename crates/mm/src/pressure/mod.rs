@@ -1,4 +1,13 @@
-//! Reclaimable memory and reclaim.
+//! Memory under pressure: the reclaimable memory (the page cache with its LRU lists, the
+//! slab of reclaimable kernel memory), allocation with reclaim ([`reclaim::Mem`]: direct
+//! reclaim, kswapd, watermarks, breaking reservations), page-cache reads, and the
+//! vocabulary and state of kernel allocations and compaction.
+//!
+//! Above physical memory, below address spaces: the model has no file mappings and no
+//! swap, so reclaim never touches a page table, while every mechanism on an address space
+//! allocates through reclaim. It may import `phys` and the shared leaves. Compaction's
+//! scanners, migration and `kmalloc` run on the whole kernel (they move or may move
+//! mapped pages), so they are the facade's (`kernel/`).
 
 pub mod compaction;
 pub mod kmem;
