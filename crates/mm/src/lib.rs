@@ -46,6 +46,8 @@ pub mod stats;
 #[cfg(test)]
 mod testutil;
 
+// The public modules at their paths; the items below are listed as re-exports of them
+// (`doc(no_inline)`), as when the modules sat at the root.
 pub use phys::{buddy, fallback, frame, metrics, pageblock, pcp};
 pub use pressure::{compaction, kmem, pagecache, reclaim};
 pub use space::{content, pte, vma};
@@ -54,25 +56,38 @@ pub use api::{
     CollapseOutcome, FaultInfo, FaultKind, FaultOutcome, FaultRequest, HugeAdvice, Madvise,
     RegionInfo, RegionState, ReservationCensus, ReservationInfo, TlbFlush, Touch, Translation,
 };
+#[doc(no_inline)]
 pub use buddy::{AllocRequest, Block, PhysMem, PrezeroScope, ZeroedFirst};
+#[doc(no_inline)]
 pub use compaction::{CompactOutcome, CompactRequest};
+#[doc(no_inline)]
 pub use content::WriteContent;
 pub use costs::{FragCosts, MmCosts};
 pub use error::{CollapseError, MmError, Result};
+#[doc(no_inline)]
 pub use fallback::{
     Aaf, Apbs, FallbackChoice, FallbackPolicy, FreeAreaView, KernelLayout, LinuxDefault, Opbs,
     PageblockCensus, Placement, Rpbs, UnknownPolicy,
 };
+#[doc(no_inline)]
 pub use frame::{Frame, FrameState, OwnerKind, BYTES_PER_FRAME};
 pub use huge::dedup::{ScanStyle, ZeroScan, ZeroScanOutcome};
 pub use kernel::migrate::EvacuateOutcome;
 pub use kernel::{Kernel, MemConfig};
+#[doc(no_inline)]
 pub use kmem::{KmemHandle, KmemKind};
+#[doc(no_inline)]
 pub use metrics::{FragMetrics, PageblockCounts};
+#[doc(no_inline)]
 pub use pageblock::MigrateType;
+#[doc(no_inline)]
 pub use pagecache::{FileId, FileRead};
+#[doc(no_inline)]
 pub use pcp::PcpConfig;
+#[doc(no_inline)]
 pub use pte::Pte;
+#[doc(no_inline)]
 pub use reclaim::{ReclaimOutcome, Watermarks};
 pub use stats::{FallbackEventCount, FallbackStats, FaultCounts, KernelStats};
+#[doc(no_inline)]
 pub use vma::Vma;

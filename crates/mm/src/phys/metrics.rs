@@ -1,14 +1,16 @@
-//! Fragmentation metrics ([`Kernel::frag_metrics`]): free blocks by order, the unusable
-//! free space index, pageblocks by type, tainted pageblocks and the degree of pollution of
-//! APSys'16 (Panwar et al., "A Case for Protecting Huge Pages from the Kernel").
+//! Fragmentation metrics ([`Kernel::frag_metrics`](crate::Kernel::frag_metrics)): free
+//! blocks by order, the unusable free space index, pageblocks by type, tainted pageblocks
+//! and the degree of pollution of APSys'16 (Panwar et al., "A Case for Protecting Huge
+//! Pages from the Kernel").
 //!
 //! - `Fu(j) = (TotalFree - sum_{i>=j} 2^i k_i) / TotalFree` (the paper's equation 1,
 //!   Gorman's unusable free space index): the fraction of free memory unusable for an
 //!   order-`j` request. With nothing free it is defined as 0 (Linux's `extfrag_for_order`
 //!   returns 0 then: no free memory is not fragmented free memory).
 //! - `fmfi` is `Fu(9)`, Ingens' free memory fragmentation index for huge pages.
-//! - [`Kernel::fragmentation_score`] is `Fu(pageblock order) * 100` rounded down, Linux's
-//!   `fragmentation_score_zone` for one zone (`extfrag_for_order`).
+//! - [`Kernel::fragmentation_score`](crate::Kernel::fragmentation_score) is
+//!   `Fu(pageblock order) * 100` rounded down, Linux's `fragmentation_score_zone` for one
+//!   zone (`extfrag_for_order`).
 //! - A tainted pageblock is a Movable pageblock (the paper's "user pBlock") holding at
 //!   least one kernel frame: `KernelUnmovable`, `KernelReclaimable` or `PageTable`.
 //! - The degree of pollution of a tainted pageblock is the percentage of its frames that

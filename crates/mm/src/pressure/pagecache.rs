@@ -10,7 +10,7 @@
 //! reclaim. All cached pages are clean: files are only read. Page indices at or above
 //! 2^32 are beyond the model's files and are not read (the frame packs the index in 32
 //! bits). This module owns these mechanisms, on the borrow of allocation with reclaim
-//! ([`Mem`]; the kernel's entry points are `kernel/pressure.rs`'s); the index and LRU are
+//! (`Mem`; the kernel's entry points are `kernel/pressure.rs`'s); the index and LRU are
 //! `lru.rs`'s and eviction is `reclaim.rs`'s. It must not map pages into address spaces
 //! (no file mmap).
 
