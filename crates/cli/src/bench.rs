@@ -189,6 +189,7 @@ fn experiment(
         profile,
         cores,
         memory_bytes: memory,
+        node_bytes: Vec::new(),
         geometry: Geometry::X86_64,
         policy,
         processes,

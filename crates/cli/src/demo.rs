@@ -25,6 +25,7 @@ pub fn experiment(thp: ThpMode, seed: u64) -> anyhow::Result<Experiment> {
     Ok(Experiment {
         cores: 1,
         memory_bytes: 8 << 30,
+        node_bytes: Vec::new(),
         geometry: Geometry::X86_64,
         policy,
         processes: vec![builtin::random_access("gups", BYTES, REFS, Advice::Default)],

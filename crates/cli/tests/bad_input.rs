@@ -1576,3 +1576,63 @@ fn a_directory_of_paper_directories_runs_them_all_each_into_its_own_place() {
         assert!(json.exists(), "{}", json.display());
     }
 }
+
+#[test]
+fn memory_nodes_must_match_the_profile_and_add_up() {
+    let nimble = "profile = \"xeon-e5-2650v3-2node\"";
+    let two = |nodes: &str| {
+        edit(
+            "profile = \"epyc-milan-kvm\"",
+            &format!("{nimble}\nnode_memory = {nodes}"),
+        )
+    };
+    expect_bad(
+        &edit("profile = \"epyc-milan-kvm\"", nimble),
+        "machine.node_memory",
+        &["each node's memory", "local, disaggregated"],
+    );
+    expect_bad(
+        &two("[\"64MiB\"]"),
+        "machine.node_memory",
+        &["one size per node", "(2), found 1"],
+    );
+    expect_bad(
+        &two("[\"32MiB\", \"16MiB\"]"),
+        "machine.node_memory",
+        &[
+            "adding up to machine.memory (67108864 bytes)",
+            "found 50331648",
+        ],
+    );
+    expect_bad(
+        &two("[\"64MiB\", \"0MiB\"]"),
+        "machine.node_memory[1]",
+        &["a node with no memory is not a node"],
+    );
+    expect_bad(
+        &two("[\"62MiB\", \"2MiB\"]"),
+        "machine.node_memory[0]",
+        &["multiple of 4 MiB"],
+    );
+    let pcp = format!(
+        "{}\n[kernel]\nper_cpu_lists = true\n",
+        two("[\"32MiB\", \"32MiB\"]")
+    );
+    expect_bad(&pcp, "kernel.per_cpu_lists", &["several memory nodes"]);
+}
+
+#[test]
+fn a_two_node_machine_runs_and_a_tier_profile_rejects_bad_latency() {
+    let text = edit(
+        "profile = \"epyc-milan-kvm\"",
+        "profile = \"xeon-e5-2650v3-2node\"\nnode_memory = [\"32MiB\", \"32MiB\"]",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let (_, o) = run_text(&dir, &text);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let resolved = std::fs::read_to_string(dir.path().join("out/config.resolved.toml")).unwrap();
+    assert!(
+        resolved.contains("node_memory = [33554432, 33554432]"),
+        "{resolved}"
+    );
+}

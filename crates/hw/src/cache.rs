@@ -30,6 +30,18 @@ pub struct CacheHierarchy {
     dram_cycles: f64,
     /// DRAM latency with no other load.
     dram_idle_cycles: f64,
+    /// Memory nodes past the first, in ascending address order: data lines at or above a
+    /// node's first line (and below the next node's) cost that node's latency. Empty: one
+    /// node, every data line costs `dram_cycles`.
+    far: Vec<FarNode>,
+}
+
+/// A memory node other than node 0, as a range of line addresses with its latency.
+#[derive(Clone, Copy, Debug)]
+struct FarNode {
+    first_line: u64,
+    cycles: f64,
+    idle_cycles: f64,
 }
 
 impl CacheHierarchy {
@@ -45,7 +57,57 @@ impl CacheHierarchy {
             latency_cycles: levels.iter().map(|c| c.latency_cycles).collect(),
             dram_cycles,
             dram_idle_cycles: dram_cycles,
+            far: Vec::new(),
         }
+    }
+
+    /// Memory past node 0: `(first byte address, latency in cycles)` of nodes 1, 2, ..
+    /// in ascending address order. Node 0 (from address 0) keeps the latency given to
+    /// [`CacheHierarchy::new`].
+    pub fn set_far_nodes(&mut self, nodes: &[(u64, f64)]) {
+        self.far = nodes
+            .iter()
+            .map(|&(start, cycles)| FarNode {
+                first_line: start >> LINE_SHIFT,
+                cycles,
+                idle_cycles: cycles,
+            })
+            .collect();
+    }
+
+    /// Scale node `node`'s latency by `factor` (>= 1) over its idle value: traffic
+    /// sharing the node's bandwidth. Node 0 is [`CacheHierarchy::set_dram_load`]'s.
+    pub fn set_node_load(&mut self, node: usize, factor: f64) {
+        match node {
+            0 => self.set_dram_load(factor),
+            n => {
+                if let Some(f) = self.far.get_mut(n - 1) {
+                    f.cycles = f.idle_cycles * factor.max(1.0);
+                }
+            }
+        }
+    }
+
+    /// Accesses data line `line` (a physical byte address shifted right by
+    /// [`LINE_SHIFT`]) and returns its latency in cycles: a miss in every level costs
+    /// the latency of the node holding the line.
+    #[inline]
+    pub fn access_data(&mut self, line: u64) -> f64 {
+        let level = self.access_level(line);
+        match self.latency_cycles.get(level) {
+            Some(&c) => c,
+            None if self.far.is_empty() => self.dram_cycles,
+            None => self.node_cycles(line),
+        }
+    }
+
+    /// DRAM latency of the node holding data line `line`.
+    fn node_cycles(&self, line: u64) -> f64 {
+        self.far
+            .iter()
+            .rev()
+            .find(|f| line >= f.first_line)
+            .map_or(self.dram_cycles, |f| f.cycles)
     }
 
     /// Write line `line` into the last level only, as another core's store through a
@@ -161,5 +223,31 @@ mod tests {
         c.access(3);
         c.flush();
         assert_eq!(c.access_level(3), c.depth());
+    }
+
+    #[test]
+    fn data_missing_every_level_costs_the_latency_of_its_node() {
+        let mut c = tiny();
+        // Node 1 from byte 1 MiB at 500 cycles, node 2 from 2 MiB at 900.
+        c.set_far_nodes(&[(1 << 20, 500.0), (2 << 20, 900.0)]);
+        let line = |addr: u64| addr >> LINE_SHIFT;
+        assert_eq!(c.access_data(line(4096)), 200.0);
+        assert_eq!(c.access_data(line((1 << 20) + 64)), 500.0);
+        assert_eq!(c.access_data(line(3 << 20)), 900.0);
+        assert_eq!(
+            c.access_data(line(3 << 20)),
+            4.0,
+            "a hit costs the cache's latency"
+        );
+        c.set_node_load(1, 2.0);
+        assert_eq!(c.access_data(line((1 << 20) + 8192)), 1000.0);
+        c.set_node_load(1, 0.5);
+        assert_eq!(
+            c.access_data(line((1 << 20) + 16384)),
+            500.0,
+            "never below idle"
+        );
+        c.set_node_load(7, 3.0); // no such node: nothing changes
+        assert_eq!(c.access_data(line(4 << 20)), 900.0);
     }
 }

@@ -269,11 +269,24 @@ impl Mmu {
         self.caches.set_dram_load(factor);
     }
 
+    /// Memory nodes past node 0 as `(first physical byte, latency in ns)`, ascending:
+    /// data found in no cache costs the latency of the node holding it.
+    pub fn set_far_nodes(&mut self, nodes: &[(u64, f64)], freq_ghz: f64) {
+        let cycles: Vec<(u64, f64)> = nodes.iter().map(|&(a, ns)| (a, ns * freq_ghz)).collect();
+        self.caches.set_far_nodes(&cycles);
+    }
+
+    /// Node `node`'s latency scaled by `factor` (>= 1) from now on: bandwidth other
+    /// agents use on it (1 restores it).
+    pub fn set_node_load(&mut self, node: usize, factor: f64) {
+        self.caches.set_node_load(node, factor);
+    }
+
     /// Translates and serves one reference, updating every structure; returns its cost.
     #[inline]
     pub fn access(&mut self, r: &Reference) -> AccessCost {
         let (outcome, walk) = self.translate(r);
-        let data = self.caches.access(r.pa >> LINE_SHIFT);
+        let data = self.caches.access_data(r.pa >> LINE_SHIFT);
         self.timing.cost(outcome, walk, data, r.dependent)
     }
 

@@ -42,6 +42,12 @@ pub struct MachineProfile {
     /// slow anyone (no bandwidth model).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dram_gbps: Option<f64>,
+    /// Slower memory tiers beyond the local DRAM, nearest first: node 0 is the local DRAM
+    /// (`dram_latency_ns`, `dram_gbps`), node `i` is `tiers[i - 1]`. Empty (the default):
+    /// one node. How much memory each node has is the experiment's (`[machine]
+    /// node_memory`), not the profile's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tiers: Vec<TierProfile>,
     /// Memory-level parallelism: independent data misses that overlap (line fill buffers).
     pub mlp: f64,
     /// Page walks that can be in flight at once.
@@ -58,6 +64,48 @@ pub struct MachineProfile {
     pub issue_cycles: f64,
     /// Kernel software costs.
     pub costs: KernelCosts,
+}
+
+/// One memory tier (a NUMA node without CPUs, or the far socket's memory) as the cores
+/// see it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TierProfile {
+    /// Short name for reports (`"disaggregated"`, `"cxl"`).
+    pub name: String,
+    /// Load-to-use latency of a data line on this tier, in ns.
+    pub latency_ns: f64,
+    /// Sustained bandwidth of this tier, GB/s.
+    pub gbps: f64,
+}
+
+/// The parts the cost of migrating pages between nodes is made of (Nimble, ASPLOS'19,
+/// section 3.1 and Figure 4's five steps): what the kernel does per `move_pages` call,
+/// per page and per huge page besides allocating (`alloc_ns`), flushing (`tlb_flush_ns`)
+/// and writing entries (`pte_update_ns`), and the copy engine: one thread copies at `copy_gbps`, helper threads each cost a
+/// launch, and all threads together are capped by the link between the nodes. The
+/// kernel model composes them per mechanism (hugemm-mm `migration`); how each number was
+/// fitted is written beside it in the profile.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MigrationCosts {
+    /// Fixed software cost of one `move_pages`/`exchange_pages` call (entry, draining the
+    /// per-CPU LRU caches on every CPU, looking up the pages), ns.
+    pub call_ns: f64,
+    /// Kernel work to migrate one base page besides allocating its target, freeing its
+    /// source, the shootdown and the two entry writes (LRU isolation, locking, the
+    /// reverse-map walks of unmap and remap), ns.
+    pub page_ns: f64,
+    /// The same for one huge page migrated whole (native THP migration), ns.
+    pub huge_page_ns: f64,
+    /// Freeing the source page after a migration, ns (exchange frees nothing).
+    pub free_ns: f64,
+    /// Starting one helper copy thread (queueing its work item, waking it, waiting for
+    /// it), ns; a one-thread copy has none.
+    pub thread_launch_ns: f64,
+    /// Most bytes per ns all copy threads together move between two nodes (the link's
+    /// sustained copy throughput), GB/s.
+    pub link_gbps: f64,
 }
 
 /// The TLB hierarchy: first-level TLBs and the second-level TLB (STLB).
@@ -196,6 +244,10 @@ pub struct KernelCosts {
     /// (the cost is then inside whatever the profile's zeroing bandwidth was fitted to).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compound_tail_ns: Option<f64>,
+    /// The parts of page migration between nodes (Nimble). Unset: a profile of one node
+    /// cannot run tiering experiments (`move_pages` between nodes is refused).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub migration: Option<MigrationCosts>,
 }
 
 impl KernelCosts {
@@ -217,7 +269,7 @@ fn bytes_at(bytes: u64, gbps: f64) -> Nanos {
 }
 
 /// The profiles shipped in `/profiles`, compiled in.
-const BUILTINS: [(&str, &str); 3] = [
+const BUILTINS: [(&str, &str); 4] = [
     (
         "haswell-e5-2690v3",
         include_str!("../../../profiles/haswell-e5-2690v3.toml"),
@@ -230,9 +282,13 @@ const BUILTINS: [(&str, &str); 3] = [
         "epyc-milan-kvm",
         include_str!("../../../profiles/epyc-milan-kvm.toml"),
     ),
+    (
+        "xeon-e5-2650v3-2node",
+        include_str!("../../../profiles/xeon-e5-2650v3-2node.toml"),
+    ),
 ];
 
-const BUILTIN_NAMES: [&str; 3] = [BUILTINS[0].0, BUILTINS[1].0, BUILTINS[2].0];
+const BUILTIN_NAMES: [&str; 4] = [BUILTINS[0].0, BUILTINS[1].0, BUILTINS[2].0, BUILTINS[3].0];
 
 impl MachineProfile {
     /// The builtin profile `name`, or `None` if there is no such profile. Builtins are
@@ -279,6 +335,36 @@ impl MachineProfile {
     /// Checks every value the model depends on (the second stage of loading).
     pub fn validate(&self, origin: &str) -> Result<()> {
         crate::validate::validate(self, origin)
+    }
+
+    /// Memory nodes: 1 + the slower tiers.
+    pub fn node_count(&self) -> usize {
+        1 + self.tiers.len()
+    }
+
+    /// Load-to-use latency of node `node`'s memory in ns (node 0: `dram_latency_ns`);
+    /// `None` past the last node.
+    pub fn node_latency_ns(&self, node: usize) -> Option<f64> {
+        match node {
+            0 => Some(self.dram_latency_ns),
+            n => self.tiers.get(n - 1).map(|t| t.latency_ns),
+        }
+    }
+
+    /// Sustained bandwidth of node `node` in GB/s, if the profile gives it.
+    pub fn node_gbps(&self, node: usize) -> Option<f64> {
+        match node {
+            0 => self.dram_gbps,
+            n => self.tiers.get(n - 1).map(|t| t.gbps),
+        }
+    }
+
+    /// Name of node `node` (node 0 is `"local"`).
+    pub fn node_name(&self, node: usize) -> Option<&str> {
+        match node {
+            0 => Some("local"),
+            n => self.tiers.get(n - 1).map(|t| t.name.as_str()),
+        }
     }
 
     /// Picoseconds per core cycle.

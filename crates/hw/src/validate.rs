@@ -5,7 +5,10 @@
 //! This module only judges values; it must not change them nor fill in defaults.
 
 use crate::error::{ProfileError, Result};
-use crate::profile::{AssocProfile, CacheLevelProfile, KernelCosts, MachineProfile, TlbProfile};
+use crate::profile::{
+    AssocProfile, CacheLevelProfile, KernelCosts, MachineProfile, MigrationCosts, TierProfile,
+    TlbProfile,
+};
 use crate::units::PageSize;
 
 /// Cache line size the model assumes, in bytes.
@@ -31,6 +34,7 @@ pub(crate) fn validate(p: &MachineProfile, origin: &str) -> Result<()> {
     if let Some(x) = p.dram_gbps {
         v.positive("dram_gbps", x)?;
     }
+    validate_tiers(&v, &p.tiers, p.dram_latency_ns)?;
     v.check(
         p.mlp.is_finite() && p.mlp >= 1.0,
         "mlp",
@@ -89,6 +93,42 @@ fn validate_tlb(v: &Validator, t: &TlbProfile) -> Result<()> {
         v.check(m <= s.ways, &key, &expected, &m.to_string())?;
     }
     Ok(())
+}
+
+/// Each tier named, with a positive latency no lower than the node before it (tiers are
+/// listed nearest first) and a positive bandwidth.
+fn validate_tiers(v: &Validator, tiers: &[TierProfile], dram_latency_ns: f64) -> Result<()> {
+    let mut previous = dram_latency_ns;
+    for (i, t) in tiers.iter().enumerate() {
+        let key = |f: &str| format!("tiers[{i}].{f}");
+        v.check(
+            !t.name.trim().is_empty(),
+            &key("name"),
+            "a non-empty name",
+            "\"\"",
+        )?;
+        v.positive(&key("latency_ns"), t.latency_ns)?;
+        let expected = format!("at least the nearer node's latency ({previous} ns)");
+        v.check(
+            t.latency_ns >= previous,
+            &key("latency_ns"),
+            &expected,
+            &t.latency_ns.to_string(),
+        )?;
+        previous = t.latency_ns;
+        v.positive(&key("gbps"), t.gbps)?;
+    }
+    Ok(())
+}
+
+fn validate_migration(v: &Validator, m: &MigrationCosts) -> Result<()> {
+    let key = |f: &str| format!("costs.migration.{f}");
+    v.non_negative(&key("call_ns"), m.call_ns)?;
+    v.non_negative(&key("page_ns"), m.page_ns)?;
+    v.non_negative(&key("huge_page_ns"), m.huge_page_ns)?;
+    v.non_negative(&key("free_ns"), m.free_ns)?;
+    v.non_negative(&key("thread_launch_ns"), m.thread_launch_ns)?;
+    v.positive(&key("link_gbps"), m.link_gbps)
 }
 
 fn validate_caches(v: &Validator, caches: &[CacheLevelProfile]) -> Result<()> {
@@ -154,8 +194,11 @@ fn validate_costs(v: &Validator, c: &KernelCosts) -> Result<()> {
     if let Some(x) = c.compound_tail_ns {
         v.non_negative("costs.compound_tail_ns", x)?;
     }
-    match c.scan_page_ns {
-        Some(x) => v.non_negative("costs.scan_page_ns", x),
+    if let Some(x) = c.scan_page_ns {
+        v.non_negative("costs.scan_page_ns", x)?;
+    }
+    match &c.migration {
+        Some(m) => validate_migration(v, m),
         None => Ok(()),
     }
 }

@@ -18,7 +18,7 @@ fn assert_names(e: &ProfileError, key: &str) {
 
 #[test]
 fn every_builtin_profile_loads_and_validates() {
-    assert_eq!(MachineProfile::builtin_names().len(), 3);
+    assert_eq!(MachineProfile::builtin_names().len(), 4);
     for name in MachineProfile::builtin_names() {
         let p = match MachineProfile::builtin_checked(name) {
             Some(Ok(p)) => p,
@@ -28,6 +28,42 @@ fn every_builtin_profile_loads_and_validates() {
         assert!(p.picos_per_cycle() > 0.0);
     }
     assert!(MachineProfile::builtin("no-such-machine").is_none());
+}
+
+#[test]
+fn the_nimble_testbed_has_two_nodes_with_table_1_numbers() {
+    let p = MachineProfile::builtin("xeon-e5-2650v3-2node").unwrap();
+    assert_eq!(p.node_count(), 2);
+    assert_eq!(p.node_latency_ns(0), Some(84.9));
+    assert_eq!(p.node_gbps(0), Some(34.0));
+    assert_eq!(p.node_latency_ns(1), Some(199.2));
+    assert_eq!(p.node_gbps(1), Some(17.0));
+    assert_eq!(p.node_name(1), Some("disaggregated"));
+    assert_eq!(p.node_latency_ns(2), None);
+    let m = p.costs.migration.as_ref().expect("migration costs");
+    assert_eq!(m.link_gbps, 16.0);
+    // A one-node profile has none of this.
+    let h = MachineProfile::builtin("haswell-e5-2690v3").unwrap();
+    assert_eq!(h.node_count(), 1);
+    assert!(h.costs.migration.is_none());
+}
+
+#[test]
+fn bad_tiers_and_migration_costs_are_named() {
+    let nimble = include_str!("../../../profiles/xeon-e5-2650v3-2node.toml");
+    let e = err(&nimble.replace("latency_ns = 199.2", "latency_ns = -1.0"));
+    assert_names(&e, "tiers[0].latency_ns");
+    let e = err(&nimble.replace("latency_ns = 199.2", "latency_ns = 50.0"));
+    assert_names(&e, "tiers[0].latency_ns");
+    assert!(e.to_string().contains("nearer node"), "{e}");
+    let e = err(&nimble.replace("gbps = 17.0", "gbps = 0.0"));
+    assert_names(&e, "tiers[0].gbps");
+    let e = err(&nimble.replace("link_gbps = 16.0", "link_gbps = 0.0"));
+    assert_names(&e, "costs.migration.link_gbps");
+    let e = err(&nimble.replace("page_ns = 2746.0", "page_ns = -2.0"));
+    assert_names(&e, "costs.migration.page_ns");
+    let e = err(&nimble.replace("call_ns = 97130.0", "call_ms = 97.0"));
+    assert!(e.to_string().contains("call_ms"), "{e}");
 }
 
 #[test]

@@ -19,11 +19,11 @@
 //! | level | group | what it holds |
 //! |---|---|---|
 //! | 0 | shared leaves `api`, `costs`, `error`, `stats` | vocabulary, costs, errors and counters every group names; they import no group |
-//! | 1 | `phys/` | frames, free lists, buddy allocator, pageblocks, per-CPU lists, fallback, the reservation table, fragmentation metrics |
-//! | 2 | `pressure/` | page cache and LRU, slab, allocation with reclaim (watermarks, kswapd), kernel allocations' and compaction's vocabulary |
+//! | 1 | `phys/` | frames, memory nodes, free lists, buddy allocator, pageblocks, per-CPU lists, fallback, the reservation table, fragmentation metrics |
+//! | 2 | `pressure/` | page cache and LRU, slab, allocation with reclaim (watermarks, kswapd), the vocabulary of kernel allocations, compaction and migration between nodes |
 //! | 3 | `space/` | VMAs, page tables, PTEs, page contents, the mechanism context, unmapping |
 //! | 4 | `huge/` | collapse, split, zero-subpage de-duplication, superpage reservations |
-//! | 5 | `kernel/` | the facade: [`Kernel`], the whole-kernel operations (faults, `mmap`, migration, compaction's scanners, `kmalloc`, the invariant checker) and the entry points to the groups below |
+//! | 5 | `kernel/` | the facade: [`Kernel`], the whole-kernel operations (faults, `mmap`, migration, `move_pages` and `exchange_pages`, compaction's scanners, `kmalloc`, the invariant checker) and the entry points to the groups below |
 //!
 //! Reclaim sits below address spaces because the model has no file mappings and no swap:
 //! reclaim never touches a page table, and every mechanism on an address space allocates
@@ -48,8 +48,8 @@ mod testutil;
 
 // The public modules at their paths; the items below are listed as re-exports of them
 // (`doc(no_inline)`), as when the modules sat at the root.
-pub use phys::{buddy, fallback, frame, metrics, pageblock, pcp};
-pub use pressure::{compaction, kmem, pagecache, reclaim};
+pub use phys::{buddy, fallback, frame, metrics, node, pageblock, pcp};
+pub use pressure::{compaction, kmem, movepages, pagecache, reclaim};
 pub use space::{content, pte, vma};
 
 pub use api::{
@@ -78,6 +78,10 @@ pub use kernel::{Kernel, MemConfig};
 pub use kmem::{KmemHandle, KmemKind};
 #[doc(no_inline)]
 pub use metrics::{FragMetrics, PageblockCounts};
+#[doc(no_inline)]
+pub use movepages::{Mechanism, MigrateOutcome, MigrationCosts, PageScan, ThpMigration, TierStats};
+#[doc(no_inline)]
+pub use node::{NodeId, NodePref};
 #[doc(no_inline)]
 pub use pageblock::MigrateType;
 #[doc(no_inline)]

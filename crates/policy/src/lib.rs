@@ -14,8 +14,10 @@ pub mod freebsd;
 pub mod hawkeye;
 pub mod ingens;
 pub mod linux;
+pub mod nimble;
 pub mod ops;
 pub mod shrinker;
+pub mod tiering;
 
 use hugemm_hw::{Nanos, PageSize, Pid, VirtAddr};
 use hugemm_mm::FaultInfo;
@@ -25,7 +27,9 @@ pub use freebsd::{FreeBsdConfig, FreeBsdPolicy};
 pub use hawkeye::{HawkeyeConfig, HawkeyePolicy, Variant as HawkeyeVariant};
 pub use ingens::{IngensConfig, IngensPolicy};
 pub use linux::{DefragMode, KhugepagedConfig, LinuxConfig, LinuxPolicy, ThpMode};
+pub use nimble::{NimbleConfig, NimblePolicy};
 pub use ops::{MemInfo, MemoryOps, RegionRef};
+pub use tiering::{TierOps, TierRun, Tiering};
 
 /// What the fault path does when the policy wants a huge page and no free block of the
 /// huge order exists (Linux's `transparent_hugepage/defrag` for the faulting VMA).

@@ -39,6 +39,7 @@ fn run(
         profile: profile.clone(),
         cores: 1,
         memory_bytes: (bytes + bytes / 4).next_multiple_of(4 << 20).max(64 << 20),
+        node_bytes: Vec::new(),
         geometry: Geometry::X86_64,
         policy: PolicyConfig::Linux(LinuxConfig {
             enabled: thp,

@@ -18,7 +18,7 @@ use crate::results::{
 };
 use crate::{Result, SimError};
 use hugemm_hw::{KernelCosts, MachineProfile, Mmu, Nanos, Picos};
-use hugemm_mm::{Kernel, MemConfig, MmCosts};
+use hugemm_mm::{Kernel, MemConfig, MigrationCosts, MmCosts};
 use hugemm_policy::{DaemonRun, DaemonSpec, Policy, Pressure};
 use hugemm_workload::ProcessSpec;
 use std::collections::{BTreeMap, VecDeque};
@@ -170,18 +170,53 @@ pub fn mm_costs(p: &MachineProfile) -> MmCosts {
     }
 }
 
+/// The kernel model's migration costs from a profile's `[costs.migration]`, if it has
+/// them (one thread copies at the profile's `copy_gbps`).
+pub fn migration_costs(p: &MachineProfile) -> Option<MigrationCosts> {
+    let m = p.costs.migration.as_ref()?;
+    Some(MigrationCosts {
+        call: ns(m.call_ns),
+        page: ns(m.page_ns),
+        huge_page: ns(m.huge_page_ns),
+        free: ns(m.free_ns),
+        thread_launch: ns(m.thread_launch_ns),
+        copy_gbps: p.costs.copy_gbps,
+        link_gbps: m.link_gbps,
+    })
+}
+
+/// Nodes past node 0 as the MMU prices them: (first physical byte, latency in ns).
+fn far_nodes(exp: &Experiment) -> Vec<(u64, f64)> {
+    let mut start = 0;
+    let mut far = Vec::new();
+    for (n, bytes) in exp.node_bytes.iter().enumerate() {
+        if n > 0 {
+            let latency = exp
+                .profile
+                .node_latency_ns(n)
+                .unwrap_or(exp.profile.dram_latency_ns);
+            far.push((start, latency));
+        }
+        start += bytes;
+    }
+    far
+}
+
 impl Engine {
     /// Set up the machine, the policy and the processes of `exp`.
     pub fn new(exp: Experiment) -> Result<Engine> {
         let costs = mm_costs(&exp.profile);
-        let kernel = Kernel::new(
-            &MemConfig {
-                bytes: exp.memory_bytes,
-                geometry: exp.geometry,
-            },
-            costs,
-        )?;
-        let mut kernel = kernel;
+        let cfg = MemConfig {
+            bytes: exp.memory_bytes,
+            geometry: exp.geometry,
+        };
+        let mut kernel = match exp.node_bytes.as_slice() {
+            [] => Kernel::new(&cfg, costs)?,
+            nodes => Kernel::with_nodes(&cfg, nodes, costs)?,
+        };
+        if let Some(m) = migration_costs(&exp.profile) {
+            kernel.set_migration_costs(m)?;
+        }
         kernel.set_content_seed(exp.seed);
         kernel.set_clear_pages(exp.kernel.clear_pages);
         if exp.kernel.prezero.enabled {
@@ -197,9 +232,14 @@ impl Engine {
             kernel.enable_per_cpu_lists(exp.cores as usize);
         }
         let policy = exp.policy.build();
+        let far = far_nodes(&exp);
         let cores = (0..exp.cores)
             .map(|_| Core {
-                mmu: Mmu::new(&exp.profile, exp.geometry),
+                mmu: {
+                    let mut mmu = Mmu::new(&exp.profile, exp.geometry);
+                    mmu.set_far_nodes(&far, exp.profile.freq_ghz);
+                    mmu
+                },
                 now: Picos(0),
                 queue: VecDeque::new(),
                 slice_end: SLICE,

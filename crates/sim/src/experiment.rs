@@ -62,6 +62,10 @@ pub struct Experiment {
     pub cores: u32,
     /// Physical memory in bytes.
     pub memory_bytes: u64,
+    /// Memory of each node (tier) in bytes, node 0 first, adding up to `memory_bytes`;
+    /// empty: one node of `memory_bytes` (the profile's `tiers` then go unused).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub node_bytes: Vec<u64>,
     /// MMU geometry.
     pub geometry: Geometry,
     /// The policy.

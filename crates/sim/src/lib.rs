@@ -28,7 +28,7 @@ mod run;
 pub mod sampling;
 
 pub use compaction::KcompactdConfig;
-pub use engine::{mm_costs, Engine, StopFlag, TimeseriesSink};
+pub use engine::{migration_costs, mm_costs, Engine, StopFlag, TimeseriesSink};
 pub use experiment::{Experiment, KernelConfig, Mode, SampledConfig};
 pub use prezero::{PrezeroConfig, Stores, ZeroLists};
 pub use results::{

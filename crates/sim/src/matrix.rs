@@ -106,6 +106,7 @@ pub fn experiment_for(c: &Case, mode: Mode, profile: &MachineProfile) -> Experim
         memory_bytes: (c.bytes + (c.bytes / 2))
             .next_multiple_of(4 << 20)
             .max(64 << 20),
+        node_bytes: Vec::new(),
         geometry: Geometry::X86_64,
         policy: PolicyConfig::Linux(LinuxConfig {
             enabled: thp,

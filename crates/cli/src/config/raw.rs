@@ -342,6 +342,9 @@ pub struct RawMachine {
     pub profile: Option<RawProfile>,
     /// Physical memory.
     pub memory: Option<RawSize>,
+    /// Memory of each node, node 0 first, for a profile with tiers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node_memory: Option<Vec<RawSize>>,
     /// Cores used.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cores: Option<i64>,

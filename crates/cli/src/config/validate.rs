@@ -351,7 +351,7 @@ impl Validator<'_> {
 
     fn experiment(&self, mut raw: RawExperiment) -> R<Loaded> {
         let profile = self.profile(&raw.machine)?;
-        let memory_bytes = self.memory(&raw.machine)?;
+        let (memory_bytes, node_bytes) = self.memory_nodes(&raw.machine, &profile)?;
         let cores = self.int(
             "machine.cores",
             raw.machine.cores,
@@ -364,7 +364,14 @@ impl Validator<'_> {
             self.sim(&mut raw.sim, cores)?;
         let policy_name = raw.policy.name.clone().unwrap_or_default();
         let kernel = self.kernel(&mut raw.kernel, memory_bytes, &policy_name)?;
-        if raw.processes.is_empty()
+        // Nimble's microbenchmarks make their own processes.
+        let micro = raw
+            .reproduce
+            .as_ref()
+            .and_then(|r| r.kind.as_deref())
+            .is_some_and(|k| crate::reproduce::MICROBENCHMARKS.contains(&k));
+        if !micro
+            && raw.processes.is_empty()
             && raw.kernel_builds.is_empty()
             && raw.file_readers.is_empty()
             && raw.memhogs.is_empty()
@@ -400,11 +407,23 @@ impl Validator<'_> {
         // The profile itself, not its name or path, so the resolved file runs anywhere.
         raw.machine.profile = Some(RawProfile::Inline(Box::new(profile.clone())));
         raw.machine.memory = Some(RawSize::Bytes(memory_bytes as i64));
+        if !node_bytes.is_empty() {
+            raw.machine.node_memory = Some(
+                node_bytes
+                    .iter()
+                    .map(|&b| RawSize::Bytes(b as i64))
+                    .collect(),
+            );
+        }
+        if node_bytes.len() > 1 {
+            self.one_node_features(&kernel)?;
+        }
         raw.machine.cores = Some(cores as i64);
         let experiment = Experiment {
             profile,
             cores,
             memory_bytes,
+            node_bytes,
             geometry: Geometry::X86_64,
             policy,
             processes,
@@ -471,6 +490,84 @@ impl Validator<'_> {
                 MachineProfile::builtin_names().join(", ")
             ),
         ))
+    }
+
+    /// `machine.memory` and `machine.node_memory`: the machine's memory and, for a
+    /// profile with tiers, each node's (they must add up; `memory` may be left out).
+    fn memory_nodes(&self, m: &RawMachine, profile: &MachineProfile) -> R<(u64, Vec<u64>)> {
+        let nodes = profile.node_count();
+        let Some(list) = &m.node_memory else {
+            if nodes > 1 {
+                let names: Vec<&str> = (0..nodes).filter_map(|n| profile.node_name(n)).collect();
+                return Err(self.bad(
+                    "machine.node_memory",
+                    format!(
+                        "each node's memory, node 0 first: profile {} has {nodes} ({}), e.g. [\"16GiB\", \"40GiB\"]",
+                        profile.name,
+                        names.join(", ")
+                    ),
+                ));
+            }
+            return Ok((self.memory(m)?, Vec::new()));
+        };
+        if list.len() != nodes {
+            return Err(self.bad(
+                "machine.node_memory",
+                format!(
+                    "one size per node of profile {} ({nodes}), found {}",
+                    profile.name,
+                    list.len()
+                ),
+            ));
+        }
+        let mut bytes = Vec::with_capacity(nodes);
+        for (i, raw) in list.iter().enumerate() {
+            let key = format!("machine.node_memory[{i}]");
+            let b = self.size(&key, raw)?;
+            if b == 0 || b % MEMORY_GRAIN != 0 {
+                return Err(self.bad(
+                    &key,
+                    format!("a positive multiple of 4 MiB (a node with no memory is not a node), found {b} bytes"),
+                ));
+            }
+            bytes.push(b);
+        }
+        let total: u64 = bytes.iter().sum();
+        if m.memory.is_some() {
+            let memory = self.memory(m)?;
+            if memory != total {
+                return Err(self.bad(
+                    "machine.node_memory",
+                    format!(
+                        "sizes adding up to machine.memory ({memory} bytes), found {total} bytes"
+                    ),
+                ));
+            }
+        } else if !(16 * MEMORY_GRAIN..=MAX_MEMORY).contains(&total) {
+            return Err(self.bad(
+                "machine.node_memory",
+                format!("sizes adding up to 64 MiB to 1 TiB, found {total} bytes"),
+            ));
+        }
+        Ok((total, bytes))
+    }
+
+    /// What a machine of several nodes does not model: per-CPU page lists (one set of
+    /// lists would mix nodes) and placement fallback policies (one address index).
+    fn one_node_features(&self, k: &hugemm_sim::KernelConfig) -> R<()> {
+        if k.per_cpu_lists {
+            return Err(self.bad(
+                "kernel.per_cpu_lists",
+                "false on a machine of several memory nodes (per-CPU lists are modelled for one node)",
+            ));
+        }
+        if matches!(k.fallback.as_str(), "kml" | "kmu") {
+            return Err(self.bad(
+                "kernel.fallback",
+                format!("a list-head fallback policy on a machine of several memory nodes, found \"{}\"", k.fallback),
+            ));
+        }
+        Ok(())
     }
 
     fn memory(&self, m: &RawMachine) -> R<u64> {

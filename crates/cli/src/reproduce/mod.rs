@@ -9,6 +9,7 @@
 pub mod apsys16;
 pub mod hawkeye;
 pub mod hawkeye_table3;
+pub mod nimble_micro;
 pub mod output;
 pub mod zeroing;
 
@@ -82,6 +83,25 @@ pub const KINDS: &[&str] = &[
     "hawkeye-table7",
     "hawkeye-table8",
     "hawkeye-fig10",
+    "nimble-fig2",
+    "nimble-fig3",
+    "nimble-fig8",
+    "nimble-fig9",
+    "nimble-fig10",
+    "nimble-fig11",
+    "nimble-table2",
+];
+
+/// Nimble's microbenchmarks ([`nimble_micro`]): measurements of the kernel model's
+/// migration calls, with no processes of the file's and no variants.
+pub const MICROBENCHMARKS: &[&str] = &[
+    "nimble-fig2",
+    "nimble-fig3",
+    "nimble-fig8",
+    "nimble-fig9",
+    "nimble-fig10",
+    "nimble-fig11",
+    "nimble-table2",
 ];
 
 /// The reproductions of HawkEye's zeroing and bloat results ([`zeroing`]).
@@ -433,6 +453,13 @@ pub fn load_with(path: &Path, overrides: &[config::Override]) -> Result<Reproduc
     // Table 3 sets the page size itself and takes neither; the zeroing ones compare
     // policy and kernel setups, over sets if the file gives them.
     let zeroing = ZEROING.contains(&kind.as_str());
+    let micro = MICROBENCHMARKS.contains(&kind.as_str());
+    if micro && r.variants.is_some() {
+        return Err(bad(
+            "reproduce.variants",
+            "no variants: Nimble's microbenchmarks measure every mechanism they compare".into(),
+        ));
+    }
     let hawkeye = kind.starts_with("hawkeye-") && kind != "hawkeye-table3" && !zeroing;
     let (allowed, what, default): (&[&str], &str, &str) = if hawkeye {
         (hawkeye::VARIANTS, "policy setups", "4k")
@@ -441,14 +468,17 @@ pub fn load_with(path: &Path, overrides: &[config::Override]) -> Result<Reproduc
     } else {
         (hugemm_mm::fallback::NAMES, "fallback policies", "default")
     };
-    let variants = r.variants.clone().unwrap_or_else(|| vec![default.into()]);
+    let variants = match micro {
+        true => vec!["model".to_string()],
+        false => r.variants.clone().unwrap_or_else(|| vec![default.into()]),
+    };
     if variants.is_empty() {
         return Err(bad(
             "reproduce.variants",
             format!("at least one of the {what}"),
         ));
     }
-    for v in &variants {
+    for v in variants.iter().filter(|_| !micro) {
         if !allowed.contains(&v.as_str()) {
             return Err(bad(
                 "reproduce.variants",
@@ -502,7 +532,7 @@ pub fn load_with(path: &Path, overrides: &[config::Override]) -> Result<Reproduc
             ),
         ));
     }
-    r.variants = Some(variants.clone());
+    r.variants = (!micro).then(|| variants.clone());
     r.settle_s = Some(settle_s);
     let scale = r.scale.clone().unwrap_or_else(|| "as in the paper".into());
     Ok(Reproduction {
@@ -525,6 +555,7 @@ impl Reproduction {
     pub fn runs(&self) -> usize {
         match self.kind.as_str() {
             "hawkeye-table3" => 2,
+            k if MICROBENCHMARKS.contains(&k) => 1,
             "hawkeye-fig8" => 2 * self.variants.len() * self.sets.len(),
             _ => self.variants.len() * self.sets.len().max(1),
         }
@@ -614,6 +645,13 @@ pub fn run(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Report> {
         "hawkeye-table7" => zeroing::table7(r, progress)?,
         "hawkeye-table8" => zeroing::table8(r, progress)?,
         "hawkeye-fig10" => zeroing::figure10(r, progress)?,
+        "nimble-fig2" => nimble_micro::figure2(r, progress)?,
+        "nimble-fig3" => nimble_micro::figure3(r, progress)?,
+        "nimble-fig8" => nimble_micro::figure8(r, progress)?,
+        "nimble-fig9" => nimble_micro::figure9(r, progress)?,
+        "nimble-fig10" => nimble_micro::figure10(r, progress)?,
+        "nimble-fig11" => nimble_micro::figure11(r, progress)?,
+        "nimble-table2" => nimble_micro::table2(r, progress)?,
         other => anyhow::bail!("unknown reproduction {other}"),
     };
     report.scale = r.scale.clone();

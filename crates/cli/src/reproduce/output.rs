@@ -40,6 +40,13 @@ pub fn paper_item(kind: &str) -> &'static str {
         "hawkeye-table7" => "HawkEye Table 7",
         "hawkeye-table8" => "HawkEye Table 8",
         "hawkeye-fig10" => "HawkEye Figure 10",
+        "nimble-fig2" => "Nimble Figure 2",
+        "nimble-fig3" => "Nimble Figure 3",
+        "nimble-fig8" => "Nimble Figure 8",
+        "nimble-fig9" => "Nimble Figure 9",
+        "nimble-fig10" => "Nimble Figure 10",
+        "nimble-fig11" => "Nimble Figure 11",
+        "nimble-table2" => "Nimble Table 2",
         _ => "",
     }
 }

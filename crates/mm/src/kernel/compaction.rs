@@ -190,7 +190,7 @@ impl Kernel {
     }
 
     fn new_run(&self, migrate_pfn: u64, free_block: u64, direct: bool, order: u8) -> Run {
-        let total = self.phys.frames_total();
+        let total = self.phys.zone_end();
         let pb = 1u64 << self.phys.pageblock_order().0;
         let mut run = Run {
             migrate_pfn: migrate_pfn.min(total),

@@ -20,6 +20,7 @@ use crate::error::{MmError, Result};
 use crate::kernel::Kernel;
 use crate::phys::buddy::PhysMem;
 use crate::phys::frame::{FrameState, OwnerKind};
+use crate::phys::freelist::FreeArea;
 use crate::phys::pageblock::MigrateType;
 use crate::space::addrspace::AddressSpace;
 use crate::space::pagetable::{PteTable, Slot, VaLayout};
@@ -285,12 +286,34 @@ fn check_tails(p: &PhysMem, head: u64, size: u64, free: bool) -> Result<()> {
 /// Walk every free list; returns the frames listed.
 fn check_lists(p: &PhysMem) -> Result<u64> {
     let (mut listed, mut zeroed) = (0, 0);
-    for order in 0..=p.max_order().0 {
-        for mt in MigrateType::ALL {
+    for (node, area) in p.areas.iter().enumerate() {
+        for order in 0..=p.max_order().0 {
+            listed += check_list(p, node, area, order, &mut zeroed)?;
+        }
+    }
+    ensure(
+        zeroed == p.zeroed_free_frames(),
+        "zeroed free frames differ from a recount",
+        zeroed,
+    )?;
+    Ok(listed)
+}
+
+/// Walk node `node`'s free lists of `order`; returns the frames listed.
+fn check_list(
+    p: &PhysMem,
+    node: usize,
+    area: &FreeArea,
+    order: u8,
+    zeroed: &mut u64,
+) -> Result<u64> {
+    let mut listed = 0;
+    for mt in MigrateType::ALL {
+        {
             let mut prev = u32::MAX;
             let mut n = 0;
             let mut seen_zeroed = false;
-            for pfn in p.free.iter(&p.frames, order, mt) {
+            for pfn in area.iter(&p.frames, order, mt) {
                 let f = p.frames.get(pfn as u64).ok_or(MmError::Invariant {
                     what: "list link out of range",
                     at: pfn as u64,
@@ -310,24 +333,24 @@ fn check_lists(p: &PhysMem) -> Result<u64> {
                     "a dirty block after a zeroed one on a free list",
                     pfn as u64,
                 )?;
+                ensure(
+                    p.nodes.of(pfn) == node,
+                    "a free block on another node's list",
+                    pfn as u64,
+                )?;
                 seen_zeroed |= f.is_zeroed();
-                zeroed += (f.is_zeroed() as u64) << order;
+                *zeroed += (f.is_zeroed() as u64) << order;
                 prev = pfn;
                 n += 1;
             }
             ensure(
-                n == p.free.count(order, mt),
+                n == area.count(order, mt),
                 "free list length differs from its counter",
                 n,
             )?;
             listed += n << order;
         }
     }
-    ensure(
-        zeroed == p.free.zeroed_frames(),
-        "zeroed free frames differ from a recount",
-        zeroed,
-    )?;
     Ok(listed)
 }
 

@@ -5,10 +5,10 @@
 //! the process table, the hot translation path ([`Kernel::touch`]) and the read-only
 //! observations policies use. The files beside this one are `impl Kernel` blocks: the
 //! operations that need the whole kernel (`fault`; `mmap`, `munmap`, `madvise` and
-//! process exit; `migrate`; `compaction`'s scanners; `kmem`; `invariants`), and thin entry
-//! points to the mechanisms of the groups below (`huge`, `pressure`, `metrics`). This
-//! module must not make policy decisions (page size at fault time, what to promote or
-//! split).
+//! process exit; `migrate`; `movepages`; `compaction`'s scanners; `kmem`; `invariants`),
+//! and thin entry points to the mechanisms of the groups below (`huge`, `pressure`,
+//! `metrics`). This module must not make policy decisions (page size at fault time, what
+//! to promote or split).
 
 mod compaction;
 mod fault;
@@ -18,6 +18,7 @@ mod kmem;
 mod metrics;
 pub(crate) mod migrate;
 mod mmap;
+mod movepages;
 mod pressure;
 
 use crate::api::{FaultInfo, RegionInfo, RegionState, TlbFlush, Touch, Translation};
@@ -30,6 +31,7 @@ use crate::phys::pcp::PcpConfig;
 use crate::phys::reserv::ReservTable;
 use crate::pressure::compaction::CompactState;
 use crate::pressure::lru::PageCache;
+use crate::pressure::movepages::{MigrationCosts, TierStats};
 use crate::pressure::reclaim::{Mem, Watermarks};
 use crate::pressure::slab::SlabCaches;
 use crate::space::addrspace::AddressSpace;
@@ -81,12 +83,22 @@ pub struct Kernel {
     pub(crate) quantiles: Vec<Quantiles>,
     /// Clear frames not known zero at fault and collapse (see [`Kernel::set_clear_pages`]).
     pub(crate) clear_pages: bool,
+    /// The parts of migration's cost between nodes, once set.
+    pub(crate) migration: Option<MigrationCosts>,
+    /// Migrations between nodes so far.
+    pub(crate) tier_stats: TierStats,
 }
 
 impl Kernel {
     /// A machine with all memory free (and dirty), no processes, Linux's default
     /// pageblock fallback.
     pub fn new(cfg: &MemConfig, costs: MmCosts) -> Result<Kernel> {
+        Kernel::with_nodes(cfg, &[cfg.bytes], costs)
+    }
+
+    /// [`Kernel::new`] with memory split into nodes of `node_bytes` each (node 0 first:
+    /// see [`crate::node`]); they must add up to `cfg.bytes`.
+    pub fn with_nodes(cfg: &MemConfig, node_bytes: &[u64], costs: MmCosts) -> Result<Kernel> {
         costs.validate()?;
         let layout = VaLayout::new(cfg.geometry)?;
         let base = cfg.geometry.base_bytes();
@@ -95,7 +107,18 @@ impl Kernel {
                 what: "memory size must be a multiple of the base page size",
             });
         }
-        let phys = PhysMem::new(cfg.bytes / base, cfg.geometry)?;
+        if node_bytes.iter().sum::<u64>() != cfg.bytes {
+            return Err(MmError::InvalidConfig {
+                what: "the nodes' memory must add up to the machine's memory",
+            });
+        }
+        if node_bytes.iter().any(|b| !b.is_multiple_of(base)) {
+            return Err(MmError::InvalidConfig {
+                what: "each node's memory must be a multiple of the base page size",
+            });
+        }
+        let frames: Vec<u64> = node_bytes.iter().map(|b| b / base).collect();
+        let phys = PhysMem::with_nodes(&frames, cfg.geometry)?;
         let wmark = Watermarks::for_zone(phys.frames_total(), base);
         let compact = CompactState::new(&phys);
         let reserv = ReservTable::new(
@@ -130,6 +153,8 @@ impl Kernel {
             content_seed: 0,
             quantiles: Vec::new(),
             clear_pages: true,
+            migration: None,
+            tier_stats: TierStats::default(),
         })
     }
 

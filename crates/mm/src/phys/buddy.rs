@@ -32,6 +32,7 @@ use crate::phys::fallback::addr_index::AddrIndex;
 use crate::phys::fallback::{FallbackPolicy, FreeAreaView, LinuxDefault, Placement};
 use crate::phys::frame::{Frame, FrameState, FrameTable, OwnerKind, NIL};
 use crate::phys::freelist::FreeArea;
+use crate::phys::node::{NodeId, NodeMap, NodePref};
 use crate::phys::pageblock::{MigrateType, PageblockCounters, Pageblocks};
 use crate::phys::pcp::PerCpuLists;
 use crate::stats::FallbackStats;
@@ -49,6 +50,7 @@ pub struct AllocRequest {
     migrate: MigrateType,
     owner: OwnerKind,
     prefer_zeroed: bool,
+    node: NodePref,
 }
 
 impl AllocRequest {
@@ -59,7 +61,18 @@ impl AllocRequest {
             migrate: MigrateType::Movable,
             owner: OwnerKind::Anon,
             prefer_zeroed: false,
+            node: NodePref::Home,
         }
+    }
+    /// Set the nodes the request may be served from (default: the home node first, then
+    /// the others nearest first; see [`crate::node`]).
+    pub fn node(mut self, node: NodePref) -> AllocRequest {
+        self.node = node;
+        self
+    }
+    /// The nodes the request may be served from.
+    pub fn node_pref(&self) -> NodePref {
+        self.node
     }
     /// Set the migrate type (which free lists serve the request first).
     pub fn migrate(mut self, migrate: MigrateType) -> AllocRequest {
@@ -132,11 +145,19 @@ pub enum PrezeroScope {
     MaxOrder,
 }
 
-/// Physical memory: frame metadata, the buddy free area and the pageblocks.
+/// Physical memory: frame metadata, the buddy free area of each node and the pageblocks.
 #[derive(Debug)]
 pub struct PhysMem {
     pub(crate) frames: FrameTable,
-    pub(crate) free: FreeArea,
+    /// The free lists of each node.
+    pub(crate) areas: Vec<FreeArea>,
+    /// The frame ranges of the nodes.
+    pub(crate) nodes: NodeMap,
+    /// The node an allocation is being served from: the free lists a fallback policy and
+    /// `__rmqueue` see. 0 between allocations.
+    pub(crate) node: usize,
+    /// The node allocations try first by default ([`NodePref::Home`]).
+    home: usize,
     pub(crate) blocks: Pageblocks,
     pub(crate) policy: Box<dyn FallbackPolicy>,
     /// Per-pageblock free / pinned / listed counters, kept by the hooks below.
@@ -162,8 +183,15 @@ impl PhysMem {
     /// Linux's default fallback. Boot blocks are queued lowest address first, as Linux's
     /// `__free_pages_core` frees boot memory to the tail of the lists (`FPI_TO_TAIL`).
     pub fn new(frames: u64, geometry: Geometry) -> Result<PhysMem> {
+        PhysMem::with_nodes(&[frames], geometry)
+    }
+
+    /// Memory of several nodes, `frames[n]` frames on node `n` (node 0 from frame 0, the
+    /// others following; see [`crate::node`]), each booted as [`PhysMem::new`] boots one.
+    pub fn with_nodes(node_frames: &[u64], geometry: Geometry) -> Result<PhysMem> {
         let max_order = geometry.max_order;
         let pb_order = geometry.huge_order().0;
+        let frames: u64 = node_frames.iter().sum();
         if frames == 0 || frames >= NIL as u64 {
             return Err(MmError::InvalidConfig {
                 what: "frame count must be between 1 and 2^32 - 2",
@@ -174,9 +202,13 @@ impl PhysMem {
                 what: "need huge order <= max_order <= 30",
             });
         }
+        let nodes = NodeMap::new(node_frames, max_order)?;
         let mut mem = PhysMem {
             frames: FrameTable::zeroed(frames as usize),
-            free: FreeArea::new(max_order),
+            areas: vec![FreeArea::new(max_order); nodes.count()],
+            nodes,
+            node: 0,
+            home: 0,
             blocks: Pageblocks::new(frames, pb_order),
             policy: Box::new(LinuxDefault),
             counters: PageblockCounters::new(frames, pb_order, max_order),
@@ -189,10 +221,57 @@ impl PhysMem {
             cpu: 0,
             zeroed_first: ZeroedFirst::Yes,
         };
-        for (pfn, order) in boot_blocks(frames as u32, max_order).into_iter().rev() {
-            mem.list_push(pfn, order, MigrateType::Movable);
+        for n in 0..mem.nodes.count() {
+            let (start, end) = mem.nodes.range(n);
+            for (pfn, order) in boot_blocks(end - start, max_order).into_iter().rev() {
+                mem.list_push(start + pfn, order, MigrateType::Movable);
+            }
         }
         Ok(mem)
+    }
+
+    /// Make `node` the one allocations try first by default (Nimble's "all remote"
+    /// bound runs from the slow node).
+    pub fn set_home_node(&mut self, node: NodeId) -> Result<()> {
+        if node.0 as usize >= self.nodes.count() {
+            return Err(MmError::InvalidArgument {
+                what: "no such home node",
+            });
+        }
+        self.home = node.0 as usize;
+        Ok(())
+    }
+
+    /// Number of memory nodes.
+    pub fn node_count(&self) -> usize {
+        self.nodes.count()
+    }
+
+    /// The node holding frame `pfn`.
+    pub fn node_of(&self, pfn: Pfn) -> NodeId {
+        NodeId(self.nodes.of(u32::try_from(pfn.0).unwrap_or(u32::MAX)) as u8)
+    }
+
+    /// Frames `start..end` of node `node` (`None` if there is no such node).
+    pub fn node_frames(&self, node: NodeId) -> Option<(Pfn, Pfn)> {
+        let n = node.0 as usize;
+        (n < self.nodes.count()).then(|| {
+            let (a, b) = self.nodes.range(n);
+            (Pfn(a as u64), Pfn(b as u64))
+        })
+    }
+
+    /// Free frames on node `node` (0 if there is no such node).
+    pub fn node_frames_free(&self, node: NodeId) -> u64 {
+        self.areas
+            .get(node.0 as usize)
+            .map_or(0, FreeArea::frames_total)
+    }
+
+    /// The end of the range compaction works in (`compact_zone`'s zone): all memory with
+    /// one node; node 0 only with several (per-node compaction is not modelled).
+    pub(crate) fn zone_end(&self) -> u64 {
+        self.nodes.range(0).1 as u64
     }
 
     /// Replace the pageblock fallback policy; builds or drops the address index its
@@ -222,7 +301,8 @@ impl PhysMem {
 
     /// Put a free block on `mt`'s list, keeping the counters and the index.
     pub(crate) fn list_push(&mut self, pfn: u32, order: u8, mt: MigrateType) {
-        self.free.push(&mut self.frames, pfn, order, mt);
+        let n = self.nodes.of(pfn);
+        self.areas[n].push(&mut self.frames, pfn, order, mt);
         self.counters.on_push(pfn, order, mt);
         if let Some(index) = &mut self.index {
             index.insert(pfn, order, mt);
@@ -231,7 +311,8 @@ impl PhysMem {
 
     /// Take the free head at `pfn` off its list, keeping the counters and the index.
     pub(crate) fn list_remove(&mut self, pfn: u32) -> (u8, MigrateType) {
-        let (order, mt) = self.free.remove(&mut self.frames, pfn);
+        let n = self.nodes.of(pfn);
+        let (order, mt) = self.areas[n].remove(&mut self.frames, pfn);
         self.note_removed(pfn, order, mt);
         (order, mt)
     }
@@ -250,7 +331,7 @@ impl PhysMem {
     pub(crate) fn check_counters(&self) -> Result<()> {
         self.counters.check(&self.frames)?;
         match &self.index {
-            Some(index) => index.check(&self.frames, |o, mt| self.free.count(o, mt)),
+            Some(index) => index.check(&self.frames, |o, mt| self.areas[0].count(o, mt)),
             None => Ok(()),
         }
     }
@@ -260,8 +341,26 @@ impl PhysMem {
         self.policy.name()
     }
 
-    /// Allocate a block (`__rmqueue`: smallest fit on the request's lists, else fallback).
+    /// Allocate a block (`__rmqueue`: smallest fit on the request's lists, else fallback)
+    /// from the first node of the request's preference that has one.
     pub fn alloc(&mut self, req: &AllocRequest) -> Result<Block> {
+        if self.nodes.count() == 1 && req.node == NodePref::Home {
+            return self.alloc_on_node(req);
+        }
+        let mut result = Err(MmError::OutOfMemory);
+        for n in self.nodes.order(req.node, self.home) {
+            self.node = n;
+            result = self.alloc_on_node(req);
+            if !matches!(result, Err(MmError::OutOfMemory)) {
+                break;
+            }
+        }
+        self.node = 0;
+        result
+    }
+
+    /// [`PhysMem::alloc`] on the node `self.node`.
+    fn alloc_on_node(&mut self, req: &AllocRequest) -> Result<Block> {
         let order = req.order.0;
         if order > self.max_order {
             return Err(MmError::InvalidArgument {
@@ -303,7 +402,8 @@ impl PhysMem {
     }
 
     fn rmqueue_via_fallback(&mut self, order: u8, mt: MigrateType) -> Result<u32> {
-        if !self.has_free_block(Order(order)) {
+        let area = &self.areas[self.node];
+        if !(order..=self.max_order).any(|o| area.count_order(o) > 0) {
             return Err(MmError::OutOfMemory);
         }
         self.rmqueue_fallback(order, mt)?;
@@ -321,7 +421,7 @@ impl PhysMem {
             return self.rmqueue_placed(order, mt, at);
         }
         for cur in order..=self.max_order {
-            if let Some(pfn) = self.free.pop(&mut self.frames, cur, mt) {
+            if let Some(pfn) = self.areas[self.node].pop(&mut self.frames, cur, mt) {
                 self.note_removed(pfn, cur, mt);
                 self.expand(pfn, order, cur, mt);
                 return Some(pfn);
@@ -334,11 +434,11 @@ impl PhysMem {
     /// zero list first); `None` when there is none. Placement policies (KML/KMU) are not
     /// consulted: zeroed blocks exist only with pre-zeroing, which they do not model.
     fn rmqueue_zeroed(&mut self, order: u8, mt: MigrateType) -> Option<u32> {
-        if self.free.zeroed_frames() == 0 {
+        if self.areas[self.node].zeroed_frames() == 0 {
             return None;
         }
         for cur in order..=self.max_order {
-            if let Some(pfn) = self.free.pop_zeroed(&mut self.frames, cur, mt) {
+            if let Some(pfn) = self.areas[self.node].pop_zeroed(&mut self.frames, cur, mt) {
                 self.note_removed(pfn, cur, mt);
                 self.expand(pfn, order, cur, mt);
                 return Some(pfn);
@@ -358,11 +458,14 @@ impl PhysMem {
             PrezeroScope::MaxOrder => self.max_order,
         };
         let (mut done, mut blocks) = (0, Vec::new());
-        for order in (lowest..=self.max_order).rev() {
+        let max = self.max_order;
+        for (n, order) in
+            (0..self.nodes.count()).flat_map(|n| (lowest..=max).rev().map(move |o| (n, o)))
+        {
             let frames = 1u64 << order;
             while done + frames <= budget {
                 // Dirty blocks sit at the head: a zeroed head means none is left.
-                let Some(pfn) = self.free.first(order, mt) else {
+                let Some(pfn) = self.areas[n].first(order, mt) else {
                     break;
                 };
                 if self.frames.at(pfn).is_zeroed() {
@@ -381,7 +484,7 @@ impl PhysMem {
 
     /// Free frames in zeroed blocks (HawkEye's zero lists).
     pub fn zeroed_free_frames(&self) -> u64 {
-        self.free.zeroed_frames()
+        self.areas.iter().map(FreeArea::zeroed_frames).sum()
     }
 
     /// Whether zeroed-preferring requests take zeroed blocks first.
@@ -543,6 +646,17 @@ impl PhysMem {
         }
     }
 
+    /// Give the allocated frame `pfn` the content of `from` (a frame's metadata read
+    /// before) and the reverse map `(pid, vpn)`: one side of an exchange.
+    pub(crate) fn set_content_and_rmap(&mut self, pfn: Pfn, from: Frame, pid: Pid, vpn: Vpn) {
+        if pfn.0 < self.frames_total() {
+            self.frames.update(pfn.0 as u32, |f| {
+                f.copy_content(from);
+                f.set_rmap(pid, vpn);
+            });
+        }
+    }
+
     /// Give the allocated frame `dst` the content of frame `src` (a page copied).
     pub(crate) fn copy_content(&mut self, src: Pfn, dst: Pfn) {
         if let (Some(from), true) = (self.frame(src), dst.0 < self.frames_total()) {
@@ -550,24 +664,16 @@ impl PhysMem {
         }
     }
 
-    /// Record whether a frame's content is known zero (for tests).
-    #[cfg(test)]
-    pub(crate) fn set_zeroed(&mut self, pfn: Pfn, zeroed: bool) {
-        if pfn.0 < self.frames_total() {
-            self.frames.update(pfn.0 as u32, |f| f.set_zeroed(zeroed));
-        }
-    }
-
     /// Whether a free block of order >= `order` exists on any list.
     pub fn has_free_block(&self, order: Order) -> bool {
-        (order.0..=self.max_order).any(|o| self.free.count_order(o) > 0)
+        (order.0..=self.max_order).any(|o| self.free_blocks(Order(o)) > 0)
     }
 
     /// Free blocks of order >= `order`, counted as blocks of `order` (how many order-9
     /// requests could be served without splitting anything else).
     pub fn free_blocks_at_least(&self, order: Order) -> u64 {
         (order.0..=self.max_order)
-            .map(|o| self.free.count_order(o) << (o - order.0))
+            .map(|o| self.free_blocks(Order(o)) << (o - order.0))
             .sum()
     }
 
@@ -578,29 +684,29 @@ impl PhysMem {
 
     /// Number of free frames.
     pub fn frames_free(&self) -> u64 {
-        self.free.frames_total()
+        self.areas.iter().map(FreeArea::frames_total).sum()
     }
 
     /// Free blocks of exactly `order`, all migrate types.
     pub fn free_blocks(&self, order: Order) -> u64 {
-        self.free.count_order(order.0)
+        self.areas.iter().map(|a| a.count_order(order.0)).sum()
     }
 
     /// Free blocks per order, index = order.
     pub fn free_blocks_by_order(&self) -> Vec<u64> {
         (0..=self.max_order)
-            .map(|o| self.free.count_order(o))
+            .map(|o| self.free_blocks(Order(o)))
             .collect()
     }
 
     /// Free blocks of `order` on `mt`'s list.
     pub fn free_blocks_of(&self, order: Order, mt: MigrateType) -> u64 {
-        self.free.count(order.0, mt)
+        self.areas.iter().map(|a| a.count(order.0, mt)).sum()
     }
 
     /// Free frames on `mt`'s lists.
     pub fn free_frames(&self, mt: MigrateType) -> u64 {
-        self.free.frames(mt)
+        self.areas.iter().map(|a| a.frames(mt)).sum()
     }
 
     /// Pageblocks of type `mt`.
@@ -633,11 +739,12 @@ impl PhysMem {
         Order(self.blocks.order())
     }
 
-    /// A read-only view of the free lists, as fallback policies see them.
+    /// A read-only view of the free lists of the node being allocated from (node 0
+    /// between allocations), as fallback policies see them.
     pub fn view(&self) -> FreeAreaView<'_> {
         FreeAreaView::new(
             &self.frames,
-            &self.free,
+            &self.areas[self.node],
             &self.blocks,
             &self.counters,
             self.index.as_ref(),

@@ -78,9 +78,9 @@ fn bad_frees_are_errors_not_panics() {
 #[test]
 fn freed_frames_are_dirty_and_zeroed_frames_are_reported() {
     let mut m = mem(1024);
-    for pfn in 0..512 {
-        m.set_zeroed(Pfn(pfn), true);
-    }
+    // Zeroed as free memory must be (marking free frames directly would skip the free
+    // area's count of zeroed frames, which debug builds catch as an underflow).
+    m.prezero(1024, PrezeroScope::AllOrders);
     let b = m.alloc(&AllocRequest::new(Order(9))).unwrap();
     assert!(b.zeroed);
     m.free(b.pfn, b.order).unwrap();
@@ -178,5 +178,39 @@ fn a_zeroed_buddy_merged_mid_chain_is_not_zeroed_when_split_out_again() {
         "a zeroed head over dirty frames"
     );
     assert_eq!(m.zeroed_free_frames(), 0);
+    m.check_counters().unwrap();
+}
+
+#[test]
+fn allocation_fills_the_preferred_node_first_and_frees_to_the_owning_node() {
+    use crate::phys::node::{NodeId, NodePref};
+    let mut m = PhysMem::with_nodes(&[1024, 2048], Geometry::X86_64).unwrap();
+    assert_eq!(m.node_count(), 2);
+    assert_eq!(m.node_frames(NodeId(1)), Some((Pfn(1024), Pfn(3072))));
+    let req = AllocRequest::new(Order(9));
+    let a = m.alloc(&req).unwrap();
+    let b = m.alloc(&req).unwrap();
+    assert_eq!((m.node_of(a.pfn), m.node_of(b.pfn)), (NodeId(0), NodeId(0)));
+    let c = m.alloc(&req).unwrap();
+    assert_eq!(m.node_of(c.pfn), NodeId(1), "node 0 full: the next node");
+    assert_eq!(m.node_frames_free(NodeId(0)), 0);
+    m.free(a.pfn, a.order).unwrap();
+    assert_eq!(m.node_frames_free(NodeId(0)), 512);
+    let only = req.node(NodePref::Only(NodeId(1)));
+    let d = m.alloc(&only).unwrap();
+    assert_eq!(m.node_of(d.pfn), NodeId(1), "Only never leaves its node");
+    let far_first = req.node(NodePref::Prefer(NodeId(1)));
+    let e = m.alloc(&far_first).unwrap();
+    assert_eq!(m.node_of(e.pfn), NodeId(1));
+    // Node 1 now has 512 frames left; Only(1) takes them, then fails though node 0 has
+    // free frames.
+    m.alloc(&only).unwrap();
+    assert_eq!(m.alloc(&only), Err(MmError::OutOfMemory));
+    assert_eq!(m.frames_free(), 512);
+    assert!(m.alloc(&AllocRequest::new(Order(10))).is_err());
+    assert_eq!(
+        m.alloc(&req.node(NodePref::Only(NodeId(2)))),
+        Err(MmError::OutOfMemory)
+    );
     m.check_counters().unwrap();
 }

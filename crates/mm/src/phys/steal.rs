@@ -22,7 +22,7 @@ impl PhysMem {
     pub(crate) fn rmqueue_fallback(&mut self, order: u8, migrate: MigrateType) -> Result<()> {
         let view = FreeAreaView::new(
             &self.frames,
-            &self.free,
+            &self.areas[self.node],
             &self.blocks,
             &self.counters,
             self.index.as_ref(),

@@ -61,7 +61,7 @@ impl CompactState {
         let pb = 1u64 << phys.pageblock_order().0;
         CompactState {
             migrate_pfn: 0,
-            free_block: (phys.frames_total() - 1) & !(pb - 1),
+            free_block: (phys.zone_end() - 1) & !(pb - 1),
             proactiveness: DEFAULT_PROACTIVENESS,
         }
     }

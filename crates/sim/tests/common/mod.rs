@@ -27,6 +27,7 @@ impl Scenario {
                 profile,
                 cores: 1,
                 memory_bytes: memory,
+                node_bytes: Vec::new(),
                 geometry: Geometry::X86_64,
                 policy: PolicyConfig::Linux(LinuxConfig {
                     enabled: thp,

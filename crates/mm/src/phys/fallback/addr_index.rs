@@ -108,10 +108,12 @@ impl AddrIndex {
             .map(|o| std::array::from_fn(|_| BitTree::new(n >> o)))
             .collect();
         let mut index = AddrIndex { sets };
-        for order in 0..=p.max_order().0 {
-            for mt in MigrateType::ALL {
-                for pfn in p.free.iter(&p.frames, order, mt) {
-                    index.insert(pfn, order, mt);
+        for area in &p.areas {
+            for order in 0..=p.max_order().0 {
+                for mt in MigrateType::ALL {
+                    for pfn in area.iter(&p.frames, order, mt) {
+                        index.insert(pfn, order, mt);
+                    }
                 }
             }
         }
