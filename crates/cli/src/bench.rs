@@ -190,6 +190,8 @@ fn experiment(
         cores,
         memory_bytes: memory,
         node_bytes: Vec::new(),
+        home_node: 0,
+        tiering: None,
         geometry: Geometry::X86_64,
         policy,
         processes,

@@ -26,6 +26,8 @@ pub fn experiment(thp: ThpMode, seed: u64) -> anyhow::Result<Experiment> {
         cores: 1,
         memory_bytes: 8 << 30,
         node_bytes: Vec::new(),
+        home_node: 0,
+        tiering: None,
         geometry: Geometry::X86_64,
         policy,
         processes: vec![builtin::random_access("gups", BYTES, REFS, Advice::Default)],

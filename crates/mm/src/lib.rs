@@ -79,7 +79,9 @@ pub use kmem::{KmemHandle, KmemKind};
 #[doc(no_inline)]
 pub use metrics::{FragMetrics, PageblockCounts};
 #[doc(no_inline)]
-pub use movepages::{Mechanism, MigrateOutcome, MigrationCosts, PageScan, ThpMigration, TierStats};
+pub use movepages::{
+    Mechanism, MigrateOutcome, MigrationCosts, NodeUse, PageScan, ThpMigration, TierStats,
+};
 #[doc(no_inline)]
 pub use node::{NodeId, NodePref};
 #[doc(no_inline)]

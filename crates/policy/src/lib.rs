@@ -29,7 +29,7 @@ pub use ingens::{IngensConfig, IngensPolicy};
 pub use linux::{DefragMode, KhugepagedConfig, LinuxConfig, LinuxPolicy, ThpMode};
 pub use nimble::{NimbleConfig, NimblePolicy};
 pub use ops::{MemInfo, MemoryOps, RegionRef};
-pub use tiering::{TierOps, TierRun, Tiering};
+pub use tiering::{TierOps, TierRun, Tiering, TieringConfig};
 
 /// What the fault path does when the policy wants a huge page and no free block of the
 /// huge order exists (Linux's `transparent_hugepage/defrag` for the faulting VMA).

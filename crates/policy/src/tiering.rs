@@ -55,6 +55,25 @@ pub struct TierRun {
     pub stalls: Vec<(Pid, Nanos)>,
 }
 
+/// A tiering policy's configuration.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub enum TieringConfig {
+    /// Nimble's active/inactive-list policy.
+    Nimble(crate::nimble::NimbleConfig),
+}
+
+impl TieringConfig {
+    /// The names used in experiment files (`[tiering] policy`), `none` first.
+    pub const NAMES: &'static [&'static str] = &["none", "nimble"];
+
+    /// The policy.
+    pub fn build(&self) -> Box<dyn Tiering> {
+        match self {
+            TieringConfig::Nimble(cfg) => Box::new(crate::nimble::NimblePolicy::new(*cfg)),
+        }
+    }
+}
+
 /// A tiering policy.
 pub trait Tiering {
     /// Its name.

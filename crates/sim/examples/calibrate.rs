@@ -40,6 +40,8 @@ fn run(
         cores: 1,
         memory_bytes: (bytes + bytes / 4).next_multiple_of(4 << 20).max(64 << 20),
         node_bytes: Vec::new(),
+        home_node: 0,
+        tiering: None,
         geometry: Geometry::X86_64,
         policy: PolicyConfig::Linux(LinuxConfig {
             enabled: thp,

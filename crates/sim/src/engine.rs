@@ -14,12 +14,13 @@ use crate::ops::{EngineOps, LiveProc, Procs};
 use crate::prezero::Prezero;
 use crate::process::Proc;
 use crate::results::{
-    HighAllocResult, ProcessSummary, RunResult, StopReason, Summary, SystemSummary, TimeseriesRow,
+    HighAllocResult, NodeSummary, ProcessSummary, RunResult, StopReason, Summary, SystemSummary,
+    TierSummary, TimeseriesRow,
 };
 use crate::{Result, SimError};
 use hugemm_hw::{KernelCosts, MachineProfile, Mmu, Nanos, Picos};
 use hugemm_mm::{Kernel, MemConfig, MigrationCosts, MmCosts};
-use hugemm_policy::{DaemonRun, DaemonSpec, Policy, Pressure};
+use hugemm_policy::{DaemonRun, DaemonSpec, Policy, Pressure, Tiering};
 use hugemm_workload::ProcessSpec;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -98,6 +99,8 @@ enum DaemonKind {
     Kcompactd,
     /// Asynchronous pre-zeroing of free memory.
     Prezero,
+    /// The tiering policy.
+    Tiering,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -113,6 +116,8 @@ pub struct Engine {
     pub(crate) exp: Experiment,
     pub(crate) kernel: Kernel,
     pub(crate) policy: Box<dyn Policy>,
+    /// The tiering policy, if the experiment has one.
+    pub(crate) tiering: Option<Box<dyn Tiering>>,
     pub(crate) cores: Vec<Core>,
     pub(crate) procs: Vec<Proc>,
     daemons: Vec<Daemon>,
@@ -217,6 +222,9 @@ impl Engine {
         if let Some(m) = migration_costs(&exp.profile) {
             kernel.set_migration_costs(m)?;
         }
+        if exp.home_node != 0 {
+            kernel.set_home_node(hugemm_mm::NodeId(exp.home_node))?;
+        }
         kernel.set_content_seed(exp.seed);
         kernel.set_clear_pages(exp.kernel.clear_pages);
         if exp.kernel.prezero.enabled {
@@ -295,11 +303,24 @@ impl Engine {
                 cpu: Nanos::ZERO,
             });
         }
+        let tiering = exp.tiering.as_ref().map(|t| t.build());
+        if let Some(t) = &tiering {
+            daemons.push(Daemon {
+                spec: DaemonSpec {
+                    name: t.name(),
+                    first_run: t.period(),
+                },
+                kind: DaemonKind::Tiering,
+                next: Picos::from(t.period()),
+                cpu: Nanos::ZERO,
+            });
+        }
         let cycles_per_ps = exp.profile.freq_ghz / 1000.0;
         let scan_cost = Picos((exp.profile.costs.pte_update_ns * 1000.0).round() as u64);
         Ok(Engine {
             kernel,
             policy,
+            tiering,
             cores,
             procs,
             daemons,
@@ -540,6 +561,7 @@ impl Engine {
                 sleep: KCOMPACTD_PERIOD,
             },
             DaemonKind::Prezero => self.run_prezero(),
+            DaemonKind::Tiering => self.run_tiering(t),
         };
         let daemon = &mut self.daemons[d];
         daemon.cpu += run.cpu;
@@ -584,6 +606,36 @@ impl Engine {
         DaemonRun {
             cpu: run.cpu,
             sleep: cfg.period.saturating_sub(run.cpu),
+        }
+    }
+
+    /// One run of the tiering policy: its CPU goes to the daemon core, and each process
+    /// waits, at its next turn, for its pages that were in flight.
+    fn run_tiering(&mut self, t: Picos) -> DaemonRun {
+        let Some(mut tiering) = self.tiering.take() else {
+            return DaemonRun::default();
+        };
+        let period = tiering.period();
+        let ops_run = {
+            let mut ops = EngineOps {
+                kernel: &mut self.kernel,
+                procs: Procs::All(&mut self.procs),
+                now: t.to_nanos(),
+                scan_cost: self.scan_cost,
+                deferral: &mut self.deferral,
+            };
+            tiering.run(&mut ops)
+        };
+        self.tiering = Some(tiering);
+        for (pid, stall) in ops_run.stalls {
+            if let Some(p) = self.procs.iter_mut().find(|p| p.pid == Some(pid)) {
+                p.stall += Picos::from(stall);
+                p.migration_stall += stall;
+            }
+        }
+        DaemonRun {
+            cpu: ops_run.cpu,
+            sleep: period.saturating_sub(ops_run.cpu),
         }
     }
 
@@ -687,6 +739,7 @@ impl Engine {
             zero_subpages_recovered: Some(stats.zero_subpages_recovered),
             ..Default::default()
         });
+        self.sample_nodes(time_ns);
         self.next_sample = t + Picos::from(self.exp.sample_interval);
         self.last_sample = Some(t);
         if let Some(watcher) = &mut self.watcher {
@@ -702,6 +755,26 @@ impl Engine {
         Ok(())
     }
 
+    /// On a machine of several nodes, a row per node after the system row: `node:<name>`
+    /// with the node's free frames and the pages moved between nodes so far.
+    fn sample_nodes(&mut self, time_ns: u64) {
+        let phys = self.kernel.phys();
+        if phys.node_count() < 2 {
+            return;
+        }
+        let moved = self.kernel.tier_stats().total;
+        for n in 0..phys.node_count() {
+            let name = self.exp.profile.node_name(n).unwrap_or("?");
+            self.timeseries.push(TimeseriesRow {
+                time_ns,
+                process: format!("node:{name}"),
+                frames_free: Some(phys.node_frames_free(hugemm_mm::NodeId(n as u8))),
+                pages_migrated: Some(moved.base_pages + moved.huge_pages),
+                ..Default::default()
+            });
+        }
+    }
+
     /// End process `i` at core time `t`: record its final state and free its memory.
     pub(crate) fn exit(&mut self, i: usize, t: Picos) {
         let p = &mut self.procs[i];
@@ -709,6 +782,9 @@ impl Engine {
         p.huge_end = self.kernel.huge_pages(pid);
         p.rss_end = self.kernel.rss_bytes(pid);
         p.useful_end = self.kernel.useful_bytes(pid);
+        if self.kernel.phys().node_count() > 1 {
+            p.nodes_end = self.kernel.node_usage(pid);
+        }
         if p.oom {
             p.oom_at = Some(t.to_nanos());
         }
@@ -716,8 +792,42 @@ impl Engine {
         self.kernel.exit_process(pid);
         self.free_exit_kmem(i);
         self.policy.process_exited(pid);
+        if let Some(t) = &mut self.tiering {
+            t.process_exited(pid);
+        }
         self.apply_tlb_flushes();
         self.refresh_live();
+    }
+
+    /// The nodes and migrations, on a machine of several nodes.
+    fn tier_summary(&self) -> Option<TierSummary> {
+        let phys = self.kernel.phys();
+        if phys.node_count() < 2 {
+            return None;
+        }
+        let base = self.exp.geometry.base_bytes();
+        let nodes = (0..phys.node_count())
+            .map(|n| {
+                let id = hugemm_mm::NodeId(n as u8);
+                let (a, b) = phys.node_frames(id).unwrap_or_default();
+                NodeSummary {
+                    name: self.exp.profile.node_name(n).unwrap_or("?").to_string(),
+                    bytes: (b.0 - a.0) * base,
+                    free_bytes_end: phys.node_frames_free(id) * base,
+                }
+            })
+            .collect();
+        let stats = self.kernel.tier_stats();
+        Some(TierSummary {
+            policy: self
+                .tiering
+                .as_ref()
+                .map_or("none", |t| t.name())
+                .to_string(),
+            nodes,
+            migrated: stats.total,
+            calls: stats.calls,
+        })
     }
 
     fn finish(mut self, end: Picos, stopped_by: Option<StopReason>) -> RunResult {
@@ -728,10 +838,17 @@ impl Engine {
                 self.procs[i].huge_end = self.kernel.huge_pages(pid);
                 self.procs[i].rss_end = self.kernel.rss_bytes(pid);
                 self.procs[i].useful_end = self.kernel.useful_bytes(pid);
+                if self.kernel.phys().node_count() > 1 {
+                    self.procs[i].nodes_end = self.kernel.node_usage(pid);
+                }
             }
         }
         let end_ns = end.to_nanos().0;
-        let processes = self.procs.iter().map(|p| summarise(p, end_ns)).collect();
+        let mut processes: Vec<ProcessSummary> =
+            self.procs.iter().map(|p| summarise(p, end_ns)).collect();
+        for (p, s) in self.procs.iter().zip(&mut processes) {
+            s.nodes = p.nodes_end.clone();
+        }
         let stats = self.kernel.stats();
         let mut daemon_cpu_ns = BTreeMap::new();
         for d in &self.daemons {
@@ -770,6 +887,7 @@ impl Engine {
             zeroed_free_frames_end: self.kernel.phys().zeroed_free_frames(),
             policy_kswapd_reclaim_ns: self.policy_reclaim_cpu.0,
             policy_kswapd_reclaim_frames: self.policy_reclaim_freed,
+            tiers: self.tier_summary(),
         };
         RunResult {
             summary: Summary {
@@ -829,5 +947,7 @@ fn summarise(p: &Proc, end_ns: u64) -> ProcessSummary {
         oom_time_ns: p.oom_at.map(|t| t.0),
         kv: p.kv_results.clone(),
         error: p.error.clone(),
+        migration_stall_ns: p.migration_stall.0,
+        nodes: Vec::new(),
     }
 }

@@ -5,7 +5,7 @@
 use crate::compaction::KcompactdConfig;
 use crate::prezero::PrezeroConfig;
 use hugemm_hw::{Geometry, MachineProfile, Nanos};
-use hugemm_policy::PolicyConfig;
+use hugemm_policy::{PolicyConfig, TieringConfig};
 use hugemm_workload::ProcessSpec;
 use serde::Serialize;
 
@@ -66,6 +66,12 @@ pub struct Experiment {
     /// empty: one node of `memory_bytes` (the profile's `tiers` then go unused).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub node_bytes: Vec<u64>,
+    /// The node allocations try first (0 but for Nimble's "all remote" bound).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub home_node: u8,
+    /// The tiering policy, if any (it runs beside `policy`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tiering: Option<TieringConfig>,
     /// MMU geometry.
     pub geometry: Geometry,
     /// The policy.
@@ -122,4 +128,8 @@ impl Default for KernelConfig {
             prezero: PrezeroConfig::default(),
         }
     }
+}
+
+fn is_zero(x: &u8) -> bool {
+    *x == 0
 }

@@ -9,7 +9,8 @@ use hugemm_mm::{
     CollapseError, CollapseOutcome, HugeAdvice, Kernel, MmError, RegionInfo, ZeroScan,
     ZeroScanOutcome,
 };
-use hugemm_policy::{MemInfo, MemoryOps, RegionRef};
+use hugemm_mm::{Mechanism, MigrateOutcome, NodeId, PageScan};
+use hugemm_policy::{MemInfo, MemoryOps, RegionRef, TierOps};
 
 /// A live process as a policy sees it in a direct reclaim, which runs inside another
 /// process's fault (when the processes themselves are borrowed): its pid and start.
@@ -185,5 +186,60 @@ impl MemoryOps for EngineOps<'_> {
 
     fn huge_order(&self) -> Order {
         self.kernel.geometry().huge_order()
+    }
+}
+
+impl TierOps for EngineOps<'_> {
+    fn tier_processes(&self) -> Vec<Pid> {
+        self.processes()
+    }
+
+    fn node_count(&self) -> usize {
+        self.kernel.phys().node_count()
+    }
+
+    fn node_free_bytes(&self, node: NodeId) -> u64 {
+        self.kernel.phys().node_frames_free(node) * self.kernel.geometry().base_bytes()
+    }
+
+    fn node_bytes(&self, node: NodeId) -> u64 {
+        let base = self.kernel.geometry().base_bytes();
+        self.kernel
+            .phys()
+            .node_frames(node)
+            .map_or(0, |(a, b)| (b.0 - a.0) * base)
+    }
+
+    fn scan_pages(&mut self, pid: Pid, out: &mut Vec<PageScan>) -> u64 {
+        let regions: Vec<VirtAddr> = self.kernel.regions(pid).collect();
+        let mut entries = 0;
+        for r in regions {
+            self.materialise(pid, r);
+            entries += self.kernel.scan_pages(pid, r, out) as u64;
+        }
+        entries
+    }
+
+    fn scan_cost_per_entry(&self) -> Nanos {
+        self.scan_cost.to_nanos()
+    }
+
+    fn move_pages(
+        &mut self,
+        pid: Pid,
+        pages: &[VirtAddr],
+        to: NodeId,
+        mech: &Mechanism,
+    ) -> Result<MigrateOutcome, MmError> {
+        self.kernel.move_pages(pid, pages, to, mech)
+    }
+
+    fn exchange_pages(
+        &mut self,
+        pid: Pid,
+        pairs: &[(VirtAddr, VirtAddr)],
+        mech: &Mechanism,
+    ) -> Result<MigrateOutcome, MmError> {
+        self.kernel.exchange_pages(pid, pairs, mech)
     }
 }

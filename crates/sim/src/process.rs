@@ -109,6 +109,12 @@ pub(crate) struct Proc {
     pub kv: Option<crate::kvrun::KvHeap>,
     /// What each key-value phase did.
     pub kv_results: Vec<crate::results::KvPhaseResult>,
+    /// Time to wait at the next turn: pages in flight a tiering policy was migrating.
+    pub stall: Picos,
+    /// All such waiting so far.
+    pub migration_stall: Nanos,
+    /// Its pages per node when it ended (machines of several nodes).
+    pub nodes_end: Vec<hugemm_mm::NodeUse>,
 }
 
 impl Proc {
@@ -144,6 +150,9 @@ impl Proc {
             last_sample: Pmu::default(),
             kv: None,
             kv_results: Vec::new(),
+            stall: Picos(0),
+            migration_stall: Nanos::ZERO,
+            nodes_end: Vec::new(),
         }
     }
 

@@ -1,7 +1,9 @@
 //! What a run reports: `summary.json` (per process and for the system) and the rows of
 //! `timeseries.csv`. The schema is documented in `docs/output.md`; change both together.
 
-use hugemm_mm::{FallbackStats, FragMetrics, KernelStats, ReservationCensus};
+use hugemm_mm::{
+    FallbackStats, FragMetrics, KernelStats, MigrateOutcome, NodeUse, ReservationCensus,
+};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -80,6 +82,12 @@ pub struct ProcessSummary {
     pub oom_time_ns: Option<u64>,
     /// A workload error that stopped it, if any.
     pub error: Option<String>,
+    /// Time it waited on pages a tiering policy had in flight (machines of several nodes).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub migration_stall_ns: u64,
+    /// Its pages on each node at the end (machines of several nodes).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<NodeUse>,
     /// The phases of a key-value server, in order (empty for other processes).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub kv: Vec<KvPhaseResult>,
@@ -174,6 +182,9 @@ pub struct SystemSummary {
     pub policy_kswapd_reclaim_ns: u64,
     /// Frames that reclaim freed.
     pub policy_kswapd_reclaim_frames: u64,
+    /// Memory nodes and migrations between them (machines of several nodes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tiers: Option<TierSummary>,
 }
 
 /// One stress-highalloc attempt ([`hugemm_workload::Phase::HighAlloc`]).
@@ -315,6 +326,35 @@ fn four_decimals<S: serde::Serializer>(v: &Option<f64>, s: S) -> Result<S::Ok, S
         Some(x) => s.serialize_str(&format!("{x:.4}")),
         None => s.serialize_none(),
     }
+}
+
+/// Memory nodes and the migrations between them.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct TierSummary {
+    /// The tiering policy (`none` without one).
+    pub policy: String,
+    /// Each node: its name, bytes and free bytes at the end.
+    pub nodes: Vec<NodeSummary>,
+    /// Every migration call added up: pages and huge pages moved, splits, failures,
+    /// bytes, and time by part.
+    pub migrated: MigrateOutcome,
+    /// Migration calls made.
+    pub calls: u64,
+}
+
+/// One node at the end of a run.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct NodeSummary {
+    /// Its name in the profile.
+    pub name: String,
+    /// Its memory.
+    pub bytes: u64,
+    /// Its free memory at the end.
+    pub free_bytes_end: u64,
+}
+
+fn is_zero(x: &u64) -> bool {
+    *x == 0
 }
 
 /// Everything a run produced.

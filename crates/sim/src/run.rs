@@ -286,6 +286,9 @@ impl Engine {
 
     /// Run process `i` on core `c` until `bound`. `Ok(false)` when it has no phase left.
     fn step(&mut self, i: usize, c: usize, bound: Picos) -> std::result::Result<bool, Stop> {
+        // Pages a tiering policy had in flight held the process up.
+        let stall = std::mem::take(&mut self.procs[i].stall);
+        self.cores[c].now += stall;
         while self.cores[c].now < bound {
             let p = &mut self.procs[i];
             match &mut p.activity {

@@ -50,11 +50,17 @@ pub enum AppModel {
     JvmSpinup,
     /// A virtual machine starting with its memory preallocated ([`vm_spinup`]).
     VmSpinup,
+    /// SPEC ACCEL 551.ppalm-like large-eddy simulation ([`ppalm`]).
+    Ppalm,
+    /// SPEC ACCEL 556.psp-like scalar penta-diagonal solver ([`psp`]).
+    Psp,
+    /// SPEC ACCEL 553.pclvrleaf-like hydrodynamics ([`pclvrleaf`]).
+    Pclvrleaf,
 }
 
 impl AppModel {
     /// Every model, in the order of [`AppModel::NAMES`].
-    pub const ALL: [AppModel; 11] = [
+    pub const ALL: [AppModel; 14] = [
         AppModel::Graph500,
         AppModel::XsBench,
         AppModel::CgD,
@@ -66,10 +72,13 @@ impl AppModel {
         AppModel::HaccIo,
         AppModel::JvmSpinup,
         AppModel::VmSpinup,
+        AppModel::Ppalm,
+        AppModel::Psp,
+        AppModel::Pclvrleaf,
     ];
 
     /// The names used in experiment files.
-    pub const NAMES: [&'static str; 11] = [
+    pub const NAMES: [&'static str; 14] = [
         "graph500",
         "xsbench",
         "cg.D",
@@ -81,6 +90,9 @@ impl AppModel {
         "hacc-io",
         "jvm-spinup",
         "vm-spinup",
+        "551.ppalm",
+        "556.psp",
+        "553.pclvrleaf",
     ];
 
     /// Whether the model is all initialisation, with no work phase to run for a given
@@ -145,6 +157,9 @@ impl App {
             AppModel::HaccIo => hacc_io(bytes),
             AppModel::JvmSpinup => jvm_spinup(bytes),
             AppModel::VmSpinup => vm_spinup(bytes),
+            AppModel::Ppalm => ppalm(bytes, run),
+            AppModel::Psp => psp(bytes, run),
+            AppModel::Pclvrleaf => pclvrleaf(bytes, run),
         };
         ProcessSpec {
             name: self.name.clone(),
@@ -544,6 +559,58 @@ pub fn redis(bytes: u64, run: Amount, r: &Redis) -> Vec<Phase> {
         }
     }
     v
+}
+
+/// A SPEC ACCEL-like stencil code (Nimble's end-to-end workloads, ASPLOS'19 section 4.3,
+/// footprints scaled to the experiment's memory): `cold` of its memory is written at
+/// start and not read again (input decks, setup and grid-generation arrays, I/O buffers),
+/// mapped first as a program reads its input before it allocates its fields; the rest
+/// holds the fields every time step sweeps. Each step streams through the fields (8-byte
+/// stride, independent references, `writes` of them stores) and one reference in
+/// `every` is a random line of the fields (a neighbour in another plane, or a
+/// line-solve's stride). Nimble's paper gives neither the footprints' hot/cold split nor
+/// the access patterns; these are assumptions from what each program computes, written
+/// beside each model. None is fitted to a result.
+fn stencil(bytes: u64, run: Amount, cold: f64, every: u32, writes: f64) -> Vec<Phase> {
+    let cold_bytes = pages_of(bytes, cold);
+    let fields = bytes.saturating_sub(cold_bytes).max(4096);
+    let pattern = Pattern::SweepGather {
+        stride: 8,
+        sweep_position: 0.0,
+        sweep_fraction: 1.0,
+        gather_position: 0.0,
+        gather_fraction: 1.0,
+        every,
+    };
+    let mut v = Vec::new();
+    v.extend(init(0, cold_bytes));
+    v.extend(init(1, fields));
+    v.push(work(1, pattern, run, false, writes));
+    v
+}
+
+/// 551.ppalm-like: PALM's large-eddy simulation keeps its prognostic fields (u, v, w, pt,
+/// q, e and their tendencies) hot and a large share of setup, topography and output
+/// arrays cold. Assumed: 40% cold; a stencil's random neighbour one reference in 4; one
+/// in 4 a store (tendency updates).
+pub fn ppalm(bytes: u64, run: Amount) -> Vec<Phase> {
+    stencil(bytes, run, 0.40, 4, 0.25)
+}
+
+/// 556.psp-like: NPB SP's scalar penta-diagonal solver sweeps five solution and
+/// right-hand-side arrays in x, y and z every step; little is cold. Assumed: 10% cold;
+/// one reference in 3 jumps (the y and z line solves stride across planes); one in 3 a
+/// store.
+pub fn psp(bytes: u64, run: Amount) -> Vec<Phase> {
+    stencil(bytes, run, 0.10, 3, 1.0 / 3.0)
+}
+
+/// 553.pclvrleaf-like: CloverLeaf's explicit hydrodynamics updates some 30 cell and node
+/// arrays per step; its advection and halo buffers are touched every step, its
+/// visualisation and setup arrays are not. Assumed: 25% cold; one reference in 6 a
+/// neighbour off the stream; one in 4 a store.
+pub fn pclvrleaf(bytes: u64, run: Amount) -> Vec<Phase> {
+    stencil(bytes, run, 0.25, 6, 0.25)
 }
 
 #[cfg(test)]

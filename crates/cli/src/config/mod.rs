@@ -12,6 +12,7 @@ pub mod overrides;
 mod policies;
 pub mod raw;
 pub mod size;
+mod tiering;
 pub mod validate;
 
 use std::path::Path;

@@ -98,6 +98,9 @@ pub struct RawExperiment {
     /// Kernel settings apart from the huge-page policy.
     #[serde(default)]
     pub kernel: RawKernel,
+    /// `[tiering]`: the tiering policy (machines of several nodes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tiering: Option<RawTiering>,
     /// Processes.
     #[serde(default, rename = "process")]
     pub processes: Vec<RawProcess>,
@@ -631,4 +634,35 @@ pub struct RawPhase {
     /// highalloc: share of memory requested as huge pages.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub share: Option<f64>,
+}
+
+/// `[tiering]`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTiering {
+    /// `none` or `nimble`.
+    pub policy: Option<String>,
+    /// The node allocations try first.
+    pub home_node: Option<i64>,
+    /// `[tiering.nimble]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nimble: Option<RawNimble>,
+}
+
+/// `[tiering.nimble]`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawNimble {
+    /// Time between runs, ms.
+    pub period_ms: Option<i64>,
+    /// `native` or `split`.
+    pub thp_migration: Option<String>,
+    /// Copy threads.
+    pub threads: Option<i64>,
+    /// Pages copied as one batch (0: the whole call).
+    pub pages_in_flight: Option<i64>,
+    /// Exchange pages when the fast node is full.
+    pub exchange: Option<bool>,
+    /// Share of the fast node promotions leave free, percent.
+    pub fast_reserve_pct: Option<f64>,
 }

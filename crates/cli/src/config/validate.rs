@@ -364,6 +364,7 @@ impl Validator<'_> {
             self.sim(&mut raw.sim, cores)?;
         let policy_name = raw.policy.name.clone().unwrap_or_default();
         let kernel = self.kernel(&mut raw.kernel, memory_bytes, &policy_name)?;
+        let (home_node, tiering) = self.tiering(&mut raw.tiering, node_bytes.len().max(1))?;
         // Nimble's microbenchmarks make their own processes.
         let micro = raw
             .reproduce
@@ -424,6 +425,8 @@ impl Validator<'_> {
             cores,
             memory_bytes,
             node_bytes,
+            home_node,
+            tiering,
             geometry: Geometry::X86_64,
             policy,
             processes,

@@ -9,6 +9,7 @@
 pub mod apsys16;
 pub mod hawkeye;
 pub mod hawkeye_table3;
+pub mod nimble;
 pub mod nimble_micro;
 pub mod output;
 pub mod zeroing;
@@ -90,7 +91,14 @@ pub const KINDS: &[&str] = &[
     "nimble-fig10",
     "nimble-fig11",
     "nimble-table2",
+    "nimble-fig12",
+    "nimble-fig13",
+    "nimble-fig14",
 ];
+
+/// Nimble's end-to-end reproductions ([`nimble`]): workloads (sets) under tiering
+/// configurations (variants).
+const NIMBLE_END_TO_END: &[&str] = &["nimble-fig12", "nimble-fig13", "nimble-fig14"];
 
 /// Nimble's microbenchmarks ([`nimble_micro`]): measurements of the kernel model's
 /// migration calls, with no processes of the file's and no variants.
@@ -461,7 +469,10 @@ pub fn load_with(path: &Path, overrides: &[config::Override]) -> Result<Reproduc
         ));
     }
     let hawkeye = kind.starts_with("hawkeye-") && kind != "hawkeye-table3" && !zeroing;
-    let (allowed, what, default): (&[&str], &str, &str) = if hawkeye {
+    let end_to_end = NIMBLE_END_TO_END.contains(&kind.as_str());
+    let (allowed, what, default): (&[&str], &str, &str) = if end_to_end {
+        (nimble::VARIANTS, "tiering configurations", "all-remote")
+    } else if hawkeye {
         (hawkeye::VARIANTS, "policy setups", "4k")
     } else if zeroing {
         (zeroing::VARIANTS, "policy and kernel setups", "linux-2m")
@@ -488,7 +499,7 @@ pub fn load_with(path: &Path, overrides: &[config::Override]) -> Result<Reproduc
     }
     let sets = r.sets.clone().unwrap_or_default();
     r.sets = (!sets.is_empty()).then(|| sets.clone());
-    if hawkeye || (zeroing && !sets.is_empty()) {
+    if hawkeye || end_to_end || (zeroing && !sets.is_empty()) {
         if sets.is_empty() || sets.iter().any(|s| s.is_empty()) {
             return Err(bad(
                 "reproduce.sets",
@@ -556,6 +567,10 @@ impl Reproduction {
         match self.kind.as_str() {
             "hawkeye-table3" => 2,
             k if MICROBENCHMARKS.contains(&k) => 1,
+            "nimble-fig13" => {
+                let migrating = self.variants.iter().filter(|v| *v != "all-remote").count();
+                self.sets.len() * (1 + 7 * migrating)
+            }
             "hawkeye-fig8" => 2 * self.variants.len() * self.sets.len(),
             _ => self.variants.len() * self.sets.len().max(1),
         }
@@ -652,6 +667,9 @@ pub fn run(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Report> {
         "nimble-fig10" => nimble_micro::figure10(r, progress)?,
         "nimble-fig11" => nimble_micro::figure11(r, progress)?,
         "nimble-table2" => nimble_micro::table2(r, progress)?,
+        "nimble-fig12" => nimble::figure12(r, progress)?,
+        "nimble-fig13" => nimble::figure13(r, progress)?,
+        "nimble-fig14" => nimble::figure14(r, progress)?,
         other => anyhow::bail!("unknown reproduction {other}"),
     };
     report.scale = r.scale.clone();

@@ -47,6 +47,9 @@ pub fn paper_item(kind: &str) -> &'static str {
         "nimble-fig10" => "Nimble Figure 10",
         "nimble-fig11" => "Nimble Figure 11",
         "nimble-table2" => "Nimble Table 2",
+        "nimble-fig12" => "Nimble Figure 12",
+        "nimble-fig13" => "Nimble Figure 13",
+        "nimble-fig14" => "Nimble Figure 14",
         _ => "",
     }
 }

@@ -44,7 +44,7 @@ use crate::phys::buddy::AllocRequest;
 use crate::phys::frame::{FrameState, OwnerKind};
 use crate::phys::node::{NodeId, NodePref};
 use crate::pressure::movepages::{
-    Mechanism, MigrateOutcome, MigrationCosts, PageScan, ThpMigration, TierStats,
+    Mechanism, MigrateOutcome, MigrationCosts, NodeUse, PageScan, ThpMigration, TierStats,
 };
 use crate::space::pagetable::Slot;
 use crate::space::pte::Pte;
@@ -474,6 +474,28 @@ impl Kernel {
             }
             _ => 0,
         }
+    }
+}
+
+impl Kernel {
+    /// `pid`'s pages on each node (index = node).
+    pub fn node_usage(&self, pid: Pid) -> Vec<NodeUse> {
+        let mut use_ = vec![NodeUse::default(); self.phys.node_count()];
+        let Some(space) = self.space(pid) else {
+            return use_;
+        };
+        for (_, slot) in space.pt.slots() {
+            match slot {
+                Slot::Huge { pfn, .. } => use_[self.phys.node_of(*pfn).0 as usize].huge_pages += 1,
+                Slot::Table(t) => {
+                    for pte in t.ptes().iter().filter(|p| p.is_frame()) {
+                        use_[self.phys.node_of(pte.pfn()).0 as usize].base_pages += 1;
+                    }
+                }
+                _ => {}
+            }
+        }
+        use_
     }
 }
 

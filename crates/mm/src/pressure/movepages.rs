@@ -1,7 +1,8 @@
 //! The vocabulary of page migration between memory nodes: the parts of its cost
 //! ([`MigrationCosts`], from the machine profile), Nimble's mechanism knobs
 //! ([`Mechanism`], [`ThpMigration`]), what a call did ([`MigrateOutcome`]), the kernel's
-//! tallies ([`TierStats`]) and what a tiering policy sees of a page ([`PageScan`]).
+//! tallies ([`TierStats`]), what a tiering policy sees of a page ([`PageScan`]) and of a
+//! process's memory on a node ([`NodeUse`]).
 //!
 //! `move_pages`, `exchange_pages` and the page scan are the kernel's
 //! (`kernel/movepages.rs`, whose doc tells what happens to the pages and what it costs):
@@ -196,4 +197,13 @@ pub struct PageScan {
     pub node: NodeId,
     /// Whether it was referenced since its accessed bit was last cleared.
     pub referenced: bool,
+}
+
+/// A process's memory on one node.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct NodeUse {
+    /// Base pages mapped to frames on the node.
+    pub base_pages: u64,
+    /// Huge pages on the node.
+    pub huge_pages: u64,
 }

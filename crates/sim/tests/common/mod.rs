@@ -28,6 +28,8 @@ impl Scenario {
                 cores: 1,
                 memory_bytes: memory,
                 node_bytes: Vec::new(),
+                home_node: 0,
+                tiering: None,
                 geometry: Geometry::X86_64,
                 policy: PolicyConfig::Linux(LinuxConfig {
                     enabled: thp,
