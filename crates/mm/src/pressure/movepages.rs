@@ -186,7 +186,8 @@ pub struct TierStats {
     pub calls: u64,
 }
 
-/// One mapped page as a tiering policy sees it ([`Kernel::scan_pages`]).
+/// One mapped page as a tiering policy sees it
+/// ([`Kernel::scan_pages`](crate::Kernel::scan_pages)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PageScan {
     /// Its first address.
