@@ -1,7 +1,9 @@
 //! The plain data types of the kernel's public interface (docs/design.md,
-//! hugemm-mm): advice, touch results, fault outcomes, region observations, TLB flushes.
+//! hugemm-mm): advice, touch results, fault outcomes, region observations, TLB flushes,
+//! file ids and migrate types.
 //!
-//! Owns vocabulary only; it must not hold state or behaviour beyond trivial accessors.
+//! Owns vocabulary only; it must not hold state or behaviour beyond trivial accessors. A
+//! shared leaf (see `lib.rs`): every group may import it, and it imports no group.
 
 use hugemm_hw::{Nanos, PageSize, Pfn, Pid, VirtAddr};
 use serde::{Deserialize, Serialize};
@@ -233,4 +235,57 @@ pub struct Translation {
     pub size: PageSize,
     /// Maps the (huge) zero page, read-only.
     pub zero_page: bool,
+}
+
+/// A file, named by number.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+pub struct FileId(pub u32);
+
+/// The mobility class of an allocation and of a pageblock (Linux `enum migratetype`, the
+/// three page-allocator types; same numbering).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[repr(u8)]
+pub enum MigrateType {
+    /// Kernel allocations that can never move (`MIGRATE_UNMOVABLE`).
+    Unmovable = 0,
+    /// User pages that compaction can migrate (`MIGRATE_MOVABLE`).
+    Movable = 1,
+    /// Kernel caches that can be reclaimed (`MIGRATE_RECLAIMABLE`).
+    Reclaimable = 2,
+}
+
+impl MigrateType {
+    /// Number of migrate types.
+    pub const COUNT: usize = 3;
+    /// All migrate types, in Linux's numbering.
+    pub const ALL: [MigrateType; 3] = [
+        MigrateType::Unmovable,
+        MigrateType::Movable,
+        MigrateType::Reclaimable,
+    ];
+
+    /// Dense index 0..3 for per-type arrays.
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+
+    /// Short label for reports.
+    pub const fn label(self) -> &'static str {
+        match self {
+            MigrateType::Unmovable => "unmovable",
+            MigrateType::Movable => "movable",
+            MigrateType::Reclaimable => "reclaimable",
+        }
+    }
+
+    /// Decode two bits of frame metadata (3 never occurs; read as unmovable).
+    pub(crate) const fn from_bits(bits: u32) -> MigrateType {
+        match bits & 3 {
+            1 => MigrateType::Movable,
+            2 => MigrateType::Reclaimable,
+            _ => MigrateType::Unmovable,
+        }
+    }
 }

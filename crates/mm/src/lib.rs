@@ -10,75 +10,90 @@
 //! is charged from [`MmCosts`]; nothing here reads a clock. The hardware's view of a
 //! reference (TLBs, walks) is hugemm-hw's business: [`Kernel::touch`] only says which page
 //! size maps an address and at which physical address.
+//!
+//! # Layout
+//!
+//! The modules sit in groups, low to high; a module may import from its own group and the
+//! groups below, never from one above (`tests/layering.rs` checks it on the source):
+//!
+//! | level | group | what it holds |
+//! |---|---|---|
+//! | 0 | shared leaves `api`, `costs`, `error`, `stats` | vocabulary, costs, errors and counters every group names; they import no group |
+//! | 1 | `phys/` | frames, memory nodes, free lists, buddy allocator, pageblocks, per-CPU lists, fallback, the reservation table, fragmentation metrics |
+//! | 2 | `pressure/` | page cache and LRU, slab, allocation with reclaim (watermarks, kswapd), the vocabulary of kernel allocations, compaction and migration between nodes |
+//! | 3 | `space/` | VMAs, page tables, PTEs, page contents, the mechanism context, unmapping |
+//! | 4 | `huge/` | collapse, split, zero-subpage de-duplication, superpage reservations |
+//! | 5 | `kernel/` | the facade: [`Kernel`], the whole-kernel operations (faults, `mmap`, migration, `move_pages` and `exchange_pages`, compaction's scanners, `kmalloc`, the invariant checker) and the entry points to the groups below |
+//!
+//! Reclaim sits below address spaces because the model has no file mappings and no swap:
+//! reclaim never touches a page table, and every mechanism on an address space allocates
+//! through it. Each group's `mod.rs` says what it may import. Test code (`#[cfg(test)]`
+//! modules, `testutil.rs`) may build a whole [`Kernel`] in any group. This file only
+//! declares the groups and re-exports the public API at its paths (`hugemm_mm::buddy`,
+//! `hugemm_mm::Kernel`, ...), which the layout does not change.
 
 #![deny(unsafe_code)]
 
-mod addrspace;
 mod api;
-pub mod buddy;
-mod collapse;
-pub mod compaction;
-pub mod content;
 pub mod costs;
-mod dedup;
 pub mod error;
-pub mod fallback;
-mod fault;
-pub mod frame;
-mod freelist;
-mod invariants;
+mod huge;
 pub mod kernel;
-pub mod kmem;
-mod lru;
-mod mech;
-pub mod metrics;
-mod migrate;
-mod mmap;
-pub mod movepages;
-pub mod node;
-pub mod pageblock;
-pub mod pagecache;
-mod pagetable;
-pub mod pcp;
-pub mod pte;
-pub mod reclaim;
-mod reserv;
-mod slab;
-mod split;
+mod phys;
+mod pressure;
+mod space;
 pub mod stats;
-mod steal;
 #[cfg(test)]
 mod testutil;
-mod unmap;
-pub mod vma;
+
+// The public modules at their paths; the items below are listed as re-exports of them
+// (`doc(no_inline)`), as when the modules sat at the root.
+pub use phys::{buddy, fallback, frame, metrics, node, pageblock, pcp};
+pub use pressure::{compaction, kmem, movepages, pagecache, reclaim};
+pub use space::{content, pte, vma};
 
 pub use api::{
     CollapseOutcome, FaultInfo, FaultKind, FaultOutcome, FaultRequest, HugeAdvice, Madvise,
     RegionInfo, RegionState, ReservationCensus, ReservationInfo, TlbFlush, Touch, Translation,
 };
+#[doc(no_inline)]
 pub use buddy::{AllocRequest, Block, PhysMem, PrezeroScope, ZeroedFirst};
+#[doc(no_inline)]
 pub use compaction::{CompactOutcome, CompactRequest};
+#[doc(no_inline)]
 pub use content::WriteContent;
 pub use costs::{FragCosts, MmCosts};
-pub use dedup::{ScanStyle, ZeroScan, ZeroScanOutcome};
 pub use error::{CollapseError, MmError, Result};
+#[doc(no_inline)]
 pub use fallback::{
     Aaf, Apbs, FallbackChoice, FallbackPolicy, FreeAreaView, KernelLayout, LinuxDefault, Opbs,
     PageblockCensus, Placement, Rpbs, UnknownPolicy,
 };
+#[doc(no_inline)]
 pub use frame::{Frame, FrameState, OwnerKind, BYTES_PER_FRAME};
+pub use huge::dedup::{ScanStyle, ZeroScan, ZeroScanOutcome};
+pub use kernel::migrate::EvacuateOutcome;
 pub use kernel::{Kernel, MemConfig};
+#[doc(no_inline)]
 pub use kmem::{KmemHandle, KmemKind};
+#[doc(no_inline)]
 pub use metrics::{FragMetrics, PageblockCounts};
-pub use migrate::EvacuateOutcome;
+#[doc(no_inline)]
 pub use movepages::{
     Mechanism, MigrateOutcome, MigrationCosts, NodeUse, PageScan, ThpMigration, TierStats,
 };
+#[doc(no_inline)]
 pub use node::{NodeId, NodePref};
+#[doc(no_inline)]
 pub use pageblock::MigrateType;
+#[doc(no_inline)]
 pub use pagecache::{FileId, FileRead};
+#[doc(no_inline)]
 pub use pcp::PcpConfig;
+#[doc(no_inline)]
 pub use pte::Pte;
+#[doc(no_inline)]
 pub use reclaim::{ReclaimOutcome, Watermarks};
 pub use stats::{FallbackEventCount, FallbackStats, FaultCounts, KernelStats};
+#[doc(no_inline)]
 pub use vma::Vma;

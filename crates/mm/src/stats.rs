@@ -4,8 +4,8 @@
 //!
 //! Owns the counters and their recording helpers. It must not influence behaviour.
 
+use crate::api::MigrateType;
 use crate::api::{FaultKind, FaultOutcome};
-use crate::pageblock::MigrateType;
 use hugemm_hw::Nanos;
 use serde::Serialize;
 

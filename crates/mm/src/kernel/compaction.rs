@@ -1,0 +1,355 @@
+//! Memory compaction (`mm/compaction.c`, Linux 6.x `compact_zone`).
+//!
+//! Two scanners. The migrate scanner goes up from the bottom a pageblock at a time
+//! (`isolate_migratepages`, `isolate_migratepages_block`), isolating in-use order-0
+//! frames of movable owners (anonymous or page cache), `COMPACT_CLUSTER_MAX` (32) at a
+//! time; it skips free blocks and compound pages by their order, and for direct
+//! compaction (async) only scans Movable pageblocks (`suitable_migration_source`), while
+//! full (`compact_memory`) and proactive compaction scan every pageblock. The free scanner
+//! goes down from the top a pageblock at a time (frames of a superpage reservation are
+//! skipped like compound pages: `reserv.rs`), taking free frames from pageblocks that
+//! are `suitable_migration_target` (Movable, and not starting with a free block of at
+//! least the request's order, or the pageblock order for whole-zone runs). Each isolated
+//! page migrates to the next free frame (`migrate.rs`). A run ends when the scanners meet
+//! (`compact_scanners_met`: the free scanner's pageblock is not above the migrate
+//! scanner's) or `__compact_finished` says so:
+//! - [`CompactRequest::Direct`]: at a pageblock boundary (Linux finishes the current
+//!   pageblock first), a free block of order >= the request's exists on any list (Linux
+//!   also asks that it suit the request's migrate type; the model's single caller is a
+//!   movable huge page, and its fallback can steal any block). Before running,
+//!   `compaction_suitable` may skip it: the order is already free; fewer free frames than
+//!   the watermark (min, or low for costly orders) plus `compact_gap` (2 << order); or,
+//!   for costly orders, `fragmentation_index` at most `extfrag_threshold` (500), meaning
+//!   the failure is lack of memory, not fragmentation. Skipped runs are not stalls.
+//! - [`CompactRequest::Full`] (`/proc/sys/vm/compact_memory`): the whole zone, until the
+//!   scanners meet.
+//! - [`CompactRequest::Proactive`] (kcompactd's `proactive_compact_node`): starts only if
+//!   [`Kernel::fragmentation_score`] exceeds the high mark `min(low + 10, 100)` and runs
+//!   until it is at most the low mark `max(100 - proactiveness, 5)`
+//!   (`fragmentation_score_wmark`); proactiveness 0 disables it.
+//!
+//! Direct runs resume from the cached scanner positions of the previous direct run
+//! (`compact_cached_migrate_pfn` / `compact_cached_free_pfn`; one migrate position, not
+//! one per sync mode); whole-zone runs start at the zone's ends. Positions reset when the
+//! scanners meet. Deferral after failures (`compaction_deferred`) is the caller's, in the
+//! engine (`hugemm-sim`'s `compaction.rs`). Skip hints (`PB_migrate_skip`) and
+//! `fast_find_migrateblock` are not modelled. Cost: `FragCosts::compact_scan` per frame
+//! either scanner examines, plus each migration. This module owns the scanners and the
+//! stopping rules (their vocabulary and the state kept between runs are
+//! `pressure/compaction.rs`'s); when to compact is a policy's decision.
+
+use crate::error::{MmError, Result};
+use crate::kernel::Kernel;
+use crate::phys::frame::{FrameState, OwnerKind};
+use crate::phys::pageblock::MigrateType;
+use crate::pressure::compaction::{
+    CompactOutcome, CompactRequest, CompactState, COMPACT_CLUSTER_MAX,
+};
+use crate::pressure::reclaim::PAGE_ALLOC_COSTLY_ORDER;
+use hugemm_hw::{Nanos, Order, Pfn};
+
+/// `vm.extfrag_threshold`'s default.
+const EXTFRAG_THRESHOLD: i64 = 500;
+
+/// One run's scanners and tallies.
+struct Run {
+    migrate_pfn: u64,
+    free_block: u64,
+    free_pos: u64,
+    met: bool,
+    pb: u64,
+    total: u64,
+    movable_sources_only: bool,
+    target_order: u8,
+    out: CompactOutcome,
+}
+
+impl Run {
+    fn scanners_met(&self) -> bool {
+        self.met || self.free_block / self.pb <= self.migrate_pfn / self.pb
+    }
+}
+
+impl Kernel {
+    /// Run compaction for `req`.
+    pub fn compact(&mut self, req: CompactRequest) -> CompactOutcome {
+        // Per-CPU pages go back to the buddy allocator first, where they can merge and
+        // the free scanner can see them (`drain_all_pages`, as `compact_zone` drains
+        // between pageblocks).
+        self.stats.internal_errors += self.phys.drain_per_cpu_lists().is_err() as u64;
+        let out = match req {
+            CompactRequest::Direct { order } => self.compact_direct(order),
+            CompactRequest::Full => self.compact_whole(None),
+            CompactRequest::Proactive => self.compact_proactive(),
+        };
+        let s = &mut self.stats;
+        s.compact_runs += (out.migrate_scanned + out.free_scanned > 0) as u64;
+        s.compact_migrate_scanned += out.migrate_scanned;
+        s.compact_free_scanned += out.free_scanned;
+        s.pgmigrate_success += out.migrated;
+        s.pgmigrate_fail += out.failed;
+        s.compact_time += out.cost;
+        out
+    }
+
+    /// Set `vm.compaction_proactiveness` (0..=100; 0 disables proactive compaction).
+    pub fn set_compaction_proactiveness(&mut self, proactiveness: u8) -> Result<()> {
+        if proactiveness > 100 {
+            return Err(MmError::InvalidArgument {
+                what: "compaction proactiveness must be 0..=100",
+            });
+        }
+        self.compact.proactiveness = proactiveness;
+        Ok(())
+    }
+
+    /// The proactive compaction marks (low, high) of `fragmentation_score_wmark`.
+    pub fn proactive_wmarks(&self) -> (u64, u64) {
+        let low = 100u64
+            .saturating_sub(self.compact.proactiveness as u64)
+            .max(5);
+        (low, (low + 10).min(100))
+    }
+
+    fn compact_direct(&mut self, order: Order) -> CompactOutcome {
+        let free = self.phys.has_free_block(order);
+        if order > self.phys.max_order() || free || !self.compaction_suitable(order) {
+            return CompactOutcome {
+                success: free,
+                ..CompactOutcome::default()
+            };
+        }
+        let c = self.compact;
+        let mut run = self.new_run(c.migrate_pfn, c.free_block, true, order.0);
+        self.compact_zone(&mut run, |k, r| {
+            r.migrate_pfn % r.pb == 0 && k.phys.has_free_block(order)
+        });
+        run.out.success = self.phys.has_free_block(order);
+        self.save_positions(&run, true);
+        self.stats.compact_stall += 1;
+        match run.out.success {
+            true => self.stats.compact_success += 1,
+            false => self.stats.compact_fail += 1,
+        }
+        run.out
+    }
+
+    /// A whole-zone run; `stop_at_score` ends it once the score is at most that.
+    fn compact_whole(&mut self, stop_at_score: Option<u64>) -> CompactOutcome {
+        let fresh = CompactState::new(&self.phys);
+        let pb_order = self.phys.pageblock_order().0;
+        let mut run = self.new_run(0, fresh.free_block, false, pb_order);
+        self.compact_zone(&mut run, |k, _| {
+            stop_at_score.is_some_and(|low| k.fragmentation_score() <= low)
+        });
+        run.out.success = match stop_at_score {
+            Some(low) => self.fragmentation_score() <= low,
+            None => run.scanners_met(),
+        };
+        self.save_positions(&run, false);
+        run.out
+    }
+
+    fn compact_proactive(&mut self) -> CompactOutcome {
+        let (low, high) = self.proactive_wmarks();
+        let score = self.fragmentation_score();
+        if self.compact.proactiveness == 0 || score <= high {
+            return CompactOutcome {
+                success: score <= low,
+                ..CompactOutcome::default()
+            };
+        }
+        self.compact_whole(Some(low))
+    }
+
+    /// `compaction_suitable` for a direct request of `order`.
+    fn compaction_suitable(&self, order: Order) -> bool {
+        let wmark = match order.0 > PAGE_ALLOC_COSTLY_ORDER {
+            true => self.wmark.low,
+            false => self.wmark.min,
+        };
+        if self.phys.frames_free() < wmark + (2u64 << order.0) {
+            return false;
+        }
+        order.0 <= PAGE_ALLOC_COSTLY_ORDER
+            || !(0..=EXTFRAG_THRESHOLD).contains(&self.fragmentation_index(order))
+    }
+
+    /// `__fragmentation_index`: -1000 when a block of `order` is free, towards 0 when a
+    /// failure is for lack of memory, towards 1000 when it is for fragmentation.
+    pub fn fragmentation_index(&self, order: Order) -> i64 {
+        let blocks: u64 = self.phys.free_blocks_by_order().iter().sum();
+        if blocks == 0 {
+            return 0;
+        }
+        if self.phys.has_free_block(order) {
+            return -1000;
+        }
+        let free = self.phys.frames_free();
+        1000 - ((1000 + free * 1000 / (1u64 << order.0)) / blocks) as i64
+    }
+
+    fn new_run(&self, migrate_pfn: u64, free_block: u64, direct: bool, order: u8) -> Run {
+        let total = self.phys.zone_end();
+        let pb = 1u64 << self.phys.pageblock_order().0;
+        let mut run = Run {
+            migrate_pfn: migrate_pfn.min(total),
+            free_block: free_block.min((total - 1) & !(pb - 1)),
+            free_pos: 0,
+            met: false,
+            pb,
+            total,
+            movable_sources_only: direct,
+            target_order: order,
+            out: CompactOutcome::default(),
+        };
+        self.seek_free_block(&mut run);
+        run
+    }
+
+    /// Keep the positions for the next direct run, or reset them once the scanners met.
+    fn save_positions(&mut self, run: &Run, direct: bool) {
+        let fresh = CompactState::new(&self.phys);
+        if run.scanners_met() {
+            self.compact.migrate_pfn = fresh.migrate_pfn;
+            self.compact.free_block = fresh.free_block;
+        } else if direct {
+            self.compact.migrate_pfn = run.migrate_pfn & !(run.pb - 1);
+            self.compact.free_block = run.free_block;
+        }
+    }
+
+    /// `compact_zone`'s loop: isolate a batch, migrate it, ask `finished`.
+    fn compact_zone(&mut self, run: &mut Run, finished: impl Fn(&Kernel, &Run) -> bool) {
+        let mut batch = Vec::with_capacity(COMPACT_CLUSTER_MAX);
+        while !run.scanners_met() {
+            batch.clear();
+            self.isolate_migratepages(run, &mut batch);
+            self.migrate_batch(run, &batch);
+            if finished(self, run) {
+                break;
+            }
+        }
+        let scanned = run.out.migrate_scanned + run.out.free_scanned;
+        run.out.cost += Nanos(self.frag.compact_scan.0 * scanned);
+    }
+
+    /// Isolate up to `COMPACT_CLUSTER_MAX` movable order-0 frames from the rest of the
+    /// migrate scanner's pageblock.
+    fn isolate_migratepages(&self, run: &mut Run, batch: &mut Vec<(Pfn, OwnerKind)>) {
+        let block_end = ((run.migrate_pfn | (run.pb - 1)) + 1).min(run.total);
+        if run.movable_sources_only
+            && self.phys.pageblock_type(Pfn(run.migrate_pfn)) != Some(MigrateType::Movable)
+        {
+            run.migrate_pfn = block_end;
+            return;
+        }
+        let mut pfn = run.migrate_pfn;
+        while pfn < block_end && batch.len() < COMPACT_CLUSTER_MAX {
+            let step = match self.phys.frames.at(pfn as u32).state() {
+                FrameState::Allocated {
+                    order: Order(0),
+                    owner,
+                } if owner.is_movable() && !self.reserv.holds(Pfn(pfn)) => {
+                    batch.push((Pfn(pfn), owner));
+                    1
+                }
+                FrameState::FreeHead { order, .. } | FrameState::Allocated { order, .. } => {
+                    1 << order.0
+                }
+                _ => 1,
+            };
+            pfn += step;
+            run.out.migrate_scanned += step;
+        }
+        run.migrate_pfn = pfn.min(run.total);
+    }
+
+    /// Migrate each isolated page to the free scanner's next frame.
+    fn migrate_batch(&mut self, run: &mut Run, batch: &[(Pfn, OwnerKind)]) {
+        for &(src, owner) in batch {
+            let Some(dst) = self.next_free_frame(run, owner) else {
+                return; // scanners met: the rest is put back
+            };
+            match self.migrate_frame(src, dst) {
+                Ok(cost) => {
+                    run.out.migrated += 1;
+                    run.out.cost += cost;
+                }
+                Err(_) => {
+                    run.out.failed += 1;
+                    self.stats.internal_errors += self.phys.free(dst, Order(0)).is_err() as u64;
+                }
+            }
+        }
+    }
+
+    /// The free scanner: allocate the next free frame of a suitable pageblock above the
+    /// migrate scanner for `owner`.
+    fn next_free_frame(&mut self, run: &mut Run, owner: OwnerKind) -> Option<Pfn> {
+        loop {
+            if run.scanners_met() {
+                return None;
+            }
+            let block_end = (run.free_block + run.pb).min(run.total);
+            if run.free_pos >= block_end {
+                self.next_free_block(run);
+                continue;
+            }
+            let pos = run.free_pos;
+            let step = match self.phys.frames.at(pos as u32).state() {
+                FrameState::FreeHead { .. } => {
+                    run.free_pos += 1;
+                    run.out.free_scanned += 1;
+                    self.phys.alloc_frame_in(Pfn(pos), Pfn(pos), owner)?;
+                    return Some(Pfn(pos));
+                }
+                FrameState::Allocated { order, .. } => 1 << order.0,
+                _ => 1,
+            };
+            run.free_pos += step;
+            run.out.free_scanned += step;
+        }
+    }
+
+    /// Move the free scanner down to the next suitable pageblock.
+    fn next_free_block(&self, run: &mut Run) {
+        if run.free_block < run.pb {
+            run.met = true;
+            return;
+        }
+        run.free_block -= run.pb;
+        self.seek_free_block(run);
+    }
+
+    /// From the free scanner's pageblock down, the first suitable migration target.
+    fn seek_free_block(&self, run: &mut Run) {
+        while !run.scanners_met() && !self.suitable_target(run.free_block, run.target_order) {
+            if run.free_block < run.pb {
+                run.met = true;
+                return;
+            }
+            run.free_block -= run.pb;
+        }
+        run.free_pos = run.free_block;
+    }
+
+    /// `suitable_migration_target`: a Movable pageblock not starting with a free block of
+    /// order >= `order`.
+    fn suitable_target(&self, block: u64, order: u8) -> bool {
+        let movable = self.phys.pageblock_type(Pfn(block)) == Some(MigrateType::Movable);
+        movable && !self.in_free_block_of(block, order)
+    }
+
+    /// Whether `pfn` lies in a free block of order >= `order`.
+    fn in_free_block_of(&self, pfn: u64, order: u8) -> bool {
+        (order..=self.phys.max_order().0).any(|o| {
+            let head = pfn & !((1u64 << o) - 1);
+            self.phys.frames.at(head as u32).is_free_head_of(o)
+        })
+    }
+}
+
+#[cfg(test)]
+#[path = "compaction_tests.rs"]
+mod tests;

@@ -1,0 +1,17 @@
+//! The kernel's entry points to the fragmentation metrics of physical memory
+//! (`phys/metrics.rs`, which defines them). Must not change anything.
+
+use crate::kernel::Kernel;
+use crate::phys::metrics::{self, FragMetrics};
+
+impl Kernel {
+    /// Measure fragmentation (one pass over the pageblocks' counters).
+    pub fn frag_metrics(&self) -> FragMetrics {
+        metrics::frag_metrics(&self.phys)
+    }
+
+    /// `fragmentation_score_zone`: `Fu(pageblock order) * 100`, rounded down.
+    pub fn fragmentation_score(&self) -> u64 {
+        metrics::fragmentation_score(&self.phys)
+    }
+}

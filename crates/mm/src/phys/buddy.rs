@@ -1,0 +1,794 @@
+//! The buddy allocator over all physical frames ([`PhysMem`]): orders `0..=max_order`,
+//! free lists per order per migrate type, pageblocks, and a pluggable fallback policy.
+//!
+//! Follows `mm/page_alloc.c` of Linux 6.x: allocation is `__rmqueue_smallest` (the
+//! smallest block on the request's own lists, split by `expand`), then a fallback policy
+//! (`__rmqueue_fallback` up to 6.14, `__rmqueue_claim` and `__rmqueue_steal` since: see
+//! `steal.rs` and [`crate::fallback`]); freeing is
+//! `__free_one_page`, merging with the buddy as long as it is a free block of the same
+//! order. Per-CPU page lists are optional (`pcp.rs`, off by default); zones and
+//! `ALLOC_NOFRAGMENT` are not modelled (one zone), and watermarks are `reclaim.rs`'s.
+//!
+//! Zeroing state: every frame boots dirty (content unknown, as Linux assumes of boot
+//! memory) and a freed frame becomes dirty; the allocator reports whether all frames of a
+//! block were known zero so the caller can skip clearing them. Pre-zeroing
+//! ([`PhysMem::prezero`], HawkEye section 3.1) zeroes free blocks in place; zeroed blocks
+//! sit at the tails of the free lists (`freelist.rs`), and a request that prefers zeroed
+//! frames takes the smallest zeroed block first ([`ZeroedFirst`]). Invariant: a free
+//! block whose head frame is zeroed is zeroed throughout: every merge step clears the
+//! bit of the merged block's head (the freed part is dirty), so a zeroed frame inside a
+//! dirty block never heads a block again unless its own zeroed block is split out.
+//!
+//! Bookkeeping hooks: every free-list push and remove goes through `PhysMem::list_push`
+//! and `PhysMem::list_remove`, which keep the per-pageblock counters
+//! (`PageblockCounters`) and, while a placement policy is installed, the address index;
+//! allocation and free update the pinned-frame counters.
+//!
+//! This module owns frame metadata and free lists. It must not know about processes or
+//! page tables: callers record reverse maps through the crate-private setters.
+
+use crate::error::{MmError, Result};
+use crate::phys::fallback::addr_index::AddrIndex;
+use crate::phys::fallback::{FallbackPolicy, FreeAreaView, LinuxDefault, Placement};
+use crate::phys::frame::{Frame, FrameState, FrameTable, OwnerKind, NIL};
+use crate::phys::freelist::FreeArea;
+use crate::phys::node::{NodeId, NodeMap, NodePref};
+use crate::phys::pageblock::{MigrateType, PageblockCounters, Pageblocks};
+use crate::phys::pcp::PerCpuLists;
+use crate::stats::FallbackStats;
+use hugemm_hw::{Geometry, Order, Pfn, Pid, Vpn};
+use serde::{Deserialize, Serialize};
+
+/// Highest order the frame metadata can record.
+const ORDER_LIMIT: u8 = 30;
+
+/// An allocation request, built fluently:
+/// `AllocRequest::new(Order(9)).migrate(MigrateType::Movable)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AllocRequest {
+    order: Order,
+    migrate: MigrateType,
+    owner: OwnerKind,
+    prefer_zeroed: bool,
+    node: NodePref,
+}
+
+impl AllocRequest {
+    /// A request for `2^order` frames of movable anonymous memory.
+    pub fn new(order: Order) -> AllocRequest {
+        AllocRequest {
+            order,
+            migrate: MigrateType::Movable,
+            owner: OwnerKind::Anon,
+            prefer_zeroed: false,
+            node: NodePref::Home,
+        }
+    }
+    /// Set the nodes the request may be served from (default: the home node first, then
+    /// the others nearest first; see [`crate::node`]).
+    pub fn node(mut self, node: NodePref) -> AllocRequest {
+        self.node = node;
+        self
+    }
+    /// The nodes the request may be served from.
+    pub fn node_pref(&self) -> NodePref {
+        self.node
+    }
+    /// Set the migrate type (which free lists serve the request first).
+    pub fn migrate(mut self, migrate: MigrateType) -> AllocRequest {
+        self.migrate = migrate;
+        self
+    }
+    /// Set the owner recorded in the frames.
+    pub fn owner(mut self, owner: OwnerKind) -> AllocRequest {
+        self.owner = owner;
+        self
+    }
+    /// Prefer frames known to be zero (anonymous memory, which must be cleared): with
+    /// [`ZeroedFirst::Yes`] a zeroed block is taken before a dirty one.
+    pub fn prefer_zeroed(mut self, yes: bool) -> AllocRequest {
+        self.prefer_zeroed = yes;
+        self
+    }
+    /// The requested order.
+    pub fn order(&self) -> Order {
+        self.order
+    }
+    /// The requested migrate type.
+    pub fn migrate_type(&self) -> MigrateType {
+        self.migrate
+    }
+    /// The owner the frames will carry.
+    pub fn owner_kind(&self) -> OwnerKind {
+        self.owner
+    }
+    /// Whether zeroed frames are preferred.
+    pub fn wants_zeroed(&self) -> bool {
+        self.prefer_zeroed
+    }
+}
+
+/// A block handed out by the allocator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Block {
+    /// Its first frame.
+    pub pfn: Pfn,
+    /// Its order.
+    pub order: Order,
+    /// Whether every frame of it was known to be zero.
+    pub zeroed: bool,
+}
+
+/// Whether requests preferring zeroed frames take zeroed blocks first.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ZeroedFirst {
+    /// HawkEye's two lists (section 3.1): the smallest zeroed block of a large enough
+    /// order first, then as without preference.
+    #[default]
+    Yes,
+    /// The released code's per-frame flag (`asynczero.c`, `PG_zeroed`): allocation takes
+    /// blocks in list order whatever they hold, and a block that happens to be zeroed is
+    /// not cleared again.
+    No,
+}
+
+/// Which free blocks [`PhysMem::prezero`] zeroes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PrezeroScope {
+    /// Dirty blocks of the movable lists, highest order first (the paper's daemon moving
+    /// pages from the non-zero to the zero list; which blocks first it does not say: the
+    /// largest serve huge-page faults).
+    #[default]
+    AllOrders,
+    /// Dirty blocks of the movable list at the highest order only (the released code:
+    /// `MAX_ORDER - 1` blocks, head of the list, zeroed ones put back at the tail).
+    MaxOrder,
+}
+
+/// Physical memory: frame metadata, the buddy free area of each node and the pageblocks.
+#[derive(Debug)]
+pub struct PhysMem {
+    pub(crate) frames: FrameTable,
+    /// The free lists of each node.
+    pub(crate) areas: Vec<FreeArea>,
+    /// The frame ranges of the nodes.
+    pub(crate) nodes: NodeMap,
+    /// The node an allocation is being served from: the free lists a fallback policy and
+    /// `__rmqueue` see. 0 between allocations.
+    pub(crate) node: usize,
+    /// The node allocations try first by default ([`NodePref::Home`]).
+    home: usize,
+    pub(crate) blocks: Pageblocks,
+    pub(crate) policy: Box<dyn FallbackPolicy>,
+    /// Per-pageblock free / pinned / listed counters, kept by the hooks below.
+    pub(crate) counters: PageblockCounters,
+    /// Free heads by address, kept only while `placement` is not all `ListHead`.
+    pub(crate) index: Option<AddrIndex>,
+    /// The policy's placement per migrate type, read when it was installed.
+    placement: [Placement; MigrateType::COUNT],
+    /// Pageblocks (start frames) AAF claimed and wants emptied of movable frames.
+    pub(crate) evacuations: Vec<Pfn>,
+    pub(crate) fallback_stats: FallbackStats,
+    max_order: u8,
+    /// Per-CPU page lists, when kept (`pcp.rs`).
+    pub(crate) pcp: Option<PerCpuLists>,
+    /// The CPU whose lists allocations and frees use.
+    pub(crate) cpu: usize,
+    /// Whether zeroed-preferring requests take zeroed blocks first.
+    zeroed_first: ZeroedFirst,
+}
+
+impl PhysMem {
+    /// `frames` dirty free frames in maximal aligned blocks, all pageblocks Movable, with
+    /// Linux's default fallback. Boot blocks are queued lowest address first, as Linux's
+    /// `__free_pages_core` frees boot memory to the tail of the lists (`FPI_TO_TAIL`).
+    pub fn new(frames: u64, geometry: Geometry) -> Result<PhysMem> {
+        PhysMem::with_nodes(&[frames], geometry)
+    }
+
+    /// Memory of several nodes, `frames[n]` frames on node `n` (node 0 from frame 0, the
+    /// others following; see [`crate::node`]), each booted as [`PhysMem::new`] boots one.
+    pub fn with_nodes(node_frames: &[u64], geometry: Geometry) -> Result<PhysMem> {
+        let max_order = geometry.max_order;
+        let pb_order = geometry.huge_order().0;
+        let frames: u64 = node_frames.iter().sum();
+        if frames == 0 || frames >= NIL as u64 {
+            return Err(MmError::InvalidConfig {
+                what: "frame count must be between 1 and 2^32 - 2",
+            });
+        }
+        if max_order > ORDER_LIMIT || pb_order > max_order {
+            return Err(MmError::InvalidConfig {
+                what: "need huge order <= max_order <= 30",
+            });
+        }
+        let nodes = NodeMap::new(node_frames, max_order)?;
+        let mut mem = PhysMem {
+            frames: FrameTable::zeroed(frames as usize),
+            areas: vec![FreeArea::new(max_order); nodes.count()],
+            nodes,
+            node: 0,
+            home: 0,
+            blocks: Pageblocks::new(frames, pb_order),
+            policy: Box::new(LinuxDefault),
+            counters: PageblockCounters::new(frames, pb_order, max_order),
+            index: None,
+            placement: [Placement::ListHead; MigrateType::COUNT],
+            evacuations: Vec::new(),
+            fallback_stats: FallbackStats::default(),
+            max_order,
+            pcp: None,
+            cpu: 0,
+            zeroed_first: ZeroedFirst::Yes,
+        };
+        for n in 0..mem.nodes.count() {
+            let (start, end) = mem.nodes.range(n);
+            for (pfn, order) in boot_blocks(end - start, max_order).into_iter().rev() {
+                mem.list_push(start + pfn, order, MigrateType::Movable);
+            }
+        }
+        Ok(mem)
+    }
+
+    /// Make `node` the one allocations try first by default (Nimble's "all remote"
+    /// bound runs from the slow node).
+    pub fn set_home_node(&mut self, node: NodeId) -> Result<()> {
+        if node.0 as usize >= self.nodes.count() {
+            return Err(MmError::InvalidArgument {
+                what: "no such home node",
+            });
+        }
+        self.home = node.0 as usize;
+        Ok(())
+    }
+
+    /// Number of memory nodes.
+    pub fn node_count(&self) -> usize {
+        self.nodes.count()
+    }
+
+    /// The node holding frame `pfn`.
+    pub fn node_of(&self, pfn: Pfn) -> NodeId {
+        NodeId(self.nodes.of(u32::try_from(pfn.0).unwrap_or(u32::MAX)) as u8)
+    }
+
+    /// Frames `start..end` of node `node` (`None` if there is no such node).
+    pub fn node_frames(&self, node: NodeId) -> Option<(Pfn, Pfn)> {
+        let n = node.0 as usize;
+        (n < self.nodes.count()).then(|| {
+            let (a, b) = self.nodes.range(n);
+            (Pfn(a as u64), Pfn(b as u64))
+        })
+    }
+
+    /// Free frames on node `node` (0 if there is no such node).
+    pub fn node_frames_free(&self, node: NodeId) -> u64 {
+        self.areas
+            .get(node.0 as usize)
+            .map_or(0, FreeArea::frames_total)
+    }
+
+    /// The end of the range compaction works in (`compact_zone`'s zone): all memory with
+    /// one node; node 0 only with several (per-node compaction is not modelled).
+    pub(crate) fn zone_end(&self) -> u64 {
+        self.nodes.range(0).1 as u64
+    }
+
+    /// Replace the pageblock fallback policy; builds or drops the address index its
+    /// placement needs (O(frames / 64 + free blocks) when built).
+    pub fn set_fallback_policy(&mut self, policy: Box<dyn FallbackPolicy>) {
+        self.placement = MigrateType::ALL.map(|mt| policy.placement(mt));
+        self.policy = policy;
+        let placed = self.placement.iter().any(|&p| p != Placement::ListHead);
+        self.index = match (placed, self.index.take()) {
+            (false, _) => None,
+            (true, Some(index)) => Some(index),
+            (true, None) => Some(AddrIndex::build(self)),
+        };
+    }
+
+    /// Fallback events so far.
+    pub fn fallback_stats(&self) -> FallbackStats {
+        self.fallback_stats.clone()
+    }
+
+    /// Take the pageblocks (start frames, in the order claimed) whose movable frames the
+    /// fallback policy asked to migrate out (AAF). The kernel drains this after an
+    /// allocation and evacuates each; the allocator itself cannot migrate.
+    pub fn take_evacuations(&mut self) -> Vec<Pfn> {
+        std::mem::take(&mut self.evacuations)
+    }
+
+    /// Put a free block on `mt`'s list, keeping the counters and the index.
+    pub(crate) fn list_push(&mut self, pfn: u32, order: u8, mt: MigrateType) {
+        let n = self.nodes.of(pfn);
+        self.areas[n].push(&mut self.frames, pfn, order, mt);
+        self.counters.on_push(pfn, order, mt);
+        if let Some(index) = &mut self.index {
+            index.insert(pfn, order, mt);
+        }
+    }
+
+    /// Take the free head at `pfn` off its list, keeping the counters and the index.
+    pub(crate) fn list_remove(&mut self, pfn: u32) -> (u8, MigrateType) {
+        let n = self.nodes.of(pfn);
+        let (order, mt) = self.areas[n].remove(&mut self.frames, pfn);
+        self.note_removed(pfn, order, mt);
+        (order, mt)
+    }
+
+    /// The bookkeeping of a block taken off `mt`'s list at `order`.
+    fn note_removed(&mut self, pfn: u32, order: u8, mt: MigrateType) {
+        self.counters.on_remove(pfn, order, mt);
+        if let Some(index) = &mut self.index {
+            index.remove(pfn, order, mt);
+        }
+    }
+
+    /// Compare the per-pageblock counters and the address index with a recount (tests and
+    /// debug runs; linear in memory).
+    #[cfg_attr(not(test), allow(dead_code))] // for tests and debug checks
+    pub(crate) fn check_counters(&self) -> Result<()> {
+        self.counters.check(&self.frames)?;
+        match &self.index {
+            Some(index) => index.check(&self.frames, |o, mt| self.areas[0].count(o, mt)),
+            None => Ok(()),
+        }
+    }
+
+    /// The fallback policy's name.
+    pub fn fallback_policy_name(&self) -> &'static str {
+        self.policy.name()
+    }
+
+    /// Allocate a block (`__rmqueue`: smallest fit on the request's lists, else fallback)
+    /// from the first node of the request's preference that has one.
+    pub fn alloc(&mut self, req: &AllocRequest) -> Result<Block> {
+        if self.nodes.count() == 1 && req.node == NodePref::Home {
+            return self.alloc_on_node(req);
+        }
+        let mut result = Err(MmError::OutOfMemory);
+        for n in self.nodes.order(req.node, self.home) {
+            self.node = n;
+            result = self.alloc_on_node(req);
+            if !matches!(result, Err(MmError::OutOfMemory)) {
+                break;
+            }
+        }
+        self.node = 0;
+        result
+    }
+
+    /// [`PhysMem::alloc`] on the node `self.node`.
+    fn alloc_on_node(&mut self, req: &AllocRequest) -> Result<Block> {
+        let order = req.order.0;
+        if order > self.max_order {
+            return Err(MmError::InvalidArgument {
+                what: "order above max_order",
+            });
+        }
+        let zeroed_first = req.prefer_zeroed && self.zeroed_first == ZeroedFirst::Yes;
+        let pfn = if let Some(pfn) = zeroed_first
+            .then(|| self.rmqueue_zeroed(order, req.migrate))
+            .flatten()
+        {
+            pfn
+        } else if self.uses_pcp(order) {
+            match self.pcp_take(order, req.migrate) {
+                Some(pfn) => pfn,
+                None => {
+                    // drain_all_pages, then one more try before failing.
+                    self.drain_per_cpu_lists()?;
+                    self.rmqueue(order, req.migrate)?
+                }
+            }
+        } else {
+            self.rmqueue(order, req.migrate)?
+        };
+        let zeroed = self.mark_allocated(pfn, order, req.owner);
+        Ok(Block {
+            pfn: Pfn(pfn as u64),
+            order: req.order,
+            zeroed,
+        })
+    }
+
+    /// `__rmqueue`: the request's own lists, then a fallback.
+    pub(crate) fn rmqueue(&mut self, order: u8, mt: MigrateType) -> Result<u32> {
+        match self.rmqueue_smallest(order, mt) {
+            Some(pfn) => Ok(pfn),
+            None => self.rmqueue_via_fallback(order, mt),
+        }
+    }
+
+    fn rmqueue_via_fallback(&mut self, order: u8, mt: MigrateType) -> Result<u32> {
+        let area = &self.areas[self.node];
+        if !(order..=self.max_order).any(|o| area.count_order(o) > 0) {
+            return Err(MmError::OutOfMemory);
+        }
+        self.rmqueue_fallback(order, mt)?;
+        self.rmqueue_smallest(order, mt)
+            .ok_or(MmError::FallbackChoice {
+                policy: self.policy.name(),
+            })
+    }
+
+    /// `__rmqueue_smallest`: the first block on `mt`'s lists of order >= `order`, split
+    /// (or the block at the policy's end of memory, see [`Placement`]).
+    pub(crate) fn rmqueue_smallest(&mut self, order: u8, mt: MigrateType) -> Option<u32> {
+        let at = self.placement[mt.index()];
+        if at != Placement::ListHead {
+            return self.rmqueue_placed(order, mt, at);
+        }
+        for cur in order..=self.max_order {
+            if let Some(pfn) = self.areas[self.node].pop(&mut self.frames, cur, mt) {
+                self.note_removed(pfn, cur, mt);
+                self.expand(pfn, order, cur, mt);
+                return Some(pfn);
+            }
+        }
+        None
+    }
+
+    /// The smallest zeroed block of order >= `order` on `mt`'s lists, split (HawkEye's
+    /// zero list first); `None` when there is none. Placement policies (KML/KMU) are not
+    /// consulted: zeroed blocks exist only with pre-zeroing, which they do not model.
+    fn rmqueue_zeroed(&mut self, order: u8, mt: MigrateType) -> Option<u32> {
+        if self.areas[self.node].zeroed_frames() == 0 {
+            return None;
+        }
+        for cur in order..=self.max_order {
+            if let Some(pfn) = self.areas[self.node].pop_zeroed(&mut self.frames, cur, mt) {
+                self.note_removed(pfn, cur, mt);
+                self.expand(pfn, order, cur, mt);
+                return Some(pfn);
+            }
+        }
+        None
+    }
+
+    /// Zero free blocks of the movable lists in place, whole blocks only, until
+    /// `budget` frames have been zeroed or nothing is left to zero (`scope` says which);
+    /// a zeroed block goes back at the tail of its list. Returns the blocks zeroed (first
+    /// frame and order).
+    pub fn prezero(&mut self, budget: u64, scope: PrezeroScope) -> Vec<(Pfn, Order)> {
+        let mt = MigrateType::Movable;
+        let lowest = match scope {
+            PrezeroScope::AllOrders => 0,
+            PrezeroScope::MaxOrder => self.max_order,
+        };
+        let (mut done, mut blocks) = (0, Vec::new());
+        let max = self.max_order;
+        for (n, order) in
+            (0..self.nodes.count()).flat_map(|n| (lowest..=max).rev().map(move |o| (n, o)))
+        {
+            let frames = 1u64 << order;
+            while done + frames <= budget {
+                // Dirty blocks sit at the head: a zeroed head means none is left.
+                let Some(pfn) = self.areas[n].first(order, mt) else {
+                    break;
+                };
+                if self.frames.at(pfn).is_zeroed() {
+                    break;
+                }
+                self.list_remove(pfn);
+                self.frames
+                    .update_range(pfn, frames as u32, |_, f| f.set_zeroed(true));
+                self.list_push(pfn, order, mt);
+                blocks.push((Pfn(pfn as u64), Order(order)));
+                done += frames;
+            }
+        }
+        blocks
+    }
+
+    /// Free frames in zeroed blocks (HawkEye's zero lists).
+    pub fn zeroed_free_frames(&self) -> u64 {
+        self.areas.iter().map(FreeArea::zeroed_frames).sum()
+    }
+
+    /// Whether zeroed-preferring requests take zeroed blocks first.
+    pub fn set_zeroed_first(&mut self, mode: ZeroedFirst) {
+        self.zeroed_first = mode;
+    }
+
+    /// `expand`: keep the low `2^low` frames, return the upper halves to `mt`'s lists.
+    fn expand(&mut self, pfn: u32, low: u8, mut high: u8, mt: MigrateType) {
+        while high > low {
+            high -= 1;
+            self.list_push(pfn + (1 << high), high, mt);
+        }
+    }
+
+    /// Mark a block allocated; returns whether all its frames were known zero.
+    pub(crate) fn mark_allocated(&mut self, pfn: u32, order: u8, owner: OwnerKind) -> bool {
+        let zeroed = self.frames.range(pfn, 1 << order).all(|f| f.is_zeroed());
+        self.frames.update_range(pfn, 1 << order, |i, f| match i {
+            0 => f.set_allocated(order, owner),
+            _ => f.set_allocated_tail(owner),
+        });
+        self.counters.on_alloc(pfn, order, owner);
+        zeroed
+    }
+
+    /// Free the block at `pfn` of `order` (`__free_one_page`): its frames become dirty and
+    /// it merges with free buddies as far as it can, onto the list of its pageblock's type.
+    pub fn free(&mut self, pfn: Pfn, order: Order) -> Result<()> {
+        let head = self.check_free(pfn, order)?;
+        let owner = self.frames.at(head).owner().unwrap_or(OwnerKind::Anon);
+        if !self.uses_pcp(order.0) {
+            return self.free_to_buddy(head, order.0, owner);
+        }
+        // free_unref_page: to this CPU's list, dirty, held by no one else.
+        self.counters.on_free(head, order.0, owner);
+        self.frames.update_range(head, 1 << order.0, |i, f| {
+            match i {
+                0 => f.set_allocated(order.0, OwnerKind::PerCpu),
+                _ => f.set_allocated_tail(OwnerKind::PerCpu),
+            }
+            f.set_zeroed(false);
+        });
+        self.counters.on_alloc(head, order.0, OwnerKind::PerCpu);
+        self.pcp_give(head, order.0)
+    }
+
+    /// `__free_one_page` for the allocated block at `head` of `order`, held by `owner`.
+    pub(crate) fn free_to_buddy(&mut self, head: u32, order: u8, owner: OwnerKind) -> Result<()> {
+        let (mut pfn, mut order) = (head, order);
+        self.counters.on_free(head, order, owner);
+        self.frames.update_range(pfn, 1 << order, |_, f| {
+            f.set_free_tail();
+            f.set_zeroed(false);
+        });
+        let mt = self.blocks.type_of(pfn);
+        while order < self.max_order {
+            let buddy = pfn ^ (1 << order);
+            if !self
+                .frames
+                .get(buddy as u64)
+                .is_some_and(|f| f.is_free_head_of(order))
+            {
+                break;
+            }
+            self.list_remove(buddy);
+            pfn = pfn.min(buddy);
+            order += 1;
+            // The merged block holds the dirty frames just freed: its head (maybe a
+            // zeroed buddy's) must not say zeroed, here or when a later split makes it
+            // a head again.
+            self.frames.update(pfn, |f| f.set_zeroed(false));
+        }
+        self.list_push(pfn, order, mt);
+        Ok(())
+    }
+
+    fn check_free(&self, pfn: Pfn, order: Order) -> Result<u32> {
+        let bad = |what| MmError::BadFree { pfn: pfn.0, what };
+        let f = self.frames.get(pfn.0).ok_or(bad("beyond memory"))?;
+        match f.state() {
+            FrameState::Allocated { order: o, .. } if o == order => Ok(pfn.0 as u32),
+            FrameState::Allocated { .. } => Err(bad("order differs from the allocation")),
+            _ => Err(bad("not the head of an allocated block")),
+        }
+    }
+
+    /// Split an allocated compound block into order-0 frames with the same owner
+    /// (`split_page` / the tail of `split_huge_page`), keeping reverse maps.
+    pub(crate) fn split_compound(&mut self, pfn: Pfn) -> Result<()> {
+        let (order, owner) = match self.frame(pfn).map(|f| f.state()) {
+            Some(FrameState::Allocated { order, owner }) => (order.0, owner),
+            _ => {
+                return Err(MmError::Invariant {
+                    what: "split of a frame that is not a block head",
+                    at: pfn.0,
+                })
+            }
+        };
+        self.frames.update_range(pfn.0 as u32, 1 << order, |_, f| {
+            let rmap = f.rmap();
+            f.set_allocated(0, owner);
+            if let Some((pid, vpn)) = rmap {
+                f.set_rmap(pid, vpn);
+            }
+        });
+        Ok(())
+    }
+
+    /// The inverse of [`PhysMem::split_compound`]: make the `2^order` allocated order-0
+    /// frames of one owner from `pfn` (aligned) one compound block, keeping reverse maps
+    /// and zeroed bits (an in-place promotion). Fails, changing nothing, unless every
+    /// frame is an order-0 block head of the same owner.
+    pub(crate) fn make_compound(&mut self, pfn: Pfn, order: Order) -> Result<()> {
+        let n = 1u64 << order.0;
+        let bad = Err(MmError::Invariant {
+            what: "compound of frames that are not order-0 blocks of one owner",
+            at: pfn.0,
+        });
+        if order.0 > self.max_order || !pfn.0.is_multiple_of(n) || pfn.0 + n > self.frames_total() {
+            return bad;
+        }
+        let owner = self.frames.at(pfn.0 as u32).owner();
+        let same = self.frames.range(pfn.0 as u32, n as u32).all(|f| {
+            matches!(f.state(), FrameState::Allocated { order: Order(0), owner: o } if Some(o) == owner)
+        });
+        let Some(owner) = owner.filter(|_| same) else {
+            return bad;
+        };
+        self.frames.update_range(pfn.0 as u32, n as u32, |i, f| {
+            let rmap = f.rmap();
+            match i {
+                0 => f.set_allocated(order.0, owner),
+                _ => f.set_allocated_tail(owner),
+            }
+            if let Some((pid, vpn)) = rmap {
+                f.set_rmap(pid, vpn);
+            }
+        });
+        Ok(())
+    }
+
+    /// Record the reverse map of `count` frames from `pfn`: frame `i` maps `vpn + i`.
+    /// Their content is zero and unwritten: the caller cleared them, or they were known
+    /// zero (a caller copying a page into one records its content after).
+    pub(crate) fn map_frames(&mut self, pfn: Pfn, count: u64, pid: Pid, vpn: Vpn) {
+        self.frames
+            .update_range(pfn.0 as u32, count as u32, |i, f| {
+                f.set_rmap(pid, Vpn(vpn.0 + i as u64));
+                f.set_zeroed(true);
+            });
+    }
+
+    /// Record the content a write of its process left in the allocated frame `pfn`.
+    pub(crate) fn set_written(&mut self, pfn: Pfn, first_nonzero: Option<u16>) {
+        if pfn.0 < self.frames_total() {
+            self.frames
+                .update(pfn.0 as u32, |f| f.set_written(first_nonzero));
+        }
+    }
+
+    /// Give the allocated frame `pfn` the content of `from` (a frame's metadata read
+    /// before) and the reverse map `(pid, vpn)`: one side of an exchange.
+    pub(crate) fn set_content_and_rmap(&mut self, pfn: Pfn, from: Frame, pid: Pid, vpn: Vpn) {
+        if pfn.0 < self.frames_total() {
+            self.frames.update(pfn.0 as u32, |f| {
+                f.copy_content(from);
+                f.set_rmap(pid, vpn);
+            });
+        }
+    }
+
+    /// Give the allocated frame `dst` the content of frame `src` (a page copied).
+    pub(crate) fn copy_content(&mut self, src: Pfn, dst: Pfn) {
+        if let (Some(from), true) = (self.frame(src), dst.0 < self.frames_total()) {
+            self.frames.update(dst.0 as u32, |f| f.copy_content(from));
+        }
+    }
+
+    /// Whether a free block of order >= `order` exists on any list.
+    pub fn has_free_block(&self, order: Order) -> bool {
+        (order.0..=self.max_order).any(|o| self.free_blocks(Order(o)) > 0)
+    }
+
+    /// Free blocks of order >= `order`, counted as blocks of `order` (how many order-9
+    /// requests could be served without splitting anything else).
+    pub fn free_blocks_at_least(&self, order: Order) -> u64 {
+        (order.0..=self.max_order)
+            .map(|o| self.free_blocks(Order(o)) << (o - order.0))
+            .sum()
+    }
+
+    /// Number of frames.
+    pub fn frames_total(&self) -> u64 {
+        self.frames.len() as u64
+    }
+
+    /// Number of free frames.
+    pub fn frames_free(&self) -> u64 {
+        self.areas.iter().map(FreeArea::frames_total).sum()
+    }
+
+    /// Free blocks of exactly `order`, all migrate types.
+    pub fn free_blocks(&self, order: Order) -> u64 {
+        self.areas.iter().map(|a| a.count_order(order.0)).sum()
+    }
+
+    /// Free blocks per order, index = order.
+    pub fn free_blocks_by_order(&self) -> Vec<u64> {
+        (0..=self.max_order)
+            .map(|o| self.free_blocks(Order(o)))
+            .collect()
+    }
+
+    /// Free blocks of `order` on `mt`'s list.
+    pub fn free_blocks_of(&self, order: Order, mt: MigrateType) -> u64 {
+        self.areas.iter().map(|a| a.count(order.0, mt)).sum()
+    }
+
+    /// Free frames on `mt`'s lists.
+    pub fn free_frames(&self, mt: MigrateType) -> u64 {
+        self.areas.iter().map(|a| a.frames(mt)).sum()
+    }
+
+    /// Pageblocks of type `mt`.
+    pub fn pageblocks(&self, mt: MigrateType) -> u64 {
+        self.blocks.count(mt)
+    }
+
+    /// Number of pageblocks (the last may be partial).
+    pub fn pageblock_count(&self) -> u64 {
+        self.blocks.len() as u64
+    }
+
+    /// The migrate type of the pageblock holding `pfn`.
+    pub fn pageblock_type(&self, pfn: Pfn) -> Option<MigrateType> {
+        u32::try_from(pfn.0).ok().and_then(|p| self.blocks.get(p))
+    }
+
+    /// The metadata of frame `pfn`.
+    pub fn frame(&self, pfn: Pfn) -> Option<Frame> {
+        self.frames.get(pfn.0)
+    }
+
+    /// The highest buddy order.
+    pub fn max_order(&self) -> Order {
+        Order(self.max_order)
+    }
+
+    /// The pageblock order.
+    pub fn pageblock_order(&self) -> Order {
+        Order(self.blocks.order())
+    }
+
+    /// A read-only view of the free lists of the node being allocated from (node 0
+    /// between allocations), as fallback policies see them.
+    pub fn view(&self) -> FreeAreaView<'_> {
+        FreeAreaView::new(
+            &self.frames,
+            &self.areas[self.node],
+            &self.blocks,
+            &self.counters,
+            self.index.as_ref(),
+            self.max_order,
+        )
+    }
+
+    /// Allocate the free frame `pfn` as an order-0 block of `owner`, carving it out of
+    /// the free block whose head is `head` (compaction's free scanner taking a target
+    /// page: `isolate_freepages_block`, `split_page`); the rest of the block goes back on
+    /// the list it was on. Returns whether the frame was known zero; `None` (nothing
+    /// changed) unless `head` is a free head whose block holds `pfn`.
+    pub(crate) fn alloc_frame_in(&mut self, head: Pfn, pfn: Pfn, owner: OwnerKind) -> Option<bool> {
+        let (h, t) = (u32::try_from(head.0).ok()?, u32::try_from(pfn.0).ok()?);
+        match self.frames.get(head.0)?.state() {
+            FrameState::FreeHead { order, .. } if t >= h && t - h < (1u32 << order.0) => {}
+            _ => return None,
+        }
+        let (mut order, mt) = self.list_remove(h);
+        let mut h = h;
+        while order > 0 {
+            order -= 1;
+            let upper = h + (1 << order);
+            let (keep, give) = if t < upper { (h, upper) } else { (upper, h) };
+            self.list_push(give, order, mt);
+            h = keep;
+        }
+        Some(self.mark_allocated(t, 0, owner))
+    }
+}
+
+/// Maximal aligned blocks covering `0..frames`, lowest first.
+fn boot_blocks(frames: u32, max_order: u8) -> Vec<(u32, u8)> {
+    let mut out = Vec::with_capacity((frames >> max_order) as usize + 32);
+    let mut pfn = 0u32;
+    while pfn < frames {
+        let fits = 31 - (frames - pfn).leading_zeros();
+        let order = (pfn.trailing_zeros()).min(fits).min(max_order as u32) as u8;
+        out.push((pfn, order));
+        pfn += 1 << order;
+    }
+    out
+}
+
+#[cfg(test)]
+#[path = "buddy_tests.rs"]
+mod tests;

@@ -1,0 +1,263 @@
+//! The address-ordered index of free blocks behind [`Placement`] (KML/KMU, APSys'16 3.2),
+//! and the placed variant of `__rmqueue_smallest` that uses it.
+//!
+//! The paper's layouts ran on "an array-based bank buddy allocator"; we keep Linux's buddy
+//! allocator and add, only while a policy asks for a placement other than
+//! [`Placement::ListHead`], one hierarchical bitmap per order per list (bit `i` of order
+//! `o` set iff a free head at frame `i << o` is on that list). Insert and remove are
+//! O(log64 frames) (at most 5 word updates on a 2^30-frame machine); the lowest and highest
+//! set bit are found in as many steps. Memory: about 2 bits per frame per list.
+//!
+//! This is allocator mechanism kept by `PhysMem` (the hooks are in `buddy.rs`); it lives
+//! beside the policies only because they alone need it. It must not decide which end a
+//! request is served from: [`FallbackPolicy::placement`](super::FallbackPolicy) does.
+
+use super::Placement;
+use crate::error::{MmError, Result};
+use crate::phys::buddy::PhysMem;
+use crate::phys::frame::{FrameState, FrameTable};
+use crate::phys::pageblock::MigrateType;
+
+/// A set of `0..n` as a bitmap with one summary level per 64x (a van Emde Boas-like
+/// "bitmap tree"): level 0 holds the bits, bit `w` of level `l + 1` says word `w` of level
+/// `l` is non-zero.
+#[derive(Clone, Debug)]
+struct BitTree {
+    levels: Vec<Vec<u64>>,
+}
+
+impl BitTree {
+    fn new(n: usize) -> BitTree {
+        let mut levels = Vec::new();
+        let mut words = n.div_ceil(64).max(1);
+        loop {
+            levels.push(vec![0u64; words]);
+            if words == 1 {
+                break;
+            }
+            words = words.div_ceil(64);
+        }
+        BitTree { levels }
+    }
+
+    fn insert(&mut self, mut i: usize) {
+        for level in &mut self.levels {
+            let (w, b) = (i / 64, i % 64);
+            let was = level[w];
+            level[w] |= 1 << b;
+            if was != 0 {
+                return;
+            }
+            i = w;
+        }
+    }
+
+    fn remove(&mut self, mut i: usize) {
+        for level in &mut self.levels {
+            let (w, b) = (i / 64, i % 64);
+            level[w] &= !(1 << b);
+            if level[w] != 0 {
+                return;
+            }
+            i = w;
+        }
+    }
+
+    #[cfg_attr(not(test), allow(dead_code))] // for tests and debug checks
+    fn contains(&self, i: usize) -> bool {
+        self.levels[0]
+            .get(i / 64)
+            .is_some_and(|w| w & (1 << (i % 64)) != 0)
+    }
+
+    /// The smallest (`high == false`) or largest member.
+    fn extreme(&self, high: bool) -> Option<usize> {
+        let mut i = 0usize;
+        for level in self.levels.iter().rev() {
+            let w = level[i];
+            if w == 0 {
+                return None;
+            }
+            let bit = if high {
+                63 - w.leading_zeros() as usize
+            } else {
+                w.trailing_zeros() as usize
+            };
+            i = i * 64 + bit;
+        }
+        Some(i)
+    }
+
+    #[cfg_attr(not(test), allow(dead_code))] // for tests and debug checks
+    fn len(&self) -> u64 {
+        self.levels[0].iter().map(|w| w.count_ones() as u64).sum()
+    }
+}
+
+/// Free-block heads by address, per order per migrate type.
+#[derive(Clone, Debug)]
+pub(crate) struct AddrIndex {
+    sets: Vec<[BitTree; MigrateType::COUNT]>,
+}
+
+impl AddrIndex {
+    /// An index of every block on `p`'s free lists (O(frames / 64 + free blocks)).
+    pub fn build(p: &PhysMem) -> AddrIndex {
+        let n = p.frames_total() as usize;
+        let sets = (0..=p.max_order().0)
+            .map(|o| std::array::from_fn(|_| BitTree::new(n >> o)))
+            .collect();
+        let mut index = AddrIndex { sets };
+        for area in &p.areas {
+            for order in 0..=p.max_order().0 {
+                for mt in MigrateType::ALL {
+                    for pfn in area.iter(&p.frames, order, mt) {
+                        index.insert(pfn, order, mt);
+                    }
+                }
+            }
+        }
+        index
+    }
+
+    pub fn insert(&mut self, pfn: u32, order: u8, mt: MigrateType) {
+        self.sets[order as usize][mt.index()].insert((pfn >> order) as usize);
+    }
+
+    pub fn remove(&mut self, pfn: u32, order: u8, mt: MigrateType) {
+        self.sets[order as usize][mt.index()].remove((pfn >> order) as usize);
+    }
+
+    pub fn lowest(&self, order: u8, mt: MigrateType) -> Option<u32> {
+        let set = &self.sets.get(order as usize)?[mt.index()];
+        set.extreme(false).map(|i| (i as u32) << order)
+    }
+
+    pub fn highest(&self, order: u8, mt: MigrateType) -> Option<u32> {
+        let set = &self.sets.get(order as usize)?[mt.index()];
+        set.extreme(true).map(|i| (i as u32) << order)
+    }
+
+    /// The lowest or highest block on `mt`'s lists of order `>= min`: (head, order).
+    pub fn extreme(&self, min: u8, mt: MigrateType, at: Placement) -> Option<(u32, u8)> {
+        let orders = min as usize..self.sets.len();
+        let found = orders.filter_map(|o| {
+            let o = o as u8;
+            let pfn = match at {
+                Placement::Highest => self.highest(o, mt),
+                _ => self.lowest(o, mt),
+            };
+            pfn.map(|p| (p, o))
+        });
+        match at {
+            Placement::Highest => found.max_by_key(|&(p, _)| p),
+            _ => found.min_by_key(|&(p, _)| p),
+        }
+    }
+
+    /// Every indexed block is a free head on that list and every list block is indexed.
+    #[cfg_attr(not(test), allow(dead_code))] // for tests and debug checks
+    pub fn check(
+        &self,
+        frames: &FrameTable,
+        listed: impl Fn(u8, MigrateType) -> u64,
+    ) -> Result<()> {
+        for (o, sets) in self.sets.iter().enumerate() {
+            for mt in MigrateType::ALL {
+                let set = &sets[mt.index()];
+                let n = set.len();
+                if n != listed(o as u8, mt) {
+                    return Err(MmError::Invariant {
+                        what: "address index size differs from its free list",
+                        at: n,
+                    });
+                }
+                let expect = FrameState::FreeHead {
+                    order: hugemm_hw::Order(o as u8),
+                    migrate: mt,
+                };
+                let bad = (0..frames.len() >> o)
+                    .find(|&i| set.contains(i) && frames.at((i << o) as u32).state() != expect);
+                if let Some(i) = bad {
+                    return Err(MmError::Invariant {
+                        what: "address index names a block not on its list",
+                        at: (i << o) as u64,
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl PhysMem {
+    /// `__rmqueue_smallest` under a placement: the lowest or highest block on `mt`'s lists
+    /// of order >= `order`, split keeping the part at that end. O(orders x log64 frames).
+    pub(crate) fn rmqueue_placed(
+        &mut self,
+        order: u8,
+        mt: MigrateType,
+        at: Placement,
+    ) -> Option<u32> {
+        let (head, cur) = self.index.as_ref()?.extreme(order, mt, at)?;
+        self.list_remove(head);
+        Some(self.expand_toward(head, order, cur, mt, at == Placement::Highest))
+    }
+
+    /// `expand`, keeping the highest `2^low` frames when `high_end`; returns the kept head.
+    fn expand_toward(
+        &mut self,
+        mut pfn: u32,
+        low: u8,
+        mut high: u8,
+        mt: MigrateType,
+        high_end: bool,
+    ) -> u32 {
+        while high > low {
+            high -= 1;
+            if high_end {
+                self.list_push(pfn, high, mt);
+                pfn += 1 << high;
+            } else {
+                self.list_push(pfn + (1 << high), high, mt);
+            }
+        }
+        pfn
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bit_tree_finds_its_extremes_across_levels() {
+        let mut t = BitTree::new(300_000);
+        assert_eq!(t.extreme(false), None);
+        for i in [5, 70_000, 299_999, 4096] {
+            t.insert(i);
+        }
+        assert_eq!(
+            (t.extreme(false), t.extreme(true)),
+            (Some(5), Some(299_999))
+        );
+        t.remove(5);
+        t.remove(299_999);
+        assert_eq!(
+            (t.extreme(false), t.extreme(true)),
+            (Some(4096), Some(70_000))
+        );
+        t.remove(4096);
+        t.remove(70_000);
+        assert_eq!(t.extreme(true), None);
+        assert_eq!(t.len(), 0);
+    }
+
+    #[test]
+    fn a_tiny_bit_tree_has_one_level() {
+        let mut t = BitTree::new(1);
+        t.insert(0);
+        assert!(t.contains(0));
+        assert_eq!(t.extreme(true), Some(0));
+    }
+}

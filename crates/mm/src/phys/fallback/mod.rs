@@ -1,0 +1,320 @@
+//! Pageblock fallback ("stealing") as a policy: when a request's own free lists are empty,
+//! which other migrate type's block is taken, and whether the whole pageblock is claimed.
+//!
+//! APSys'16 ("Protecting Huge Pages from the Kernel") shows this choice decides whether
+//! unmovable kernel pages scatter over movable pageblocks; its policies implement
+//! [`FallbackPolicy`] next to [`LinuxDefault`], one small module each: [`Opbs`] (4.2),
+//! [`Aaf`] (4.1), [`Rpbs`] and [`Apbs`] (4.3, Algorithm 2), and the kernel layouts
+//! [`KernelLayout`] KML/KMU (3.2); and [`ClaimFirst`], the rule of Linux 6.15 and later
+//! (claim a whole pageblock if any block allows it, else steal the smallest block), which
+//! the machines this project measures on run. [`build`] makes one by name.
+//!
+//! A policy only decides; the mechanisms that move free pages and retype pageblocks
+//! (`steal.rs`), keep the per-pageblock counters (`pageblock.rs`, hooks in `buddy.rs`) and
+//! place blocks by address (`addr_index`) are elsewhere. Policies read the allocator
+//! through [`FreeAreaView`] only: this module must not mutate the allocator.
+
+use crate::phys::pageblock::MigrateType;
+use hugemm_hw::{Order, Pfn};
+use std::fmt::Debug;
+
+mod aaf;
+pub(crate) mod addr_index;
+mod apbs;
+mod build;
+mod claim_first;
+#[cfg(any(test, feature = "conformance"))]
+pub mod conformance;
+mod layout;
+mod opbs;
+mod rpbs;
+mod select;
+mod view;
+
+#[cfg(test)]
+mod policy_tests;
+#[cfg(test)]
+mod proptests;
+
+pub use aaf::Aaf;
+pub use apbs::{Apbs, Level};
+pub use build::{build, UnknownPolicy, NAMES};
+pub use claim_first::ClaimFirst;
+pub use layout::KernelLayout;
+pub use opbs::Opbs;
+pub use rpbs::Rpbs;
+pub use view::FreeAreaView;
+
+/// Linux's `fallbacks[][]` table (`mm/page_alloc.c`): the types each request type falls
+/// back to, in order.
+pub const FALLBACKS: [[MigrateType; 2]; MigrateType::COUNT] = [
+    [MigrateType::Reclaimable, MigrateType::Movable], // Unmovable
+    [MigrateType::Reclaimable, MigrateType::Unmovable], // Movable
+    [MigrateType::Unmovable, MigrateType::Movable],   // Reclaimable
+];
+
+/// The block a fallback policy chose to steal from, and what to do with its pageblock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FallbackChoice {
+    /// Head of a free block of order >= the request's, on another type's list.
+    pub block: Pfn,
+    /// Whether to try to take the whole pageblock (Linux's `can_steal`).
+    pub whole_block: bool,
+    /// Active anti-fragmentation (APSys'16 4.1): claim the pageblock whatever its census
+    /// says and, if it holds frames of movable owners, queue its start for the kernel to
+    /// evacuate ([`PhysMem::take_evacuations`](crate::PhysMem::take_evacuations)).
+    /// Ignored unless `whole_block` is set and the pageblock lies wholly in memory.
+    pub evacuate: bool,
+    /// Pageblocks whose counters the policy examined to choose (for
+    /// [`FallbackStats::pageblocks_scanned`](crate::stats::FallbackStats)).
+    pub scanned: u32,
+}
+
+impl FallbackChoice {
+    /// Steal `block`, and its pageblock's free pages when `whole_block`; no evacuation.
+    pub fn new(block: Pfn, whole_block: bool) -> FallbackChoice {
+        FallbackChoice {
+            block,
+            whole_block,
+            evacuate: false,
+            scanned: 0,
+        }
+    }
+
+    /// The same choice with AAF's claim-and-evacuate (which needs the whole pageblock).
+    pub fn with_evacuation(self) -> FallbackChoice {
+        FallbackChoice {
+            whole_block: true,
+            evacuate: true,
+            ..self
+        }
+    }
+
+    /// The same choice, recording `n` pageblocks examined.
+    pub fn with_scanned(self, n: u32) -> FallbackChoice {
+        FallbackChoice { scanned: n, ..self }
+    }
+}
+
+/// Where the allocator takes a block on a request's own free lists
+/// ([`FallbackPolicy::placement`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Placement {
+    /// Linux: the head of the smallest non-empty list of order >= the request's
+    /// (`__rmqueue_smallest`), split keeping the low half.
+    #[default]
+    ListHead,
+    /// The lowest-addressed free block of order >= the request's, split keeping its
+    /// lowest part (KML's kernel pages, KMU's user pages).
+    Lowest,
+    /// The highest-addressed free block of order >= the request's, split keeping its
+    /// highest part (KMU's kernel pages, KML's user pages).
+    Highest,
+}
+
+/// What a pageblock holds, counted by `move_freepages_block` while stealing from it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PageblockCensus {
+    /// The pageblock's type before the steal.
+    pub old: MigrateType,
+    /// Frames in the pageblock.
+    pub frames: u32,
+    /// Free frames (now moved to the requester's lists).
+    pub free: u32,
+    /// Allocated frames of movable owners.
+    pub movable: u32,
+    /// Allocated frames compatible with the requester (`alike_pages`).
+    pub alike: u32,
+}
+
+impl PageblockCensus {
+    /// The census of a pageblock of type `old` with `frames` frames, `free` of them free
+    /// and `movable` allocated to movable owners, as a request of type `start` counts it:
+    /// `alike_pages` are its movable frames for a movable request, its other allocated
+    /// frames for a kernel request stealing from a movable pageblock, and none otherwise.
+    pub fn new(
+        old: MigrateType,
+        start: MigrateType,
+        frames: u32,
+        free: u32,
+        movable: u32,
+    ) -> PageblockCensus {
+        let alike = match (start, old) {
+            (MigrateType::Movable, _) => movable,
+            (_, MigrateType::Movable) => frames - free - movable,
+            _ => 0,
+        };
+        PageblockCensus {
+            old,
+            frames,
+            free,
+            movable,
+            alike,
+        }
+    }
+}
+
+/// A pageblock fallback policy.
+pub trait FallbackPolicy: Debug + Send {
+    /// Name in reports and errors.
+    fn name(&self) -> &'static str;
+
+    /// `__rmqueue_fallback`'s search: the block to steal for a request of `order` and
+    /// `migrate` whose own lists are empty, or `None` to fail the allocation. The block
+    /// must be a free head of order >= `order`.
+    fn choose(
+        &mut self,
+        free: &FreeAreaView<'_>,
+        order: Order,
+        migrate: MigrateType,
+    ) -> Option<FallbackChoice>;
+
+    /// `steal_suitable_fallback`'s test: whether the requester claims (retypes) the
+    /// pageblock it stole free pages from. Default: Linux's, at least half the pageblock
+    /// is free or compatible.
+    fn claims_pageblock(&self, census: &PageblockCensus, _migrate: MigrateType) -> bool {
+        census.free + census.alike >= census.frames / 2
+    }
+
+    /// Where requests of `migrate` take blocks from their own lists. Read once when the
+    /// policy is installed ([`PhysMem::set_fallback_policy`](crate::PhysMem)); anything but
+    /// [`Placement::ListHead`] makes the allocator keep an address-ordered index of free
+    /// blocks (O(log64 frames) per list operation). Default: Linux's list head.
+    fn placement(&self, _migrate: MigrateType) -> Placement {
+        Placement::ListHead
+    }
+}
+
+/// The fallback of Linux up to 6.14, the paper's Algorithm 1 (`__rmqueue_fallback`,
+/// `find_suitable_fallback`, `can_steal_fallback`; the claim test counts the "alike" pages
+/// later 4.x kernels added, see [`FallbackPolicy::claims_pageblock`]; Linux 6.15 and
+/// later is [`ClaimFirst`]): search orders from the highest down, take the first type of the
+/// fallbacks table with a free block; steal the whole pageblock when the order found is
+/// at least half a pageblock or the request is unmovable/reclaimable. A movable request
+/// that cannot steal whole blocks takes the smallest fitting block instead.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LinuxDefault;
+
+impl LinuxDefault {
+    /// `can_steal_fallback`.
+    pub(crate) fn can_steal(order: u8, pageblock_order: u8, migrate: MigrateType) -> bool {
+        order >= pageblock_order / 2 || migrate != MigrateType::Movable
+    }
+
+    /// `find_suitable_fallback` (with `only_stealable == false`).
+    fn find_suitable(
+        free: &FreeAreaView<'_>,
+        order: u8,
+        migrate: MigrateType,
+    ) -> Option<(MigrateType, bool)> {
+        if free.nr_free_order(Order(order)) == 0 {
+            return None;
+        }
+        let fallback = FALLBACKS[migrate.index()]
+            .into_iter()
+            .find(|&mt| free.nr_free(Order(order), mt) > 0)?;
+        Some((
+            fallback,
+            Self::can_steal(order, free.pageblock_order().0, migrate),
+        ))
+    }
+
+    fn choice_at(
+        free: &FreeAreaView<'_>,
+        order: u8,
+        mt: MigrateType,
+        whole_block: bool,
+    ) -> Option<FallbackChoice> {
+        Some(FallbackChoice::new(
+            free.first(Order(order), mt)?,
+            whole_block,
+        ))
+    }
+}
+
+impl FallbackPolicy for LinuxDefault {
+    fn name(&self) -> &'static str {
+        "default"
+    }
+
+    fn choose(
+        &mut self,
+        free: &FreeAreaView<'_>,
+        order: Order,
+        migrate: MigrateType,
+    ) -> Option<FallbackChoice> {
+        let max = free.max_order().0;
+        for cur in (order.0..=max).rev() {
+            let Some((mt, can_steal)) = Self::find_suitable(free, cur, migrate) else {
+                continue;
+            };
+            if !can_steal && migrate == MigrateType::Movable && cur > order.0 {
+                // find_smallest: do not break a large block for a movable request.
+                return (order.0..=max).find_map(|o| {
+                    let (mt, steal) = Self::find_suitable(free, o, migrate)?;
+                    Self::choice_at(free, o, mt, steal)
+                });
+            }
+            return Self::choice_at(free, cur, mt, can_steal);
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::phys::buddy::{AllocRequest, PhysMem};
+    use crate::phys::frame::OwnerKind;
+    use hugemm_hw::Geometry;
+
+    fn mem(frames: u64) -> PhysMem {
+        PhysMem::new(frames, Geometry::X86_64).unwrap()
+    }
+
+    #[test]
+    fn linux_default_passes_the_conformance_suite() {
+        conformance::run(|| Box::new(LinuxDefault));
+    }
+
+    #[test]
+    fn the_default_steals_the_largest_block_first() {
+        let m = mem(4096); // four order-10 blocks, all movable
+        let choice = LinuxDefault
+            .choose(&m.view(), Order(0), MigrateType::Unmovable)
+            .unwrap();
+        assert_eq!(choice, FallbackChoice::new(Pfn(0), true));
+    }
+
+    #[test]
+    fn a_movable_request_that_cannot_steal_takes_the_smallest_foreign_block() {
+        let mut m = mem(16); // one order-4 block, smaller than a pageblock
+        let req = AllocRequest::new(Order(0))
+            .migrate(MigrateType::Unmovable)
+            .owner(OwnerKind::KernelUnmovable);
+        assert_eq!(m.alloc(&req).unwrap().pfn, Pfn(0));
+        // Unmovable lists now hold orders 0..=3 (pfn 1, 2, 4, 8); nothing is movable.
+        // Order 3 is below pageblock_order / 2, so a movable request takes the smallest.
+        let c = LinuxDefault
+            .choose(&m.view(), Order(0), MigrateType::Movable)
+            .unwrap();
+        assert_eq!(c, FallbackChoice::new(Pfn(1), false));
+    }
+
+    #[test]
+    fn claiming_needs_half_the_pageblock_free_or_alike() {
+        let census = PageblockCensus {
+            old: MigrateType::Movable,
+            frames: 512,
+            free: 200,
+            movable: 300,
+            alike: 12,
+        };
+        assert!(!LinuxDefault.claims_pageblock(&census, MigrateType::Unmovable));
+        let census = PageblockCensus {
+            free: 256,
+            ..census
+        };
+        assert!(LinuxDefault.claims_pageblock(&census, MigrateType::Unmovable));
+    }
+}

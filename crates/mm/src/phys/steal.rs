@@ -1,0 +1,203 @@
+//! The stealing mechanism behind a fallback decision (`mm/page_alloc.c`:
+//! `__rmqueue_fallback`'s `do_steal`, `steal_suitable_fallback`, `move_freepages_block`,
+//! `change_pageblock_range`).
+//!
+//! Owns moving free blocks between migrate types' lists, retyping pageblocks, queueing
+//! AAF's evacuations and counting fallback events
+//! ([`FallbackStats`](crate::stats::FallbackStats)). It must not decide
+//! which block to steal or whether to claim a pageblock: it asks the
+//! [`FallbackPolicy`](crate::fallback::FallbackPolicy). It must not migrate pages either:
+//! evacuations are queued for the kernel ([`PhysMem::take_evacuations`]).
+
+use crate::error::{MmError, Result};
+use crate::phys::buddy::PhysMem;
+use crate::phys::fallback::{FallbackChoice, FreeAreaView, PageblockCensus};
+use crate::phys::frame::FrameState;
+use crate::phys::pageblock::MigrateType;
+use hugemm_hw::{Order, Pfn};
+
+impl PhysMem {
+    /// Ask the policy for a block and steal it for `migrate`, leaving a block of order >=
+    /// `order` on `migrate`'s lists.
+    pub(crate) fn rmqueue_fallback(&mut self, order: u8, migrate: MigrateType) -> Result<()> {
+        let view = FreeAreaView::new(
+            &self.frames,
+            &self.areas[self.node],
+            &self.blocks,
+            &self.counters,
+            self.index.as_ref(),
+            self.max_order().0,
+        );
+        let choice = self
+            .policy
+            .choose(&view, Order(order), migrate)
+            .ok_or(MmError::OutOfMemory)?;
+        let (head, taken_order, taken_from) = self.check_choice(&choice, order)?;
+        self.fallback_stats.fallbacks += 1;
+        self.fallback_stats.pageblocks_scanned += u64::from(choice.scanned);
+        let claimed_before = self.fallback_stats.pageblocks_claimed;
+        self.steal_suitable_fallback(head, &choice, migrate);
+        let claimed = self.fallback_stats.pageblocks_claimed > claimed_before;
+        self.fallback_stats
+            .record_event(migrate, taken_from, taken_order, claimed);
+        Ok(())
+    }
+
+    /// The chosen block's head, order and free-list type, if it is a free block of at
+    /// least `order`.
+    fn check_choice(&self, choice: &FallbackChoice, order: u8) -> Result<(u32, u8, MigrateType)> {
+        let bad = MmError::FallbackChoice {
+            policy: self.policy.name(),
+        };
+        match self.frame(choice.block).map(|f| f.state()) {
+            Some(FrameState::FreeHead { order: o, migrate }) if o.0 >= order => {
+                Ok((choice.block.0 as u32, o.0, migrate))
+            }
+            _ => Err(bad),
+        }
+    }
+
+    /// `steal_suitable_fallback`: move the block (and, when allowed, every free page of
+    /// its pageblock) to `start`'s lists; claim the pageblock when the policy agrees (or
+    /// always, queueing an evacuation, for AAF's `evacuate`).
+    fn steal_suitable_fallback(&mut self, head: u32, choice: &FallbackChoice, start: MigrateType) {
+        let order = self.frames.at(head).order_bits();
+        let pb_order = self.blocks.order();
+        if order >= pb_order {
+            self.blocks.set_range(head, order, start);
+            self.fallback_stats.pageblocks_claimed += 1 << (order - pb_order);
+            return self.move_block(head, start);
+        }
+        let pb_frames = self.blocks.frames_per_block();
+        let pb_start = head & !(pb_frames - 1);
+        if !choice.whole_block || pb_start as u64 + pb_frames as u64 > self.frames_total() {
+            self.fallback_stats.stolen_without_claim += 1;
+            return self.move_block(head, start);
+        }
+        let old = self.blocks.type_of(head);
+        let (free, movable) = self.move_freepages_block(pb_start, start);
+        let census = PageblockCensus::new(old, start, pb_frames, free, movable);
+        self.settle_pageblock(pb_start, &census, choice, start);
+    }
+
+    /// After its free pages moved: claim the pageblock at `pb_start` for `start` when the
+    /// policy agrees or AAF asks, and queue AAF's evacuation when movable frames remain.
+    fn settle_pageblock(
+        &mut self,
+        pb_start: u32,
+        census: &PageblockCensus,
+        choice: &FallbackChoice,
+        start: MigrateType,
+    ) {
+        if !choice.evacuate && !self.policy.claims_pageblock(census, start) {
+            self.fallback_stats.stolen_without_claim += 1;
+            return;
+        }
+        self.blocks.set(pb_start, start);
+        self.fallback_stats.pageblocks_claimed += 1;
+        if choice.evacuate && census.movable > 0 {
+            self.evacuations.push(Pfn(pb_start as u64));
+            self.fallback_stats.evacuations_requested += 1;
+        }
+    }
+
+    /// Move one free block to `mt`'s list at the same order (`move_to_free_list`).
+    fn move_block(&mut self, head: u32, mt: MigrateType) {
+        let (order, _) = self.list_remove(head);
+        self.list_push(head, order, mt);
+    }
+
+    /// `move_freepages_block`: move every free block of the pageblock at `pb_start` to
+    /// `mt`'s lists; returns (free frames, allocated frames of movable owners).
+    fn move_freepages_block(&mut self, pb_start: u32, mt: MigrateType) -> (u32, u32) {
+        let end = pb_start + self.blocks.frames_per_block();
+        let (mut pfn, mut free, mut movable) = (pb_start, 0u32, 0u32);
+        while pfn < end {
+            let f = self.frames.at(pfn);
+            match f.state() {
+                FrameState::FreeHead { order, .. } => {
+                    self.move_block(pfn, mt);
+                    free += 1 << order.0;
+                    pfn += 1 << order.0;
+                }
+                _ => {
+                    movable += u32::from(f.owner().is_some_and(|o| o.is_movable()));
+                    pfn += 1;
+                }
+            }
+        }
+        (free, movable)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::phys::buddy::{AllocRequest, PhysMem};
+    use crate::phys::frame::OwnerKind;
+    use crate::phys::pageblock::MigrateType;
+    use hugemm_hw::{Geometry, Order, Pfn};
+
+    fn kernel_page() -> AllocRequest {
+        AllocRequest::new(Order(0))
+            .migrate(MigrateType::Unmovable)
+            .owner(OwnerKind::KernelUnmovable)
+    }
+
+    #[test]
+    fn an_unmovable_page_claims_a_whole_max_order_block() {
+        let mut m = PhysMem::new(2048, Geometry::X86_64).unwrap();
+        let b = m.alloc(&kernel_page()).unwrap();
+        assert_eq!(b.pfn, Pfn(0));
+        // The order-10 block was found, so both of its pageblocks changed type.
+        assert_eq!(m.pageblocks(MigrateType::Unmovable), 2);
+        assert_eq!(m.free_frames(MigrateType::Unmovable), 1023);
+        assert_eq!(m.free_frames(MigrateType::Movable), 1024);
+        let events = m.fallback_stats().events;
+        assert_eq!(events.len(), 1);
+        let e = events[0];
+        assert_eq!(
+            (e.alloc, e.taken_from),
+            (MigrateType::Unmovable, MigrateType::Movable)
+        );
+        assert_eq!((e.order, e.claimed, e.count), (10, true, 1));
+    }
+
+    #[test]
+    fn stealing_part_of_a_mostly_used_pageblock_leaves_its_type() {
+        let mut m = PhysMem::new(512, Geometry::X86_64).unwrap();
+        // 300 movable frames in use, 212 free (as order-2 and smaller pieces).
+        let used: Vec<_> = (0..300)
+            .map(|_| m.alloc(&AllocRequest::new(Order(0))).unwrap())
+            .collect();
+        assert_eq!(used.len(), 300);
+        let b = m.alloc(&kernel_page()).unwrap();
+        assert_eq!(
+            m.frame(b.pfn).unwrap().owner(),
+            Some(OwnerKind::KernelUnmovable)
+        );
+        // free 212 + alike 0 < 256: the pageblock stays movable, its free pages moved.
+        assert_eq!(m.pageblock_type(b.pfn), Some(MigrateType::Movable));
+        assert_eq!(m.free_frames(MigrateType::Unmovable), 211);
+        assert_eq!(m.free_frames(MigrateType::Movable), 0);
+        // The largest free piece (212 = 128 + 64 + 16 + 4) was taken, without a claim.
+        let events = m.fallback_stats().events;
+        assert_eq!(events.len(), 1);
+        assert_eq!((events[0].order, events[0].claimed), (7, false));
+    }
+
+    #[test]
+    fn allocations_never_fail_while_any_block_fits() {
+        let mut m = PhysMem::new(1024, Geometry::X86_64).unwrap();
+        let types = [
+            MigrateType::Unmovable,
+            MigrateType::Reclaimable,
+            MigrateType::Movable,
+        ];
+        for i in 0..1024 {
+            let req = AllocRequest::new(Order(0)).migrate(types[i % 3]);
+            assert!(m.alloc(&req).is_ok(), "allocation {i} failed");
+        }
+        assert_eq!(m.frames_free(), 0);
+        assert!(m.alloc(&AllocRequest::new(Order(0))).is_err());
+    }
+}

@@ -1,0 +1,68 @@
+//! Compaction's vocabulary and memory: what a run is asked ([`CompactRequest`]) and
+//! reports ([`CompactOutcome`]), and the state kept between runs (the cached scanner
+//! positions and `vm.compaction_proactiveness`).
+//!
+//! The scanners run on the whole kernel (`kernel/compaction.rs`, whose doc tells the
+//! algorithm), since every page they isolate migrates through its owner's page table or
+//! the page-cache index. This module owns the vocabulary and the state; it must not scan.
+
+use crate::phys::buddy::PhysMem;
+use hugemm_hw::{Nanos, Order};
+use serde::{Deserialize, Serialize};
+
+/// Pages isolated and migrated per batch (`COMPACT_CLUSTER_MAX`).
+pub const COMPACT_CLUSTER_MAX: usize = 32;
+/// `vm.compaction_proactiveness`'s default.
+pub const DEFAULT_PROACTIVENESS: u8 = 20;
+/// What a compaction run is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum CompactRequest {
+    /// An allocation of `order` failed (`try_to_compact_pages`, async mode).
+    Direct {
+        /// The order wanted.
+        order: Order,
+    },
+    /// `echo 1 > /proc/sys/vm/compact_memory`: the whole zone.
+    Full,
+    /// kcompactd's proactive compaction, driven by the fragmentation score.
+    Proactive,
+}
+
+/// The result of a compaction run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct CompactOutcome {
+    /// Time charged to the caller (the faulting process for direct runs, kcompactd or the
+    /// writer of `compact_memory` otherwise).
+    pub cost: Nanos,
+    /// Frames the migrate scanner examined.
+    pub migrate_scanned: u64,
+    /// Frames the free scanner examined.
+    pub free_scanned: u64,
+    /// Pages migrated.
+    pub migrated: u64,
+    /// Isolated pages that failed to migrate.
+    pub failed: u64,
+    /// Direct: a block of the order is free. Full: the scanners met. Proactive: the score
+    /// is at most the low mark.
+    pub success: bool,
+}
+
+/// Compaction state kept between runs: the cached scanner positions and the
+/// proactiveness sysctl.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CompactState {
+    pub migrate_pfn: u64,
+    pub free_block: u64,
+    pub proactiveness: u8,
+}
+
+impl CompactState {
+    pub fn new(phys: &PhysMem) -> CompactState {
+        let pb = 1u64 << phys.pageblock_order().0;
+        CompactState {
+            migrate_pfn: 0,
+            free_block: (phys.zone_end() - 1) & !(pb - 1),
+            proactiveness: DEFAULT_PROACTIVENESS,
+        }
+    }
+}

@@ -1,0 +1,320 @@
+//! The page cache's data: each file's sparse index (page index -> cached page) and the
+//! two LRU lists of Linux's file LRU (`mm/vmscan.c`, `mm/swap.c`).
+//!
+//! Pages enter at the head of the inactive list, referenced (the read that brought them in
+//! is their first access, `filemap_read` -> `folio_mark_accessed`). `mark_accessed`
+//! follows `folio_mark_accessed`: an unreferenced page becomes referenced; a referenced
+//! inactive page is activated (moved to the active head, reference cleared). Reclaim takes
+//! pages from the inactive tail; clean unmapped file pages are reclaimed even when
+//! referenced (`folio_check_references` returns `FOLIOREF_RECLAIM_CLEAN`). When the
+//! inactive list is low (`inactive_is_low`: `inactive * ratio < active`, `ratio =
+//! int_sqrt(10 * GB)` or 1 below 1 GB), pages move from the active tail to the inactive
+//! head (`shrink_active_list`), keeping their referenced bit.
+//!
+//! Owns the index, the list nodes (a slab with intrusive links, so every operation is
+//! O(1) apart from the index's O(log n)) and their counts. It must not allocate or free
+//! frames: the page-cache and reclaim mechanisms do, and keep frame reverse maps in step.
+
+use crate::pressure::pagecache::FileId;
+use hugemm_hw::Pfn;
+use std::collections::BTreeMap;
+
+const NIL: u32 = u32::MAX;
+const INACTIVE: usize = 0;
+const ACTIVE: usize = 1;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Node {
+    prev: u32,
+    next: u32,
+    pfn: u32,
+    file: u32,
+    index: u32,
+    list: u8,
+    referenced: bool,
+}
+
+/// A cached page found in the index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Cached {
+    pub file: FileId,
+    pub index: u32,
+    pub pfn: Pfn,
+}
+
+/// Every file's cached pages and the active/inactive LRU lists.
+#[derive(Clone, Debug)]
+pub(crate) struct PageCache {
+    files: BTreeMap<u32, BTreeMap<u32, u32>>,
+    nodes: Vec<Node>,
+    spare: Vec<u32>,
+    head: [u32; 2],
+    tail: [u32; 2],
+    len: [u64; 2],
+}
+
+impl Default for PageCache {
+    fn default() -> PageCache {
+        PageCache {
+            files: BTreeMap::new(),
+            nodes: Vec::new(),
+            spare: Vec::new(),
+            head: [NIL; 2],
+            tail: [NIL; 2],
+            len: [0; 2],
+        }
+    }
+}
+
+impl PageCache {
+    /// Pages cached, both lists.
+    pub fn pages(&self) -> u64 {
+        self.len[INACTIVE] + self.len[ACTIVE]
+    }
+
+    /// Pages on the (inactive, active) lists.
+    pub fn list_lens(&self) -> (u64, u64) {
+        (self.len[INACTIVE], self.len[ACTIVE])
+    }
+
+    /// The node caching page `index` of `file`.
+    pub fn lookup(&self, file: FileId, index: u32) -> Option<u32> {
+        self.files.get(&file.0)?.get(&index).copied()
+    }
+
+    /// The frame of a node.
+    pub fn pfn(&self, node: u32) -> Pfn {
+        Pfn(self.nodes[node as usize].pfn as u64)
+    }
+
+    /// Cache `pfn` as page `index` of `file`, at the inactive head, referenced. The
+    /// caller checked the page is not cached.
+    pub fn insert(&mut self, file: FileId, index: u32, pfn: Pfn) {
+        let node = Node {
+            prev: NIL,
+            next: NIL,
+            pfn: pfn.0 as u32,
+            file: file.0,
+            index,
+            list: INACTIVE as u8,
+            referenced: true,
+        };
+        let id = match self.spare.pop() {
+            Some(id) => {
+                self.nodes[id as usize] = node;
+                id
+            }
+            None => {
+                self.nodes.push(node);
+                (self.nodes.len() - 1) as u32
+            }
+        };
+        self.push_head(id, INACTIVE);
+        self.files.entry(file.0).or_default().insert(index, id);
+    }
+
+    /// `folio_mark_accessed`: reference, or activate a referenced inactive page.
+    pub fn mark_accessed(&mut self, id: u32) {
+        let n = self.nodes[id as usize];
+        if n.referenced && n.list as usize == INACTIVE {
+            self.unlink(id);
+            self.nodes[id as usize].referenced = false;
+            self.push_head(id, ACTIVE);
+        } else {
+            self.nodes[id as usize].referenced = true;
+        }
+    }
+
+    /// Drop page `index` of `file` from the cache; returns its frame.
+    pub fn remove(&mut self, file: FileId, index: u32) -> Option<Pfn> {
+        let pages = self.files.get_mut(&file.0)?;
+        let id = pages.remove(&index)?;
+        if pages.is_empty() {
+            self.files.remove(&file.0);
+        }
+        self.unlink(id);
+        self.spare.push(id);
+        Some(self.pfn(id))
+    }
+
+    /// Every cached page of `file`, by index.
+    pub fn file_pages(&self, file: FileId) -> Vec<Cached> {
+        self.files.get(&file.0).map_or(Vec::new(), |pages| {
+            pages
+                .iter()
+                .map(|(&index, &id)| Cached {
+                    file,
+                    index,
+                    pfn: self.pfn(id),
+                })
+                .collect()
+        })
+    }
+
+    /// Every cached page, by file then index.
+    pub fn iter(&self) -> impl Iterator<Item = Cached> + '_ {
+        self.files.iter().flat_map(move |(&file, pages)| {
+            pages.iter().map(move |(&index, &id)| Cached {
+                file: FileId(file),
+                index,
+                pfn: self.pfn(id),
+            })
+        })
+    }
+
+    /// The page at the inactive tail, the next to reclaim.
+    pub fn inactive_tail(&self) -> Option<Cached> {
+        let id = self.tail[INACTIVE];
+        (id != NIL).then(|| {
+            let n = self.nodes[id as usize];
+            Cached {
+                file: FileId(n.file),
+                index: n.index,
+                pfn: Pfn(n.pfn as u64),
+            }
+        })
+    }
+
+    /// `inactive_is_low` for the file LRU, with `frame_bytes` per page.
+    pub fn inactive_is_low(&self, frame_bytes: u64) -> bool {
+        let gb = (self.pages() * frame_bytes) >> 30;
+        let ratio = if gb == 0 { 1 } else { int_sqrt(10 * gb) };
+        self.len[INACTIVE] * ratio < self.len[ACTIVE]
+    }
+
+    /// Move up to `n` pages from the active tail to the inactive head; returns how many.
+    pub fn deactivate(&mut self, n: u64) -> u64 {
+        let mut moved = 0;
+        while moved < n && self.tail[ACTIVE] != NIL {
+            let id = self.tail[ACTIVE];
+            self.unlink(id);
+            self.push_head(id, INACTIVE);
+            moved += 1;
+        }
+        moved
+    }
+
+    /// Point page `index` of `file` at `new` (migration); false unless it was at `old`.
+    pub fn set_pfn(&mut self, file: FileId, index: u32, old: Pfn, new: Pfn) -> bool {
+        match self.lookup(file, index) {
+            Some(id) if self.pfn(id) == old => {
+                self.nodes[id as usize].pfn = new.0 as u32;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Walk both lists: links consistent, lengths equal to the counters and to the index.
+    pub fn lists_consistent(&self) -> bool {
+        let walk = |list: usize| {
+            let (mut id, mut prev, mut n) = (self.head[list], NIL, 0u64);
+            while id != NIL && n <= self.nodes.len() as u64 {
+                let node = self.nodes[id as usize];
+                if node.prev != prev || node.list as usize != list {
+                    return None;
+                }
+                let indexed = self.lookup(FileId(node.file), node.index) == Some(id);
+                if !indexed {
+                    return None;
+                }
+                (prev, id, n) = (id, node.next, n + 1);
+            }
+            (prev == self.tail[list] && n == self.len[list]).then_some(n)
+        };
+        let indexed: u64 = self.files.values().map(|p| p.len() as u64).sum();
+        matches!((walk(INACTIVE), walk(ACTIVE)), (Some(a), Some(b)) if a + b == indexed)
+    }
+
+    fn push_head(&mut self, id: u32, list: usize) {
+        let old = self.head[list];
+        let n = &mut self.nodes[id as usize];
+        (n.prev, n.next, n.list) = (NIL, old, list as u8);
+        if old == NIL {
+            self.tail[list] = id;
+        } else {
+            self.nodes[old as usize].prev = id;
+        }
+        self.head[list] = id;
+        self.len[list] += 1;
+    }
+
+    fn unlink(&mut self, id: u32) {
+        let Node {
+            prev, next, list, ..
+        } = self.nodes[id as usize];
+        let list = list as usize;
+        match prev {
+            NIL => self.head[list] = next,
+            p => self.nodes[p as usize].next = next,
+        }
+        match next {
+            NIL => self.tail[list] = prev,
+            n => self.nodes[n as usize].prev = prev,
+        }
+        self.len[list] -= 1;
+    }
+}
+
+/// Linux's `int_sqrt`: the floor of the square root.
+pub(crate) fn int_sqrt(x: u64) -> u64 {
+    let mut r = (x as f64).sqrt() as u64;
+    while r * r > x {
+        r -= 1;
+    }
+    while (r + 1) * (r + 1) <= x {
+        r += 1;
+    }
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cache(pages: u32) -> PageCache {
+        let mut c = PageCache::default();
+        for i in 0..pages {
+            c.insert(FileId(1), i, Pfn(100 + i as u64));
+        }
+        c
+    }
+
+    #[test]
+    fn new_pages_enter_the_inactive_list_and_leave_from_its_tail() {
+        let mut c = cache(3);
+        assert_eq!(c.list_lens(), (3, 0));
+        assert_eq!(c.inactive_tail().map(|p| p.index), Some(0));
+        assert_eq!(c.remove(FileId(1), 0), Some(Pfn(100)));
+        assert_eq!(c.inactive_tail().map(|p| p.index), Some(1));
+        assert!(c.lists_consistent());
+    }
+
+    #[test]
+    fn a_second_access_activates_an_inactive_page() {
+        let mut c = cache(2);
+        let id = c.lookup(FileId(1), 0).unwrap();
+        c.mark_accessed(id);
+        assert_eq!(c.list_lens(), (1, 1));
+        c.mark_accessed(id); // active: just referenced again
+        assert_eq!(c.list_lens(), (1, 1));
+        assert!(!c.inactive_is_low(4096));
+        c.mark_accessed(c.lookup(FileId(1), 1).unwrap());
+        assert_eq!(c.list_lens(), (0, 2));
+        assert!(c.inactive_is_low(4096));
+        assert_eq!(c.deactivate(5), 2);
+        assert_eq!(c.list_lens(), (2, 0));
+        assert!(c.lists_consistent());
+    }
+
+    #[test]
+    fn migration_repoints_only_the_matching_page() {
+        let mut c = cache(2);
+        assert!(!c.set_pfn(FileId(1), 1, Pfn(5), Pfn(6)));
+        assert!(c.set_pfn(FileId(1), 1, Pfn(101), Pfn(7)));
+        assert_eq!(c.pfn(c.lookup(FileId(1), 1).unwrap()), Pfn(7));
+        assert_eq!(c.file_pages(FileId(1)).len(), 2);
+        assert_eq!(c.iter().count(), 2);
+        assert_eq!(c.remove(FileId(2), 0), None);
+    }
+}

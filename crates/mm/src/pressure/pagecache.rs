@@ -1,0 +1,157 @@
+//! The page cache: files as sparse arrays of base pages, read through the cache
+//! (`mm/filemap.c` `filemap_read`, `filemap_add_folio`), deleted (`truncate_inode_pages`)
+//! and dropped (`echo 1 > /proc/sys/vm/drop_caches`, `invalidate_mapping_pages`).
+//!
+//! A miss allocates an order-0 movable frame owned by the page cache (through
+//! [`Mem::alloc`](crate::reclaim), so it may reclaim), records the frame's page-cache
+//! reverse map (file, index: see `frame.rs`) and puts the page at the inactive LRU head.
+//! A hit marks the page accessed. Cost: every page read is copied to the reader
+//! (`copy_time` of a base page); a miss adds `FragCosts::page_cache_read` and any direct
+//! reclaim. All cached pages are clean: files are only read. Page indices at or above
+//! 2^32 are beyond the model's files and are not read (the frame packs the index in 32
+//! bits). This module owns these mechanisms, on the borrow of allocation with reclaim
+//! (`Mem`; the kernel's entry points are `kernel/pressure.rs`'s); the index and LRU are
+//! `lru.rs`'s and eviction is `reclaim.rs`'s. It must not map pages into address spaces
+//! (no file mmap).
+
+// Shared vocabulary (`api.rs`: frames record it), kept at its public path here.
+pub use crate::api::FileId;
+use crate::phys::buddy::AllocRequest;
+use crate::phys::frame::OwnerKind;
+use crate::phys::pageblock::MigrateType;
+use crate::pressure::lru::Cached;
+use crate::pressure::reclaim::Mem;
+use hugemm_hw::{Nanos, Order};
+use serde::Serialize;
+
+/// Pages a file can have: indices are below 2^32.
+pub const FILE_PAGES_MAX: u64 = 1 << 32;
+
+/// The result of [`Kernel::file_read`](crate::Kernel::file_read).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct FileRead {
+    /// Time charged to the reader.
+    pub cost: Nanos,
+    /// Pages found in the cache.
+    pub hits: u64,
+    /// Pages read into the cache.
+    pub inserted: u64,
+    /// No frame could be found even after reclaim: the read stopped there.
+    pub oom: bool,
+}
+
+impl Mem<'_> {
+    /// Read pages `first_page..first_page + pages` of `file` through the page cache
+    /// ([`Kernel::file_read`](crate::Kernel::file_read)).
+    pub fn file_read(&mut self, file: FileId, first_page: u64, pages: u64) -> FileRead {
+        let mut out = FileRead::default();
+        let end = first_page.saturating_add(pages).min(FILE_PAGES_MAX);
+        let copy = self.costs.copy_time(self.frame_bytes);
+        for index in first_page..end {
+            let index = index as u32;
+            if let Some(id) = self.cache.lookup(file, index) {
+                self.cache.mark_accessed(id);
+                out.hits += 1;
+                out.cost += copy;
+                continue;
+            }
+            match self.read_into_cache(file, index) {
+                Some(cost) => {
+                    out.inserted += 1;
+                    out.cost += cost + copy;
+                }
+                None => {
+                    out.oom = true;
+                    break;
+                }
+            }
+        }
+        self.stats.page_cache_hits += out.hits;
+        self.stats.page_cache_inserted += out.inserted;
+        self.stats.file_read_time += out.cost;
+        out
+    }
+
+    /// Allocate a frame for page `index` of `file` and cache it; returns the cost.
+    fn read_into_cache(&mut self, file: FileId, index: u32) -> Option<Nanos> {
+        let req = AllocRequest::new(Order(0))
+            .migrate(MigrateType::Movable)
+            .owner(OwnerKind::PageCache);
+        let (block, reclaim) = self.alloc(&req).ok()?;
+        self.phys.frames.update(block.pfn.0 as u32, |f| {
+            f.set_cache_rmap(file, index);
+            f.set_zeroed(false);
+        });
+        self.cache.insert(file, index, block.pfn);
+        Some(reclaim + self.frag.page_cache_read)
+    }
+
+    /// Delete `file`: free every page it has cached. Returns the pages freed.
+    pub fn file_delete(&mut self, file: FileId) -> u64 {
+        let pages = self.cache.file_pages(file);
+        self.uncache(&pages)
+    }
+
+    /// Free every clean page-cache page (`echo 1 > /proc/sys/vm/drop_caches`); all cached
+    /// pages are clean. Returns the pages freed.
+    pub fn drop_caches(&mut self) -> u64 {
+        let pages: Vec<Cached> = self.cache.iter().collect();
+        self.uncache(&pages)
+    }
+
+    fn uncache(&mut self, pages: &[Cached]) -> u64 {
+        for p in pages {
+            self.cache.remove(p.file, p.index);
+            if self.phys.free(p.pfn, Order(0)).is_err() {
+                self.stats.internal_errors += 1;
+            }
+        }
+        pages.len() as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::kernel;
+
+    #[test]
+    fn a_second_read_hits_and_costs_only_the_copy() {
+        let mut k = kernel(64);
+        let first = k.file_read(FileId(3), 10, 4);
+        assert_eq!((first.hits, first.inserted, first.oom), (0, 4, false));
+        // miss: read (alloc 100 + copy 1000) + copy out 1000
+        assert_eq!(first.cost, Nanos(4 * 2100));
+        let again = k.file_read(FileId(3), 8, 4);
+        assert_eq!((again.hits, again.inserted), (2, 2));
+        assert_eq!(k.page_cache_pages(), 6);
+        let f = k
+            .phys()
+            .frame(k.page_cache_frame(FileId(3), 11).unwrap())
+            .unwrap();
+        assert_eq!(f.owner(), Some(OwnerKind::PageCache));
+        assert_eq!(f.cache_rmap(), Some((FileId(3), 11)));
+        k.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn delete_and_drop_caches_free_the_pages() {
+        let mut k = kernel(64);
+        let free = k.phys().frames_free();
+        k.file_read(FileId(1), 0, 30);
+        k.file_read(FileId(2), 0, 20);
+        assert_eq!(k.file_delete(FileId(1)), 30);
+        assert_eq!(k.file_delete(FileId(1)), 0);
+        assert_eq!(k.drop_caches(), 20);
+        assert_eq!(k.phys().frames_free(), free);
+        k.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn indices_past_the_model_limit_are_not_read() {
+        let mut k = kernel(64);
+        let out = k.file_read(FileId(1), FILE_PAGES_MAX - 2, 10);
+        assert_eq!(out.inserted, 2);
+        assert_eq!(k.file_read(FileId(1), u64::MAX, 10).inserted, 0);
+    }
+}

@@ -1,0 +1,312 @@
+//! Reclaim of page-cache pages and reclaimable slab: the zone watermarks, kswapd-like
+//! background reclaim, and direct reclaim in the allocation path (`mm/vmscan.c`,
+//! `mm/page_alloc.c`).
+//!
+//! Watermarks follow `__setup_per_zone_wmarks` for one zone: `min_free_kbytes =
+//! int_sqrt(16 * lowmem_kbytes)` clamped to [128 KB, 256 MB] (`calculate_min_free_kbytes`);
+//! `low = min + max(min / 4, managed * watermark_scale_factor / 10000)` with the default
+//! factor 10; `high = min + 2 * (low - min)`. Watermark boosting is not modelled.
+//!
+//! Every allocation of the model's own paths (anonymous and page-table pages, `kmalloc`,
+//! page-cache reads) goes through [`Mem::alloc`]:
+//! - when the buddy allocator fails an order <= `PAGE_ALLOC_COSTLY_ORDER` (3), direct
+//!   reclaim frees `SWAP_CLUSTER_MAX` (32) pages at a time and the allocation is retried
+//!   until it succeeds or nothing is reclaimable (`__alloc_pages_direct_reclaim`,
+//!   `should_reclaim_retry`); its time is charged to the caller. Costly orders (a 2 MB
+//!   fault, a collapse) fail at once: for them compaction, a policy's call, is the remedy
+//!   (`__GFP_NORETRY` THP allocations do the same).
+//! - after a successful allocation that leaves free frames below `low`, kswapd reclaims
+//!   until free frames reach `high` (`wakeup_kswapd`, `balance_pgdat`). The model runs it
+//!   at once; its time goes to `KernelStats::kswapd_time`, not to the caller.
+//!
+//! Superpage reservations (`reserv.rs`) come first, as FreeBSD's `vm_page_alloc` calls
+//! `vm_reserv_reclaim_inactive` when the physical allocator fails: a failed allocation
+//! of order <= 3 breaks the least recently changed partially populated reservation and
+//! retries before reclaiming page cache (time to the caller, not an `allocstall`), and
+//! kswapd breaks such reservations up to `high` before shrinking the page cache (their
+//! unused frames count as allocated here, unlike FreeBSD, which counts them free).
+//!
+//! Allocations are not refused below `min` (no `ALLOC_WMARK_MIN` check: the model has no
+//! atomic reserves to protect), so an allocation only fails when no block is free.
+//! Clean page cache and reclaimable kernel memory (`KmemKind::Reclaimable`, through the
+//! slab shrinker of `slab.rs`, which scans twice the fraction of it that reclaim scans of
+//! the LRU lists) are reclaimable; anonymous memory is not (no swap). This module owns
+//! when and how much to reclaim; the LRU order is `lru.rs`'s, which slab block goes next
+//! `slab.rs`'s.
+
+use crate::costs::{FragCosts, MmCosts};
+use crate::error::{MmError, Result};
+use crate::phys::buddy::{AllocRequest, Block, PhysMem};
+use crate::phys::reserv::{break_cost, break_reservation, ReservTable};
+use crate::pressure::lru::{int_sqrt, PageCache};
+use crate::pressure::slab::SlabCaches;
+use crate::stats::KernelStats;
+use hugemm_hw::{Nanos, Order};
+use serde::Serialize;
+
+/// Pages reclaimed per batch (`SWAP_CLUSTER_MAX`).
+pub const SWAP_CLUSTER_MAX: u64 = 32;
+/// Highest order the allocator retries after direct reclaim (`PAGE_ALLOC_COSTLY_ORDER`).
+pub const PAGE_ALLOC_COSTLY_ORDER: u8 = 3;
+/// `vm.watermark_scale_factor`'s default, in 1/10000 of managed memory.
+const WATERMARK_SCALE_FACTOR: u64 = 10;
+
+/// The zone watermarks, in frames.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Watermarks {
+    /// `WMARK_MIN`.
+    pub min: u64,
+    /// `WMARK_LOW`: kswapd wakes below it.
+    pub low: u64,
+    /// `WMARK_HIGH`: kswapd sleeps again at it.
+    pub high: u64,
+}
+
+impl Watermarks {
+    /// Linux's watermarks for one zone of `managed` frames of `frame_bytes` each.
+    pub fn for_zone(managed: u64, frame_bytes: u64) -> Watermarks {
+        let lowmem_kb = managed * frame_bytes / 1024;
+        Watermarks::with_min_free_kbytes(managed, frame_bytes, default_min_free_kbytes(lowmem_kb))
+    }
+
+    /// The watermarks when `vm.min_free_kbytes` is `min_kb` (set by hand, or raised by
+    /// THP's `set_recommended_min_free_kbytes`): `min` is that many KiB, and `low` and
+    /// `high` follow from it as in [`Watermarks::for_zone`].
+    pub fn with_min_free_kbytes(managed: u64, frame_bytes: u64, min_kb: u64) -> Watermarks {
+        let min = (min_kb * 1024 / frame_bytes).min(managed);
+        let gap = (min / 4).max(managed * WATERMARK_SCALE_FACTOR / 10_000);
+        Watermarks {
+            min,
+            low: (min + gap).min(managed),
+            high: (min + 2 * gap).min(managed),
+        }
+    }
+}
+
+/// `calculate_min_free_kbytes`: `int_sqrt(16 * lowmem_kbytes)`, clamped to [128 KB,
+/// 256 MB].
+pub fn default_min_free_kbytes(lowmem_kb: u64) -> u64 {
+    int_sqrt(lowmem_kb * 16).clamp(128, 262_144)
+}
+
+/// The result of an explicit reclaim request.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ReclaimOutcome {
+    /// Frames freed: page cache and reclaimable slab.
+    pub freed: u64,
+    /// Time charged to the caller.
+    pub cost: Nanos,
+}
+
+/// What allocation with reclaim borrows from the kernel.
+#[derive(Debug)]
+pub(crate) struct Mem<'a> {
+    pub phys: &'a mut PhysMem,
+    pub cache: &'a mut PageCache,
+    pub stats: &'a mut KernelStats,
+    pub frag: &'a FragCosts,
+    pub wmark: Watermarks,
+    pub frame_bytes: u64,
+    pub reserv: &'a mut ReservTable,
+    pub costs: &'a MmCosts,
+    pub slab: &'a mut SlabCaches,
+}
+
+impl Mem<'_> {
+    /// Allocate `req`, reclaiming directly on failure and waking kswapd below `low`.
+    /// Returns the block and the direct-reclaim time the caller pays.
+    pub fn alloc(&mut self, req: &AllocRequest) -> Result<(Block, Nanos)> {
+        let (mut spent, mut stalled) = (Nanos::ZERO, false);
+        let retry = req.order().0 <= PAGE_ALLOC_COSTLY_ORDER;
+        let block = loop {
+            match self.phys.alloc(req) {
+                Ok(b) => break b,
+                Err(MmError::OutOfMemory) if retry && self.reserv.oldest_partial().is_some() => {
+                    spent += self.reclaim_reservation();
+                }
+                Err(MmError::OutOfMemory) if retry && self.reclaimable() > 0 => {
+                    self.stats.allocstall += !std::mem::replace(&mut stalled, true) as u64;
+                    spent += self.direct_reclaim();
+                }
+                Err(e) => return Err(e),
+            }
+        };
+        self.wake_kswapd();
+        Ok((block, spent))
+    }
+
+    /// One batch of direct reclaim; returns its time.
+    fn direct_reclaim(&mut self) -> Nanos {
+        let freed = self.shrink(SWAP_CLUSTER_MAX);
+        let cost = self.reclaim_time(freed);
+        self.stats.pgsteal_direct += freed;
+        self.stats.direct_reclaim_time += cost;
+        cost
+    }
+
+    /// Break the least recently changed partially populated reservation, returning its
+    /// unused frames (`vm_reserv_reclaim_inactive`); returns its time.
+    fn reclaim_reservation(&mut self) -> Nanos {
+        let Some(id) = self.reserv.oldest_partial() else {
+            return Nanos::ZERO;
+        };
+        let b = break_reservation(self.reserv, self.phys, self.stats, id);
+        let cost = break_cost(self.costs.alloc, b);
+        self.stats.reservations_reclaimed += 1;
+        self.stats.reserv_break_time += cost;
+        cost
+    }
+
+    /// kswapd: below `low`, break partially populated reservations, then reclaim page
+    /// cache, up to `high`.
+    pub fn wake_kswapd(&mut self) {
+        let free = self.phys.frames_free();
+        if free >= self.wmark.low
+            || (self.reclaimable() == 0 && self.reserv.oldest_partial().is_none())
+        {
+            return;
+        }
+        self.stats.kswapd_wakes += 1;
+        while self.phys.frames_free() < self.wmark.high && self.reserv.oldest_partial().is_some() {
+            let t = self.reclaim_reservation();
+            self.stats.kswapd_time += t;
+        }
+        let free = self.phys.frames_free();
+        if free >= self.wmark.high || self.reclaimable() == 0 {
+            return;
+        }
+        let freed = self.shrink(self.wmark.high - free);
+        self.stats.pgsteal_kswapd += freed;
+        self.stats.kswapd_time += self.reclaim_time(freed);
+    }
+
+    pub fn reclaim_time(&self, pages: u64) -> Nanos {
+        Nanos(self.frag.reclaim_page.0 * pages)
+    }
+
+    /// Frames reclaim can free: clean page cache and reclaimable slab.
+    fn reclaimable(&self) -> u64 {
+        self.cache.pages() + self.slab.pages()
+    }
+
+    /// Free about `pages` frames: page-cache pages from the inactive tail in batches of
+    /// `SWAP_CLUSTER_MAX`, deactivating active pages when the inactive list is low, each
+    /// batch followed by the slab shrinker's share (`slab.rs`); with the page cache empty,
+    /// slab alone. The last batch's slab share may overshoot `pages`. Returns the frames
+    /// freed.
+    pub fn shrink(&mut self, pages: u64) -> u64 {
+        let mut freed = 0;
+        while freed < pages && self.reclaimable() > 0 {
+            let lru = self.cache.pages();
+            if lru == 0 {
+                self.slab.charge_pages(pages - freed);
+                freed += self.shrink_slab();
+                continue;
+            }
+            let (inactive, _) = self.cache.list_lens();
+            if inactive == 0 || self.cache.inactive_is_low(self.frame_bytes) {
+                self.cache.deactivate(SWAP_CLUSTER_MAX);
+            }
+            let (batch, mut scanned) = (SWAP_CLUSTER_MAX.min(pages - freed), 0);
+            for _ in 0..batch {
+                let Some(page) = self.cache.inactive_tail() else {
+                    break;
+                };
+                self.cache.remove(page.file, page.index);
+                if self.phys.free(page.pfn, Order(0)).is_err() {
+                    self.stats.internal_errors += 1;
+                }
+                scanned += 1;
+            }
+            freed += scanned;
+            self.slab.charge(scanned, lru);
+            freed += self.shrink_slab();
+        }
+        freed
+    }
+
+    /// Free the reclaimable kernel blocks the shrinker's work covers; returns frames
+    /// freed.
+    fn shrink_slab(&mut self) -> u64 {
+        let mut freed = 0;
+        while let Some((pfn, order)) = self.slab.take_due() {
+            let frames = 1u64 << order.0;
+            let held = &mut self.stats.kmem_reclaimable_pages;
+            *held = held.saturating_sub(frames);
+            self.stats.slab_reclaimed_pages += frames;
+            if self.phys.free(pfn, order).is_err() {
+                self.stats.internal_errors += 1;
+            }
+            freed += frames;
+        }
+        freed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::Kernel;
+    use crate::pressure::pagecache::FileId;
+    use crate::testutil::kernel;
+
+    #[test]
+    fn a_raised_min_free_kbytes_moves_every_watermark() {
+        // 4 GB with THP's recommended 67,584 KB (33 pageblocks over three zones): min is
+        // 16,896 pages, the gap min / 4 = 4,224 (above 0.1% of the zone).
+        let w = Watermarks::with_min_free_kbytes(1 << 20, 4096, 67_584);
+        assert_eq!((w.min, w.low, w.high), (16_896, 21_120, 25_344));
+        let mut k = Kernel::new(
+            &crate::kernel::MemConfig {
+                bytes: 4 << 30,
+                geometry: hugemm_hw::Geometry::X86_64,
+            },
+            crate::testutil::costs(),
+        )
+        .unwrap();
+        assert_eq!(k.watermarks().min, 2048, "Linux's default for 4 GB: 8 MB");
+        k.set_min_free_kbytes(67_584);
+        assert_eq!(k.watermarks(), w);
+    }
+
+    #[test]
+    fn watermarks_follow_linux_for_small_and_large_zones() {
+        // 64 MB: min_free_kbytes = int_sqrt(16 * 65536) = 1024 KB = 256 pages.
+        let w = Watermarks::for_zone(16_384, 4096);
+        assert_eq!(
+            w,
+            Watermarks {
+                min: 256,
+                low: 320,
+                high: 384
+            }
+        );
+        // 16 GB: int_sqrt(16 * 16 GB in KB) = 16384 KB = 4096 pages; scale factor wins.
+        let w = Watermarks::for_zone(4 << 20, 4096);
+        assert_eq!(w.min, 4096);
+        assert_eq!((w.low, w.high), (4096 + 4194, 4096 + 2 * 4194));
+        // 1 TB: 128 MB; 8 TB hits the 256 MB cap.
+        assert_eq!(Watermarks::for_zone(256 << 20, 4096).min, 32_768);
+        assert_eq!(Watermarks::for_zone(2 << 30, 4096).min, 65_536);
+    }
+
+    #[test]
+    fn explicit_reclaim_frees_the_oldest_pages_first() {
+        let mut k = kernel(64);
+        k.file_read(FileId(1), 0, 100);
+        k.file_read(FileId(1), 0, 10); // pages 0..10 become active
+        let free = k.phys().frames_free();
+        let out = k.reclaim(50);
+        assert_eq!(out.freed, 50);
+        assert_eq!(out.cost, Nanos(50 * 1000));
+        assert_eq!(k.phys().frames_free(), free + 50);
+        assert_eq!(
+            k.file_read(FileId(1), 0, 10).hits,
+            10,
+            "active pages survive"
+        );
+        assert_eq!(k.reclaim(1000).freed, 50);
+        assert_eq!(k.page_cache_pages(), 0);
+        k.check_invariants().unwrap();
+    }
+}
