@@ -34,6 +34,9 @@ pub struct CacheHierarchy {
     /// node's first line (and below the next node's) cost that node's latency. Empty: one
     /// node, every data line costs `dram_cycles`.
     far: Vec<FarNode>,
+    /// Lines node 0 served or will take back, counted only on a machine of several
+    /// nodes (see [`CacheHierarchy::access_data`]).
+    near_lines: u64,
 }
 
 /// A memory node other than node 0, as a range of line addresses with its latency.
@@ -42,6 +45,8 @@ struct FarNode {
     first_line: u64,
     cycles: f64,
     idle_cycles: f64,
+    /// Lines the node served or will take back.
+    lines: u64,
 }
 
 impl CacheHierarchy {
@@ -58,6 +63,7 @@ impl CacheHierarchy {
             dram_cycles,
             dram_idle_cycles: dram_cycles,
             far: Vec::new(),
+            near_lines: 0,
         }
     }
 
@@ -71,6 +77,7 @@ impl CacheHierarchy {
                 first_line: start >> LINE_SHIFT,
                 cycles,
                 idle_cycles: cycles,
+                lines: 0,
             })
             .collect();
     }
@@ -91,23 +98,42 @@ impl CacheHierarchy {
     /// Accesses data line `line` (a physical byte address shifted right by
     /// [`LINE_SHIFT`]) and returns its latency in cycles: a miss in every level costs
     /// the latency of the node holding the line.
+    ///
+    /// On a machine of several nodes a miss is also counted as traffic on its node
+    /// ([`CacheHierarchy::node_lines`]): one line read, and one more for a `write`, the
+    /// write-back its eviction will cause (write-backs of lines read and written later
+    /// while cached are not counted, nor prefetches).
     #[inline]
-    pub fn access_data(&mut self, line: u64) -> f64 {
+    pub fn access_data(&mut self, line: u64, write: bool) -> f64 {
         let level = self.access_level(line);
         match self.latency_cycles.get(level) {
             Some(&c) => c,
             None if self.far.is_empty() => self.dram_cycles,
-            None => self.node_cycles(line),
+            None => self.node_cycles(line, 1 + u64::from(write)),
         }
     }
 
-    /// DRAM latency of the node holding data line `line`.
-    fn node_cycles(&self, line: u64) -> f64 {
-        self.far
-            .iter()
-            .rev()
-            .find(|f| line >= f.first_line)
-            .map_or(self.dram_cycles, |f| f.cycles)
+    /// DRAM latency of the node holding data line `line`, counting `lines` of traffic
+    /// on it.
+    fn node_cycles(&mut self, line: u64, lines: u64) -> f64 {
+        match self.far.iter_mut().rev().find(|f| line >= f.first_line) {
+            Some(f) => {
+                f.lines += lines;
+                f.cycles
+            }
+            None => {
+                self.near_lines += lines;
+                self.dram_cycles
+            }
+        }
+    }
+
+    /// Lines of traffic each node has had from this core's data misses so far, node 0
+    /// first (see [`CacheHierarchy::access_data`]; empty with one node, which counts
+    /// none).
+    pub fn node_lines(&self) -> impl Iterator<Item = u64> + '_ {
+        let near = (!self.far.is_empty()).then_some(self.near_lines);
+        near.into_iter().chain(self.far.iter().map(|f| f.lines))
     }
 
     /// Write line `line` into the last level only, as another core's store through a
@@ -193,6 +219,12 @@ mod tests {
         }
     }
 
+    impl CacheHierarchy {
+        fn access_data_r(&mut self, line: u64) -> f64 {
+            self.access_data(line, false)
+        }
+    }
+
     fn tiny() -> CacheHierarchy {
         CacheHierarchy::new(
             &[level("L1D", 256, 2, 4.0), level("L2", 1024, 4, 12.0)],
@@ -231,23 +263,38 @@ mod tests {
         // Node 1 from byte 1 MiB at 500 cycles, node 2 from 2 MiB at 900.
         c.set_far_nodes(&[(1 << 20, 500.0), (2 << 20, 900.0)]);
         let line = |addr: u64| addr >> LINE_SHIFT;
-        assert_eq!(c.access_data(line(4096)), 200.0);
-        assert_eq!(c.access_data(line((1 << 20) + 64)), 500.0);
-        assert_eq!(c.access_data(line(3 << 20)), 900.0);
+        assert_eq!(c.access_data_r(line(4096)), 200.0);
+        assert_eq!(c.access_data_r(line((1 << 20) + 64)), 500.0);
+        assert_eq!(c.access_data_r(line(3 << 20)), 900.0);
         assert_eq!(
-            c.access_data(line(3 << 20)),
+            c.access_data_r(line(3 << 20)),
             4.0,
             "a hit costs the cache's latency"
         );
         c.set_node_load(1, 2.0);
-        assert_eq!(c.access_data(line((1 << 20) + 8192)), 1000.0);
+        assert_eq!(c.access_data_r(line((1 << 20) + 8192)), 1000.0);
         c.set_node_load(1, 0.5);
         assert_eq!(
-            c.access_data(line((1 << 20) + 16384)),
+            c.access_data_r(line((1 << 20) + 16384)),
             500.0,
             "never below idle"
         );
         c.set_node_load(7, 3.0); // no such node: nothing changes
-        assert_eq!(c.access_data(line(4 << 20)), 900.0);
+        assert_eq!(c.access_data_r(line(4 << 20)), 900.0);
+    }
+
+    #[test]
+    fn misses_count_as_traffic_on_their_node_writes_twice() {
+        let mut c = tiny();
+        assert_eq!(c.node_lines().count(), 0, "one node counts nothing");
+        c.access_data(0, true);
+        assert_eq!(c.node_lines().count(), 0);
+        c.set_far_nodes(&[(1 << 20, 500.0)]);
+        let line = |addr: u64| addr >> LINE_SHIFT;
+        c.access_data(line(1 << 14), false); // node 0, read
+        c.access_data(line(1 << 14), true); // a hit: no traffic
+        c.access_data(line((1 << 20) + 64), true); // node 1, written
+        c.access_data(line((1 << 20) + 128), false); // node 1, read
+        assert_eq!(c.node_lines().collect::<Vec<_>>(), vec![1, 3]);
     }
 }

@@ -282,11 +282,17 @@ impl Mmu {
         self.caches.set_node_load(node, factor);
     }
 
+    /// Lines of traffic each memory node has had from this core's data misses, node 0
+    /// first; empty on a machine of one node (see [`CacheHierarchy::access_data`]).
+    pub fn node_lines(&self) -> impl Iterator<Item = u64> + '_ {
+        self.caches.node_lines()
+    }
+
     /// Translates and serves one reference, updating every structure; returns its cost.
     #[inline]
     pub fn access(&mut self, r: &Reference) -> AccessCost {
         let (outcome, walk) = self.translate(r);
-        let data = self.caches.access_data(r.pa >> LINE_SHIFT);
+        let data = self.caches.access_data(r.pa >> LINE_SHIFT, r.write);
         self.timing.cost(outcome, walk, data, r.dependent)
     }
 
