@@ -87,6 +87,8 @@ pub struct Kernel {
     pub(crate) migration: Option<MigrationCosts>,
     /// Migrations between nodes so far.
     pub(crate) tier_stats: TierStats,
+    /// Bytes migration has read and written on each node (index = node).
+    pub(crate) migration_traffic: Vec<u64>,
 }
 
 impl Kernel {
@@ -155,6 +157,7 @@ impl Kernel {
             clear_pages: true,
             migration: None,
             tier_stats: TierStats::default(),
+            migration_traffic: Vec::new(),
         })
     }
 

@@ -86,6 +86,23 @@ impl Kernel {
         self.tier_stats
     }
 
+    /// Bytes migration has read and written on each node so far (index = node; shorter
+    /// than the node count until a migration touches the last nodes): a page moved
+    /// from `a` to `b` is its bytes read on `a` and written on `b`; an exchanged pair
+    /// reads and writes both pages' bytes on each of the two nodes.
+    pub fn migration_traffic(&self) -> &[u64] {
+        &self.migration_traffic
+    }
+
+    /// Count `bytes` of migration traffic on the node of `pfn`.
+    fn note_traffic(&mut self, pfn: Pfn, bytes: u64) {
+        let n = self.phys.node_of(pfn).0 as usize;
+        if self.migration_traffic.len() <= n {
+            self.migration_traffic.resize(n + 1, 0);
+        }
+        self.migration_traffic[n] += bytes;
+    }
+
     /// Move the pages of `pid` holding `pages` to node `to` with `mech` (see the module
     /// doc). Fails, changing nothing, if the process, the node or the migration costs are
     /// missing or the mechanism is invalid.
@@ -232,10 +249,13 @@ impl Kernel {
         };
         match self.migrate_frame(src, dst) {
             Ok(_) => {
+                let bytes = self.layout.base_bytes();
                 out.base_pages += 1;
                 out.kernel += self.page_work(0, false);
-                out.bytes += self.layout.base_bytes();
-                copies.bytes.push(self.layout.base_bytes());
+                out.bytes += bytes;
+                copies.bytes.push(bytes);
+                self.note_traffic(src, bytes);
+                self.note_traffic(dst, bytes);
             }
             Err(_) => {
                 out.failed += 1;
@@ -276,6 +296,8 @@ impl Kernel {
         out.kernel += self.page_work(order, false);
         out.bytes += l.region_bytes();
         copies.bytes.push(l.region_bytes());
+        self.note_traffic(src, l.region_bytes());
+        self.note_traffic(block.pfn, l.region_bytes());
         Ok(())
     }
 
@@ -402,6 +424,8 @@ impl Kernel {
         out.kernel += Nanos(2 * self.page_work(order, true).0);
         out.bytes += 2 * bytes;
         copies.bytes.push(2 * bytes);
+        self.note_traffic(fa, 2 * bytes);
+        self.note_traffic(fb, 2 * bytes);
         Ok(())
     }
 

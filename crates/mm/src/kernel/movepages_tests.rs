@@ -90,6 +90,11 @@ fn base_pages_move_with_their_bits_and_content_and_cost_their_parts() {
     assert_eq!(out.kernel, Nanos(4 * 2_520));
     assert_eq!(out.copy, Nanos(4 * 2048));
     assert_eq!(k.phys().node_frames_free(NodeId(1)), (32 << 20) / PAGE - 4);
+    assert_eq!(
+        k.migration_traffic(),
+        &[4 * PAGE, 4 * PAGE],
+        "read on node 0, written on node 1"
+    );
     // Moving again does nothing: every page is on node 1 already.
     let again = k
         .move_pages(pid, &pages, NodeId(1), &Mechanism::LINUX)
@@ -182,6 +187,11 @@ fn an_exchange_swaps_frames_keeps_each_pages_bits_and_allocates_nothing() {
     assert_eq!(k.translate(pid, VirtAddr(a)).unwrap().pa, pb);
     assert_eq!(k.translate(pid, VirtAddr(b)).unwrap().pa, pa);
     assert_eq!(k.phys().frames_free(), free, "nothing allocated or freed");
+    assert_eq!(
+        k.migration_traffic(),
+        &[3 * HUGE, 3 * HUGE],
+        "the move, then both pages read and written on both nodes"
+    );
     // 2 x (huge_page + flush + 2 entries): no allocation, free or compound setup.
     assert_eq!(out.kernel, Nanos(2 * (30_000 + 300 + 20)));
     k.check_invariants().unwrap();
