@@ -93,3 +93,68 @@ fn tiering_on_one_node_is_refused() {
         "{e}"
     );
 }
+
+/// Two stencil processes on cores of their own, memory on `home` (of 256 MiB local and
+/// 768 MiB remote), for one simulated second; `two`: both run, else only the first.
+fn stencils(home: u8, two: bool) -> RunResult {
+    let second = if two {
+        "[[app]]\nmodel = \"551.ppalm\"\nname = \"b\"\nmemory = \"128MiB\"\nduration_s = 1\n"
+    } else {
+        ""
+    };
+    let text = format!(
+        "[machine]\nprofile = \"xeon-e5-2650v3-2node\"\nnode_memory = [\"256MiB\", \"768MiB\"]\n\
+         cores = 2\n[policy]\nname = \"linux\"\n[tiering]\npolicy = \"none\"\nhome_node = {home}\n\
+         [sim]\nmode = \"sampled\"\nseed = 1\nsample_interval_ms = 100\n\
+         [[app]]\nmodel = \"551.ppalm\"\nname = \"a\"\nmemory = \"128MiB\"\nduration_s = 1\n{second}"
+    );
+    let loaded =
+        config::parse(&text, "stencils.toml", Path::new(".")).unwrap_or_else(|e| panic!("{e}"));
+    Engine::new(loaded.experiment).unwrap().run().unwrap()
+}
+
+#[test]
+fn a_node_s_bandwidth_is_shared_by_the_processes_using_it() {
+    let alone = stencils(1, false);
+    let shared = stencils(1, true);
+    let tiers = |r: &RunResult| r.summary.system.tiers.clone().unwrap();
+    // All the traffic is on the slow node, and each sample's bandwidth adds up to it.
+    let t = tiers(&alone);
+    assert_eq!(t.nodes[0].traffic_bytes, 0, "{t:?}");
+    let remote = t.nodes[1].traffic_bytes as f64;
+    assert!(remote > 1e9, "{t:?}");
+    let rows: Vec<_> = alone
+        .timeseries
+        .iter()
+        .filter(|r| r.process == "node:disaggregated")
+        .collect();
+    let mut sampled = 0.0;
+    let mut last = 0;
+    for r in &rows {
+        sampled += r.bandwidth_gbps.unwrap() * (r.time_ns - last) as f64;
+        last = r.time_ns;
+    }
+    assert!(
+        (sampled / remote - 1.0).abs() < 0.01,
+        "{sampled} vs {remote}"
+    );
+    // A second user of the node raises its utilisation and slows the first.
+    let peak = |r: &RunResult| tiers(r).nodes[1].peak_utilisation;
+    assert!(
+        peak(&shared) > 1.5 * peak(&alone),
+        "{} {}",
+        peak(&shared),
+        peak(&alone)
+    );
+    let (a, b) = (refs(&alone), refs(&shared));
+    assert!(
+        (b as f64) < 0.95 * a as f64,
+        "alone {a}, sharing {b} references"
+    );
+    // On the fast node, with twice the bandwidth, sharing costs less.
+    let (fa, fb) = (refs(&stencils(0, false)), refs(&stencils(0, true)));
+    assert!(
+        fb as f64 / fa as f64 > b as f64 / a as f64,
+        "fast {fb}/{fa}, slow {b}/{a}"
+    );
+}

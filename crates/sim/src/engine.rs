@@ -7,6 +7,7 @@
 //! in [`SLICE`]-long time slices. Events due at the same instant are ordered: process
 //! starts, then daemons, then samples, then cores, each by index.
 
+use crate::bandwidth::Bandwidth;
 use crate::compaction::{Deferral, Kcompactd, KCOMPACTD_PERIOD};
 use crate::experiment::{Experiment, Mode};
 use crate::kactivity::KmemLedger;
@@ -18,7 +19,7 @@ use crate::results::{
     TierSummary, TimeseriesRow,
 };
 use crate::{Result, SimError};
-use hugemm_hw::{KernelCosts, MachineProfile, Mmu, Nanos, Picos};
+use hugemm_hw::{Geometry, KernelCosts, MachineProfile, Mmu, Nanos, Picos};
 use hugemm_mm::{Kernel, MemConfig, MigrationCosts, MmCosts};
 use hugemm_policy::{DaemonRun, DaemonSpec, Policy, Pressure, Tiering};
 use hugemm_workload::ProcessSpec;
@@ -83,6 +84,18 @@ pub(crate) struct Core {
     pub slice_end: Picos,
 }
 
+impl Core {
+    /// An idle core of `profile` at time 0.
+    pub fn new(profile: &MachineProfile, geometry: Geometry) -> Core {
+        Core {
+            mmu: Mmu::new(profile, geometry),
+            now: Picos(0),
+            queue: VecDeque::new(),
+            slice_end: SLICE,
+        }
+    }
+}
+
 struct Daemon {
     spec: DaemonSpec,
     kind: DaemonKind,
@@ -108,6 +121,8 @@ enum Event {
     Start(usize),
     Daemon(usize),
     Sample,
+    /// The end of a window of the shared-bandwidth model.
+    Bandwidth,
     Core(usize),
 }
 
@@ -151,6 +166,8 @@ pub struct Engine {
     policy_reclaim_cpu: Nanos,
     /// Frames the policy's background reclaim freed.
     policy_reclaim_freed: u64,
+    /// The nodes' shared bandwidth, on a machine of several nodes.
+    pub(crate) bandwidth: Option<Bandwidth>,
 }
 
 fn ns(x: f64) -> Nanos {
@@ -242,15 +259,10 @@ impl Engine {
         let policy = exp.policy.build();
         let far = far_nodes(&exp);
         let cores = (0..exp.cores)
-            .map(|_| Core {
-                mmu: {
-                    let mut mmu = Mmu::new(&exp.profile, exp.geometry);
-                    mmu.set_far_nodes(&far, exp.profile.freq_ghz);
-                    mmu
-                },
-                now: Picos(0),
-                queue: VecDeque::new(),
-                slice_end: SLICE,
+            .map(|_| {
+                let mut core = Core::new(&exp.profile, exp.geometry);
+                core.mmu.set_far_nodes(&far, exp.profile.freq_ghz);
+                core
             })
             .collect();
         let mut next_core = 0usize;
@@ -343,6 +355,7 @@ impl Engine {
             kswapd_wakes_seen: 0,
             policy_reclaim_cpu: Nanos::ZERO,
             policy_reclaim_freed: 0,
+            bandwidth: Bandwidth::new(&exp.profile, exp.node_bytes.len()),
             exp,
         })
     }
@@ -436,6 +449,11 @@ impl Engine {
                 Event::Start(i) => self.start(i, t),
                 Event::Daemon(d) => self.run_daemon(d, t),
                 Event::Sample => self.sample(t)?,
+                Event::Bandwidth => {
+                    if let Some(bw) = &mut self.bandwidth {
+                        bw.window_end(t, &mut self.cores);
+                    }
+                }
                 Event::Core(c) => {
                     let bound = self.turn_bound(c);
                     self.run_core(c, bound)?;
@@ -500,13 +518,19 @@ impl Engine {
             .enumerate()
             .map(|(i, d)| (d.next, Event::Daemon(i)));
         let sample = std::iter::once((self.next_sample, Event::Sample));
+        let bandwidth = self.bandwidth.as_ref().map(|b| (b.next, Event::Bandwidth));
         let cores = self
             .cores
             .iter()
             .enumerate()
             .filter(|(_, c)| !c.queue.is_empty());
         let cores = cores.map(|(i, c)| (c.now, Event::Core(i)));
-        starts.chain(daemons).chain(sample).chain(cores).min()
+        starts
+            .chain(daemons)
+            .chain(sample)
+            .chain(bandwidth)
+            .chain(cores)
+            .min()
     }
 
     /// How far core `c` may run in this turn.
@@ -522,6 +546,9 @@ impl Engine {
             bound = bound.min(d.next.max(now));
         }
         bound = bound.min(self.next_sample.max(now));
+        if let Some(bw) = &self.bandwidth {
+            bound = bound.min(bw.next.max(now));
+        }
         for (i, other) in self.cores.iter().enumerate() {
             if i != c && !other.queue.is_empty() {
                 bound = bound.min(other.now + SYNC);
@@ -560,7 +587,7 @@ impl Engine {
                     .run(&mut self.kernel, &self.exp.kernel.kcompactd),
                 sleep: KCOMPACTD_PERIOD,
             },
-            DaemonKind::Prezero => self.run_prezero(),
+            DaemonKind::Prezero => self.run_prezero(t),
             DaemonKind::Tiering => self.run_tiering(t),
         };
         let daemon = &mut self.daemons[d];
@@ -586,7 +613,7 @@ impl Engine {
 
     /// One run of the pre-zeroing daemon, and its effect on every core's last-level cache
     /// and DRAM latency until the next run (see `prezero.rs`).
-    fn run_prezero(&mut self) -> DaemonRun {
+    fn run_prezero(&mut self, t: Picos) -> DaemonRun {
         let cfg = self.exp.kernel.prezero;
         let run = self.prezero.run(&mut self.kernel, &cfg);
         let base = self.exp.geometry.base_bytes();
@@ -595,7 +622,10 @@ impl Engine {
                 core.mmu.fill_llc(pfn.0 * base, frames * base);
             }
         }
-        if let Some(gbps) = self.exp.profile.dram_gbps {
+        if let Some(bw) = &mut self.bandwidth {
+            // Several nodes: the traffic joins the shared-bandwidth model.
+            bw.burst(0, run.traffic, t, t + Picos::from(cfg.period));
+        } else if let Some(gbps) = self.exp.profile.dram_gbps {
             let secs = cfg.period.0 as f64 / 1e9;
             let u = (run.traffic as f64 / (secs * gbps * 1e9)).min(0.9);
             for core in &mut self.cores {
@@ -627,6 +657,10 @@ impl Engine {
             tiering.run(&mut ops)
         };
         self.tiering = Some(tiering);
+        if let Some(bw) = &mut self.bandwidth {
+            let end = t + Picos::from(ops_run.cpu);
+            bw.migrated(self.kernel.migration_traffic(), t, end);
+        }
         for (pid, stall) in ops_run.stalls {
             if let Some(p) = self.procs.iter_mut().find(|p| p.pid == Some(pid)) {
                 p.stall += Picos::from(stall);
@@ -739,7 +773,8 @@ impl Engine {
             zero_subpages_recovered: Some(stats.zero_subpages_recovered),
             ..Default::default()
         });
-        self.sample_nodes(time_ns);
+        let interval = t - self.last_sample.unwrap_or(Picos(0));
+        self.sample_nodes(time_ns, interval);
         self.next_sample = t + Picos::from(self.exp.sample_interval);
         self.last_sample = Some(t);
         if let Some(watcher) = &mut self.watcher {
@@ -756,12 +791,18 @@ impl Engine {
     }
 
     /// On a machine of several nodes, a row per node after the system row: `node:<name>`
-    /// with the node's free frames and the pages moved between nodes so far.
-    fn sample_nodes(&mut self, time_ns: u64) {
+    /// with the node's free frames, the pages moved between nodes so far and the
+    /// bandwidth in use over the last `interval`.
+    fn sample_nodes(&mut self, time_ns: u64, interval: Picos) {
         let phys = self.kernel.phys();
         if phys.node_count() < 2 {
             return;
         }
+        let gbps = self
+            .bandwidth
+            .as_mut()
+            .map(|b| b.sample(interval))
+            .unwrap_or_default();
         let moved = self.kernel.tier_stats().total;
         for n in 0..phys.node_count() {
             let name = self.exp.profile.node_name(n).unwrap_or("?");
@@ -770,6 +811,7 @@ impl Engine {
                 process: format!("node:{name}"),
                 frames_free: Some(phys.node_frames_free(hugemm_mm::NodeId(n as u8))),
                 pages_migrated: Some(moved.base_pages + moved.huge_pages),
+                bandwidth_gbps: gbps.get(n).copied(),
                 ..Default::default()
             });
         }
@@ -806,14 +848,22 @@ impl Engine {
             return None;
         }
         let base = self.exp.geometry.base_bytes();
+        let traffic = self
+            .bandwidth
+            .as_ref()
+            .map(Bandwidth::traffic)
+            .unwrap_or_default();
         let nodes = (0..phys.node_count())
             .map(|n| {
                 let id = hugemm_mm::NodeId(n as u8);
                 let (a, b) = phys.node_frames(id).unwrap_or_default();
+                let t = traffic.get(n).copied().unwrap_or_default();
                 NodeSummary {
                     name: self.exp.profile.node_name(n).unwrap_or("?").to_string(),
                     bytes: (b.0 - a.0) * base,
                     free_bytes_end: phys.node_frames_free(id) * base,
+                    traffic_bytes: t.bytes,
+                    peak_utilisation: t.peak_utilisation,
                 }
             })
             .collect();

@@ -93,6 +93,8 @@ pub(crate) struct Proc {
     pub promotions: u64,
     /// References simulated one by one.
     pub references_exact: u64,
+    /// References a sampled phase skipped (priced by its windows' means).
+    pub references_skipped: u64,
     pub start: Nanos,
     pub end: Option<Nanos>,
     pub oom: bool,
@@ -140,6 +142,7 @@ impl Proc {
             faults_huge_fallback: 0,
             promotions: 0,
             references_exact: 0,
+            references_skipped: 0,
             end: None,
             oom: false,
             error: None,

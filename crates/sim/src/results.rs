@@ -310,6 +310,9 @@ pub struct TimeseriesRow {
     pub zeroed_free_frames: Option<u64>,
     /// Zero-filled base pages recovered from huge pages so far (system row).
     pub zero_subpages_recovered: Option<u64>,
+    /// The node's memory bandwidth in use since the previous sample, GB/s (`node:` rows).
+    #[serde(serialize_with = "four_decimals")]
+    pub bandwidth_gbps: Option<f64>,
 }
 
 /// A ratio with six decimals (empty when absent).
@@ -351,6 +354,11 @@ pub struct NodeSummary {
     pub bytes: u64,
     /// Its free memory at the end.
     pub free_bytes_end: u64,
+    /// Memory traffic it served over the run: data misses, migration and zeroing (see
+    /// the shared-bandwidth model).
+    pub traffic_bytes: u64,
+    /// The highest share of its bandwidth in use over any 1 ms window.
+    pub peak_utilisation: f64,
 }
 
 fn is_zero(x: &u64) -> bool {

@@ -244,7 +244,13 @@ impl Engine {
         let Some(&i) = self.cores[c].queue.front() else {
             return Ok(());
         };
+        if let Some(bw) = &mut self.bandwidth {
+            bw.turn_start(&self.cores[c], &self.procs[i]);
+        }
         let outcome = self.step(i, c, bound);
+        if let Some(bw) = &mut self.bandwidth {
+            bw.turn_end(i, &self.cores[c], &self.procs[i]);
+        }
         let now = self.cores[c].now;
         self.background_reclaim(now);
         if self.kcompactd.wake.is_some() {
@@ -730,6 +736,7 @@ fn skip(
     // The clock advanced by the carried total above; the PMU takes the rounded means, so
     // the two may differ by under a nanosecond per skip.
     p.pmu.record_skipped(&m.scaled(n), ctx.cycles_per_ps);
+    p.references_skipped += n;
     // References already generated into the lookahead ring come first: their footprint
     // is applied one by one, and the stream skips the rest.
     let from_ring = (run.ahead.len() as u64).min(n);
