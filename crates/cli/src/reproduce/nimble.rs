@@ -460,6 +460,10 @@ fn judge(claim: &str, paper: &str, got: &[f64], holds: impl Fn(&[f64]) -> bool) 
     Claim::new(claim, paper, said, Some(holds(got)))
 }
 
+/// The least drop from 8 pages in flight to unconstrained that counts as the paper's
+/// "almost 10%" (half of it).
+const UNCONSTRAINED_DROP: f64 = 0.05;
+
 /// Figure 14: opt. exchange pages with 8, 64, 512 and unconstrained pages in flight.
 pub fn figure14(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Report> {
     let runs = run_all(r, &r.variants, &[None], progress)?;
@@ -486,7 +490,8 @@ pub fn figure14(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Repo
                 "8: {a:.2}, unconstrained: {b:.2} ({:+.1}%)",
                 100.0 * (b / a - 1.0)
             ),
-            Some(b < a),
+            // "Almost 10%": at least half of it, so noise-sized gaps do not count.
+            Some(b <= a * (1.0 - UNCONSTRAINED_DROP)),
         ),
         _ => Claim::unjudged(
             "leaving pages in flight unconstrained costs performance",
@@ -522,31 +527,35 @@ pub fn figure14(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Repo
 }
 
 /// The cells of the promotion x tiering matrix: each of HawkEye's baselines and
-/// variants, without and with Nimble's tiering.
+/// variants without tiering, with Nimble's tiering (`+nimble`: the file's
+/// `[tiering.nimble]`, Opt. Exchange Pages by default), and with Nimble's policy moving
+/// pages as Linux does (`+nimble-split`: huge pages split, one copy thread, no exchange:
+/// Figure 12's base-page migration).
 pub const COMBINED_VARIANTS: &[&str] = &[
     "4k",
     "4k+nimble",
+    "4k+nimble-split",
     "linux",
     "linux+nimble",
+    "linux+nimble-split",
     "ingens",
     "ingens+nimble",
+    "ingens+nimble-split",
     "hawkeye-g",
     "hawkeye-g+nimble",
+    "hawkeye-g+nimble-split",
     "hawkeye-pmu",
     "hawkeye-pmu+nimble",
+    "hawkeye-pmu+nimble-split",
 ];
 
-/// The experiment of `set` in the matrix cell `variant`: its promotion policy, and
-/// Nimble (the file's `[tiering.nimble]`) when the name ends in `+nimble`.
+/// The experiment of `set` in the matrix cell `variant` (see [`COMBINED_VARIANTS`]).
 fn combined_experiment(
     r: &Reproduction,
     set: &[String],
     variant: &str,
 ) -> anyhow::Result<Experiment> {
-    let (promotion, tiered) = match variant.strip_suffix("+nimble") {
-        Some(p) => (p, true),
-        None => (variant, false),
-    };
+    let (promotion, tiering) = variant.split_once('+').unwrap_or((variant, ""));
     let mut exp = r.experiment.clone();
     exp.policy = super::hawkeye::policy(promotion, &r.policies)
         .ok_or_else(|| anyhow::anyhow!("no promotion policy {promotion}"))?;
@@ -561,7 +570,12 @@ fn combined_experiment(
         Some(TieringConfig::Nimble(c)) => *c,
         None => NimbleConfig::default(),
     };
-    exp.tiering = tiered.then_some(TieringConfig::Nimble(base));
+    exp.tiering = match tiering {
+        "" => None,
+        "nimble" => Some(TieringConfig::Nimble(base)),
+        "nimble-split" => nimble(&base, "base-page-migration").map(TieringConfig::Nimble),
+        other => anyhow::bail!("no tiering setup {other}"),
+    };
     Ok(exp)
 }
 
