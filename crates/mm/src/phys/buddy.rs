@@ -300,8 +300,14 @@ impl PhysMem {
     }
 
     /// Put a free block on `mt`'s list, keeping the counters and the index.
+    #[inline]
     pub(crate) fn list_push(&mut self, pfn: u32, order: u8, mt: MigrateType) {
-        let n = self.nodes.of(pfn);
+        self.list_push_on(self.nodes.of(pfn), pfn, order, mt);
+    }
+
+    /// [`PhysMem::list_push`] for a block known to be on node `n`.
+    #[inline]
+    fn list_push_on(&mut self, n: usize, pfn: u32, order: u8, mt: MigrateType) {
         self.areas[n].push(&mut self.frames, pfn, order, mt);
         self.counters.on_push(pfn, order, mt);
         if let Some(index) = &mut self.index {
@@ -310,8 +316,14 @@ impl PhysMem {
     }
 
     /// Take the free head at `pfn` off its list, keeping the counters and the index.
+    #[inline]
     pub(crate) fn list_remove(&mut self, pfn: u32) -> (u8, MigrateType) {
-        let n = self.nodes.of(pfn);
+        self.list_remove_on(self.nodes.of(pfn), pfn)
+    }
+
+    /// [`PhysMem::list_remove`] for a block known to be on node `n`.
+    #[inline]
+    fn list_remove_on(&mut self, n: usize, pfn: u32) -> (u8, MigrateType) {
         let (order, mt) = self.areas[n].remove(&mut self.frames, pfn);
         self.note_removed(pfn, order, mt);
         (order, mt)
@@ -492,11 +504,12 @@ impl PhysMem {
         self.zeroed_first = mode;
     }
 
-    /// `expand`: keep the low `2^low` frames, return the upper halves to `mt`'s lists.
+    /// `expand`: keep the low `2^low` frames, return the upper halves to `mt`'s lists
+    /// (of the node being allocated from, where the block was).
     fn expand(&mut self, pfn: u32, low: u8, mut high: u8, mt: MigrateType) {
         while high > low {
             high -= 1;
-            self.list_push(pfn + (1 << high), high, mt);
+            self.list_push_on(self.node, pfn + (1 << high), high, mt);
         }
     }
 
@@ -541,6 +554,8 @@ impl PhysMem {
             f.set_zeroed(false);
         });
         let mt = self.blocks.type_of(pfn);
+        // A block and its buddies are on one node (nodes hold whole max-order blocks).
+        let node = self.nodes.of(pfn);
         while order < self.max_order {
             let buddy = pfn ^ (1 << order);
             if !self
@@ -550,7 +565,7 @@ impl PhysMem {
             {
                 break;
             }
-            self.list_remove(buddy);
+            self.list_remove_on(node, buddy);
             pfn = pfn.min(buddy);
             order += 1;
             // The merged block holds the dirty frames just freed: its head (maybe a
@@ -558,7 +573,7 @@ impl PhysMem {
             // a head again.
             self.frames.update(pfn, |f| f.set_zeroed(false));
         }
-        self.list_push(pfn, order, mt);
+        self.list_push_on(node, pfn, order, mt);
         Ok(())
     }
 
@@ -763,13 +778,14 @@ impl PhysMem {
             FrameState::FreeHead { order, .. } if t >= h && t - h < (1u32 << order.0) => {}
             _ => return None,
         }
-        let (mut order, mt) = self.list_remove(h);
+        let node = self.nodes.of(h);
+        let (mut order, mt) = self.list_remove_on(node, h);
         let mut h = h;
         while order > 0 {
             order -= 1;
             let upper = h + (1 << order);
             let (keep, give) = if t < upper { (h, upper) } else { (upper, h) };
-            self.list_push(give, order, mt);
+            self.list_push_on(node, give, order, mt);
             h = keep;
         }
         Some(self.mark_allocated(t, 0, owner))
