@@ -107,16 +107,6 @@ pub fn experiment(
     exp
 }
 
-/// References per second of `set`'s processes, summed.
-fn speed(result: &RunResult) -> f64 {
-    result
-        .summary
-        .processes
-        .iter()
-        .map(|p| p.references as f64 / (p.runtime_ns.max(1) as f64 / 1e9))
-        .sum()
-}
-
 /// One run: a set under a variant at a local size.
 struct Run {
     set: String,
@@ -149,7 +139,7 @@ fn run_all(
             set: set.join("+"),
             variant: v.clone(),
             local,
-            speed: speed(&result),
+            speed: speed_of(&result, set),
             result,
         })
     })
@@ -680,7 +670,7 @@ pub fn combined(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Repo
     })
 }
 
-/// References per second of the processes of `set` only (background processes, such
+/// References per second of the processes of `set`, summed (background processes, such
 /// as a fragmenter, are left out).
 fn speed_of(result: &RunResult, set: &[String]) -> f64 {
     result

@@ -499,6 +499,18 @@ fn at(points: &[(f64, f64)], n: u64) -> f64 {
     points.iter().find(|p| p.0 == n as f64).map_or(0.0, |p| p.1)
 }
 
+/// The relative gain of curve `better` over curve `base` at each of [`COUNTS`], with
+/// its lowest and highest.
+fn gains_over(better: &[(f64, f64)], base: &[(f64, f64)]) -> (Vec<f64>, f64, f64) {
+    let gain: Vec<f64> = COUNTS
+        .iter()
+        .map(|&n| at(better, n) / at(base, n) - 1.0)
+        .collect();
+    let lo = gain.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = gain.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    (gain, lo, hi)
+}
+
 /// Figure 10: concurrent migration (4 threads, every page of the call in one batch)
 /// against 4-thread serial copies and Linux's and native THP migration, by page count.
 pub fn figure10(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Report> {
@@ -559,14 +571,7 @@ pub fn figure10(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Repo
         }
     }
     let (_, _, hpar, hconc) = &gains[0];
-    let huge_gain: Vec<f64> = COUNTS
-        .iter()
-        .map(|&n| at(hconc, n) / at(hpar, n) - 1.0)
-        .collect();
-    let (lo, hi) = (
-        huge_gain.iter().copied().fold(f64::MAX, f64::min),
-        huge_gain.iter().copied().fold(0.0, f64::max),
-    );
+    let (_, lo, hi) = gains_over(hconc, hpar);
     let (_, bbase, bpar, bconc) = &gains[1];
     let par_worse = COUNTS.iter().all(|&n| at(bpar, n) < at(bbase, n));
     let cross = COUNTS.iter().find(|&&n| at(bconc, n) > at(bbase, n));
@@ -720,14 +725,7 @@ pub fn figure11(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Repo
         curves.push((base, two, exch));
     }
     let (_, htwo, hexch) = &curves[0];
-    let gain: Vec<f64> = COUNTS
-        .iter()
-        .map(|&n| at(hexch, n) / at(htwo, n) - 1.0)
-        .collect();
-    let (lo, hi) = (
-        gain.iter().copied().fold(f64::MAX, f64::min),
-        gain.iter().copied().fold(0.0, f64::max),
-    );
+    let (gain, lo, hi) = gains_over(hexch, htwo);
     let small_best = gain.first().copied().unwrap_or(0.0) >= gain.last().copied().unwrap_or(0.0);
     let big = at(hexch, 512);
     let (bbase, _, bexch) = &curves[1];
