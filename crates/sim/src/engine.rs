@@ -939,6 +939,12 @@ impl Engine {
             policy_kswapd_reclaim_frames: self.policy_reclaim_freed,
             tiers: self.tier_summary(),
         };
+        let mut tlb_windows: Vec<_> = self
+            .procs
+            .iter_mut()
+            .flat_map(|p| std::mem::take(&mut p.tlb_windows))
+            .collect();
+        tlb_windows.sort_by_key(|w| (w.time_ns, w.pid));
         RunResult {
             summary: Summary {
                 schema: 1,
@@ -948,6 +954,7 @@ impl Engine {
                 system,
             },
             timeseries: self.timeseries,
+            tlb_windows,
         }
     }
 }
@@ -998,6 +1005,7 @@ fn summarise(p: &Proc, end_ns: u64) -> ProcessSummary {
         kv: p.kv_results.clone(),
         error: p.error.clone(),
         migration_stall_ns: p.migration_stall.0,
+        tlb_sampling_ns: p.tlb_sampling_overhead.0,
         nodes: Vec::new(),
     }
 }
