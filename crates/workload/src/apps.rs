@@ -172,12 +172,17 @@ impl App {
 
 /// Map buffer `id` of `bytes` and write every page of it, in address order.
 fn init(id: usize, bytes: u64) -> [Phase; 2] {
+    init_advised(id, bytes, Advice::Default)
+}
+
+/// [`init`] with huge-page advice on the buffer.
+fn init_advised(id: usize, bytes: u64, advice: Advice) -> [Phase; 2] {
     let buffer = BufferId(id);
     [
         Phase::Mmap {
             buffer,
             bytes,
-            advice: Advice::Default,
+            advice,
         },
         Phase::Access(touch(buffer, bytes)),
     ]
@@ -536,24 +541,35 @@ impl Default for Redis {
 /// `run` counts references (`Amount::Refs`) or simulated time (`Amount::Duration`); either
 /// becomes whole bursts, at least one.
 pub fn redis(bytes: u64, run: Amount, r: &Redis) -> Vec<Phase> {
-    let per_request = r.refs_per_request.max(1);
-    let per_batch = r.refs_per_batch();
-    let batches = r.batches(run);
-    let compute = Nanos(r.cpu_per_request.0 / per_request);
-    let busy = r.cpu_per_request.0 * (per_batch / per_request);
-    let idle = Nanos(r.batch.0.saturating_sub(busy));
-    let serve = Phase::Access(AccessPhase {
-        buffer: BufferId(0),
-        pattern: Pattern::Uniform,
-        amount: Amount::Refs(per_batch),
+    let serve = serving(0, Pattern::Uniform, r.refs_per_batch(), r);
+    let mut v = init(0, bytes).to_vec();
+    v.extend(bursts(run, r, &[serve]));
+    v
+}
+
+/// A server's access phase of `refs` requests' references to `buffer`, as [`redis`]
+/// makes them: dependent reads, the request's CPU time spread between its references.
+fn serving(buffer: usize, pattern: Pattern, refs: u64, r: &Redis) -> Phase {
+    Phase::Access(AccessPhase {
+        buffer: BufferId(buffer),
+        pattern,
+        amount: Amount::Refs(refs),
         dependent: true,
         write_fraction: 0.0,
-        compute,
+        compute: Nanos(r.cpu_per_request.0 / r.refs_per_request.max(1)),
         writes: Writes::default(),
-    });
-    let mut v = init(0, bytes).to_vec();
-    for _ in 0..batches {
-        v.push(serve.clone());
+    })
+}
+
+/// The bursts of a server's run (see [`redis`]): [`Redis::batches`] times the phases
+/// `serve` (one burst's references), each followed by the idle rest of its period.
+fn bursts(run: Amount, r: &Redis, serve: &[Phase]) -> Vec<Phase> {
+    let requests = r.refs_per_batch() / r.refs_per_request.max(1);
+    let busy = r.cpu_per_request.0 * requests;
+    let idle = Nanos(r.batch.0.saturating_sub(busy));
+    let mut v = Vec::new();
+    for _ in 0..r.batches(run) {
+        v.extend_from_slice(serve);
         if idle.0 > 0 {
             v.push(Phase::Sleep(idle));
         }
