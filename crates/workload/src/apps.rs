@@ -1,7 +1,9 @@
 //! Models of the applications in HawkEye's evaluation (ASPLOS'19 §2.4 and §4): Graph500,
 //! XSBench, NPB cg.D and mg.D, the random and sequential microbenchmarks of Table 9, a
 //! lightly loaded Redis server (Figure 8), and Table 8's workloads whose speed is the
-//! fault handler's: SparseHash, HACC-IO, and JVM and VM spin-up.
+//! fault handler's: SparseHash, HACC-IO, and JVM and VM spin-up. Nimble's SPEC ACCEL-like
+//! stencil codes are here too, and the four applications of SysMon-H's Figure 1
+//! (Memcached, an unevenly heated Redis, mcf and deepsjeng) in [`sysmon_h`].
 //!
 //! Each model turns a few parameters ([`App`]: name, memory, start, run length) into a
 //! [`ProcessSpec`] built from the ordinary phase and pattern vocabulary. What a model
@@ -22,6 +24,10 @@
 use crate::builtin::touch;
 use crate::spec::*;
 use hugemm_hw::Nanos;
+
+pub mod sysmon_h;
+
+pub use sysmon_h::{deepsjeng, mcf, memcached, memcached_requests, redis_uneven};
 
 const MIB: u64 = 1 << 20;
 
@@ -56,11 +62,19 @@ pub enum AppModel {
     Psp,
     /// SPEC ACCEL 553.pclvrleaf-like hydrodynamics ([`pclvrleaf`]).
     Pclvrleaf,
+    /// A Memcached-like cache, hot items in its low half ([`memcached`]).
+    Memcached,
+    /// A Redis-like server whose hash table makes its heat uneven ([`redis_uneven`]).
+    RedisUneven,
+    /// SPEC CPU 2017 mcf_r-like network simplex ([`mcf`]).
+    Mcf,
+    /// SPEC CPU 2017 deepsjeng_r-like chess search ([`deepsjeng`]).
+    Deepsjeng,
 }
 
 impl AppModel {
     /// Every model, in the order of [`AppModel::NAMES`].
-    pub const ALL: [AppModel; 14] = [
+    pub const ALL: [AppModel; 18] = [
         AppModel::Graph500,
         AppModel::XsBench,
         AppModel::CgD,
@@ -75,10 +89,14 @@ impl AppModel {
         AppModel::Ppalm,
         AppModel::Psp,
         AppModel::Pclvrleaf,
+        AppModel::Memcached,
+        AppModel::RedisUneven,
+        AppModel::Mcf,
+        AppModel::Deepsjeng,
     ];
 
     /// The names used in experiment files.
-    pub const NAMES: [&'static str; 14] = [
+    pub const NAMES: [&'static str; 18] = [
         "graph500",
         "xsbench",
         "cg.D",
@@ -93,6 +111,10 @@ impl AppModel {
         "551.ppalm",
         "556.psp",
         "553.pclvrleaf",
+        "memcached",
+        "redis-uneven",
+        "mcf",
+        "deepsjeng",
     ];
 
     /// Whether the model is all initialisation, with no work phase to run for a given
@@ -102,6 +124,17 @@ impl AppModel {
             self,
             AppModel::SparseHash | AppModel::HaccIo | AppModel::JvmSpinup | AppModel::VmSpinup
         )
+    }
+
+    /// The request stream of a model that serves requests in bursts (the Redis-like and
+    /// Memcached-like servers): a run becomes whole bursts, at most
+    /// [`Redis::MAX_BATCHES`] of them. `None` for the others.
+    pub fn requests(self) -> Option<Redis> {
+        match self {
+            AppModel::Redis | AppModel::RedisUneven => Some(Redis::default()),
+            AppModel::Memcached => Some(memcached_requests()),
+            _ => None,
+        }
     }
 
     /// The model called `name` in experiment files.
@@ -160,6 +193,10 @@ impl App {
             AppModel::Ppalm => ppalm(bytes, run),
             AppModel::Psp => psp(bytes, run),
             AppModel::Pclvrleaf => pclvrleaf(bytes, run),
+            AppModel::Memcached => memcached(bytes, run, &memcached_requests()),
+            AppModel::RedisUneven => redis_uneven(bytes, run, &Redis::default()),
+            AppModel::Mcf => mcf(bytes, run),
+            AppModel::Deepsjeng => deepsjeng(bytes, run),
         };
         ProcessSpec {
             name: self.name.clone(),
@@ -710,10 +747,38 @@ mod tests {
 
     #[test]
     fn names_round_trip() {
-        for m in AppModel::ALL {
-            assert_eq!(AppModel::from_name(m.name()), Some(m));
+        for (i, m) in AppModel::ALL.into_iter().enumerate() {
+            assert_eq!(m.name(), AppModel::NAMES[i]);
+            assert_eq!(AppModel::from_name(AppModel::NAMES[i]), Some(m));
+        }
+        // No model or name twice (from_name would find the first only).
+        for i in 0..AppModel::ALL.len() {
+            for j in 0..i {
+                assert_ne!(AppModel::ALL[i], AppModel::ALL[j]);
+                assert_ne!(AppModel::NAMES[i], AppModel::NAMES[j]);
+            }
         }
         assert_eq!(AppModel::from_name("cg"), None);
+        assert_eq!(AppModel::from_name("Memcached"), None);
+    }
+
+    #[test]
+    fn the_servers_and_only_they_serve_requests_in_bursts() {
+        let servers = [AppModel::Redis, AppModel::RedisUneven, AppModel::Memcached];
+        for m in AppModel::ALL {
+            assert_eq!(m.requests().is_some(), servers.contains(&m), "{m:?}");
+        }
+        assert_eq!(AppModel::Redis.requests(), Some(Redis::default()));
+        let p = app(AppModel::Memcached, GIB);
+        let sleeps = p
+            .phases
+            .iter()
+            .filter(|ph| matches!(ph, Phase::Sleep(_)))
+            .count() as u64;
+        assert_eq!(
+            sleeps,
+            memcached_requests().batches(Amount::Refs(1_000_000))
+        );
     }
 
     #[test]
