@@ -532,7 +532,8 @@ pub struct Redis {
 }
 
 impl Redis {
-    /// Most bursts a run may have: each is two phases of the process.
+    /// Most bursts a run may have: each is two or three phases of the process (its
+    /// references, one phase per buffer, then its idle time).
     pub const MAX_BATCHES: u64 = 100_000;
 
     /// References of one burst (at least one request's).
@@ -584,8 +585,8 @@ pub fn redis(bytes: u64, run: Amount, r: &Redis) -> Vec<Phase> {
     v
 }
 
-/// A server's access phase of `refs` requests' references to `buffer`, as [`redis`]
-/// makes them: dependent reads, the request's CPU time spread between its references.
+/// A server's access phase: `refs` of its requests' references to `buffer`, as [`redis`]
+/// makes them: dependent reads, a request's CPU time spread between its references.
 fn serving(buffer: usize, pattern: Pattern, refs: u64, r: &Redis) -> Phase {
     Phase::Access(AccessPhase {
         buffer: BufferId(buffer),
