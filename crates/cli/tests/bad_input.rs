@@ -889,16 +889,30 @@ fn app_names_and_counts_are_checked() {
 }
 
 #[test]
-fn a_redis_run_too_long_to_generate_is_refused() {
+fn a_server_run_too_long_to_generate_is_refused() {
+    for model in ["redis", "redis-uneven", "memcached"] {
+        expect_bad(
+            &with_app(&format!(
+                "model = \"{model}\"\nmemory = \"64MiB\"\nduration_s = 1e9\n"
+            )),
+            "app[0].duration_s",
+            &[&format!("a {model} run of at most 100000 bursts of 100 ms")],
+        );
+        expect_bad(
+            &with_app(&format!(
+                "model = \"{model}\"\nmemory = \"64MiB\"\ncount = 4096\n\
+                 refs = 9223372036854775807\n"
+            )),
+            "app[0].refs",
+            &[&format!("a {model} run of at most")],
+        );
+    }
+    // Two references a memcached request, four a redis one: the same bursts hold half
+    // the references.
     expect_bad(
-        &with_app("model = \"redis\"\nmemory = \"64MiB\"\nduration_s = 1e9\n"),
+        &with_app("model = \"memcached\"\nmemory = \"64MiB\"\nduration_s = 1e5\n"),
         "app[0].duration_s",
-        &["a redis run of at most 100000 bursts"],
-    );
-    expect_bad(
-        &with_app("model = \"redis\"\nmemory = \"64MiB\"\nrefs = 9223372036854775807\n"),
-        "app[0].refs",
-        &["a redis run of at most"],
+        &["(10000 s, or 200000000 references), found 1000000 x 1"],
     );
 }
 
@@ -932,6 +946,27 @@ fn apps_run_and_are_named_after_their_table() {
     assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
     let summary = std::fs::read_to_string(dir.path().join("out/summary.json")).unwrap();
     for name in ["\"mg.D\"", "\"r-0\"", "\"r-1\""] {
+        assert!(summary.contains(name), "{name} missing from {summary}");
+    }
+}
+
+#[test]
+fn sysmon_h_apps_run_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let machine = BASE.split("[[process]]").next().unwrap();
+    let mut text = machine.replacen("\"64MiB\"", "\"512MiB\"", 1);
+    for model in ["memcached", "redis-uneven", "mcf", "deepsjeng"] {
+        text += &format!("[[app]]\nmodel = \"{model}\"\nmemory = \"64MiB\"\nrefs = 5000\n\n");
+    }
+    let (_, o) = run_text(&dir, &text);
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+    let summary = std::fs::read_to_string(dir.path().join("out/summary.json")).unwrap();
+    for name in [
+        "\"memcached\"",
+        "\"redis-uneven\"",
+        "\"mcf\"",
+        "\"deepsjeng\"",
+    ] {
         assert!(summary.contains(name), "{name} missing from {summary}");
     }
 }

@@ -1,7 +1,9 @@
 //! Models of the applications in HawkEye's evaluation (ASPLOS'19 §2.4 and §4): Graph500,
 //! XSBench, NPB cg.D and mg.D, the random and sequential microbenchmarks of Table 9, a
 //! lightly loaded Redis server (Figure 8), and Table 8's workloads whose speed is the
-//! fault handler's: SparseHash, HACC-IO, and JVM and VM spin-up.
+//! fault handler's: SparseHash, HACC-IO, and JVM and VM spin-up. Nimble's SPEC ACCEL-like
+//! stencil codes are here too, and the four applications of SysMon-H's Figure 1
+//! (Memcached, an unevenly heated Redis, mcf and deepsjeng) in [`sysmon_h`].
 //!
 //! Each model turns a few parameters ([`App`]: name, memory, start, run length) into a
 //! [`ProcessSpec`] built from the ordinary phase and pattern vocabulary. What a model
@@ -22,6 +24,10 @@
 use crate::builtin::touch;
 use crate::spec::*;
 use hugemm_hw::Nanos;
+
+pub mod sysmon_h;
+
+pub use sysmon_h::{deepsjeng, mcf, memcached, memcached_requests, redis_uneven};
 
 const MIB: u64 = 1 << 20;
 
@@ -56,11 +62,19 @@ pub enum AppModel {
     Psp,
     /// SPEC ACCEL 553.pclvrleaf-like hydrodynamics ([`pclvrleaf`]).
     Pclvrleaf,
+    /// A Memcached-like cache, hot items in its low half ([`memcached`]).
+    Memcached,
+    /// A Redis-like server whose hash table makes its heat uneven ([`redis_uneven`]).
+    RedisUneven,
+    /// SPEC CPU 2017 mcf_r-like network simplex ([`mcf`]).
+    Mcf,
+    /// SPEC CPU 2017 deepsjeng_r-like chess search ([`deepsjeng`]).
+    Deepsjeng,
 }
 
 impl AppModel {
     /// Every model, in the order of [`AppModel::NAMES`].
-    pub const ALL: [AppModel; 14] = [
+    pub const ALL: [AppModel; 18] = [
         AppModel::Graph500,
         AppModel::XsBench,
         AppModel::CgD,
@@ -75,10 +89,14 @@ impl AppModel {
         AppModel::Ppalm,
         AppModel::Psp,
         AppModel::Pclvrleaf,
+        AppModel::Memcached,
+        AppModel::RedisUneven,
+        AppModel::Mcf,
+        AppModel::Deepsjeng,
     ];
 
     /// The names used in experiment files.
-    pub const NAMES: [&'static str; 14] = [
+    pub const NAMES: [&'static str; 18] = [
         "graph500",
         "xsbench",
         "cg.D",
@@ -93,6 +111,10 @@ impl AppModel {
         "551.ppalm",
         "556.psp",
         "553.pclvrleaf",
+        "memcached",
+        "redis-uneven",
+        "mcf",
+        "deepsjeng",
     ];
 
     /// Whether the model is all initialisation, with no work phase to run for a given
@@ -102,6 +124,17 @@ impl AppModel {
             self,
             AppModel::SparseHash | AppModel::HaccIo | AppModel::JvmSpinup | AppModel::VmSpinup
         )
+    }
+
+    /// The request stream of a model that serves requests in bursts (the Redis-like and
+    /// Memcached-like servers): a run becomes whole bursts, at most
+    /// [`Redis::MAX_BATCHES`] of them. `None` for the others.
+    pub fn requests(self) -> Option<Redis> {
+        match self {
+            AppModel::Redis | AppModel::RedisUneven => Some(Redis::default()),
+            AppModel::Memcached => Some(memcached_requests()),
+            _ => None,
+        }
     }
 
     /// The model called `name` in experiment files.
@@ -160,6 +193,10 @@ impl App {
             AppModel::Ppalm => ppalm(bytes, run),
             AppModel::Psp => psp(bytes, run),
             AppModel::Pclvrleaf => pclvrleaf(bytes, run),
+            AppModel::Memcached => memcached(bytes, run, &memcached_requests()),
+            AppModel::RedisUneven => redis_uneven(bytes, run, &Redis::default()),
+            AppModel::Mcf => mcf(bytes, run),
+            AppModel::Deepsjeng => deepsjeng(bytes, run),
         };
         ProcessSpec {
             name: self.name.clone(),
@@ -172,12 +209,17 @@ impl App {
 
 /// Map buffer `id` of `bytes` and write every page of it, in address order.
 fn init(id: usize, bytes: u64) -> [Phase; 2] {
+    init_advised(id, bytes, Advice::Default)
+}
+
+/// [`init`] with huge-page advice on the buffer.
+fn init_advised(id: usize, bytes: u64, advice: Advice) -> [Phase; 2] {
     let buffer = BufferId(id);
     [
         Phase::Mmap {
             buffer,
             bytes,
-            advice: Advice::Default,
+            advice,
         },
         Phase::Access(touch(buffer, bytes)),
     ]
@@ -490,7 +532,8 @@ pub struct Redis {
 }
 
 impl Redis {
-    /// Most bursts a run may have: each is two phases of the process.
+    /// Most bursts a run may have: each is two or three phases of the process (its
+    /// references, one phase per buffer, then its idle time).
     pub const MAX_BATCHES: u64 = 100_000;
 
     /// References of one burst (at least one request's).
@@ -536,24 +579,35 @@ impl Default for Redis {
 /// `run` counts references (`Amount::Refs`) or simulated time (`Amount::Duration`); either
 /// becomes whole bursts, at least one.
 pub fn redis(bytes: u64, run: Amount, r: &Redis) -> Vec<Phase> {
-    let per_request = r.refs_per_request.max(1);
-    let per_batch = r.refs_per_batch();
-    let batches = r.batches(run);
-    let compute = Nanos(r.cpu_per_request.0 / per_request);
-    let busy = r.cpu_per_request.0 * (per_batch / per_request);
-    let idle = Nanos(r.batch.0.saturating_sub(busy));
-    let serve = Phase::Access(AccessPhase {
-        buffer: BufferId(0),
-        pattern: Pattern::Uniform,
-        amount: Amount::Refs(per_batch),
+    let serve = serving(0, Pattern::Uniform, r.refs_per_batch(), r);
+    let mut v = init(0, bytes).to_vec();
+    v.extend(bursts(run, r, &[serve]));
+    v
+}
+
+/// A server's access phase: `refs` of its requests' references to `buffer`, as [`redis`]
+/// makes them: dependent reads, a request's CPU time spread between its references.
+fn serving(buffer: usize, pattern: Pattern, refs: u64, r: &Redis) -> Phase {
+    Phase::Access(AccessPhase {
+        buffer: BufferId(buffer),
+        pattern,
+        amount: Amount::Refs(refs),
         dependent: true,
         write_fraction: 0.0,
-        compute,
+        compute: Nanos(r.cpu_per_request.0 / r.refs_per_request.max(1)),
         writes: Writes::default(),
-    });
-    let mut v = init(0, bytes).to_vec();
-    for _ in 0..batches {
-        v.push(serve.clone());
+    })
+}
+
+/// The bursts of a server's run (see [`redis`]): [`Redis::batches`] times the phases
+/// `serve` (one burst's references), each followed by the idle rest of its period.
+fn bursts(run: Amount, r: &Redis, serve: &[Phase]) -> Vec<Phase> {
+    let requests = r.refs_per_batch() / r.refs_per_request.max(1);
+    let busy = r.cpu_per_request.0 * requests;
+    let idle = Nanos(r.batch.0.saturating_sub(busy));
+    let mut v = Vec::new();
+    for _ in 0..r.batches(run) {
+        v.extend_from_slice(serve);
         if idle.0 > 0 {
             v.push(Phase::Sleep(idle));
         }
@@ -694,10 +748,38 @@ mod tests {
 
     #[test]
     fn names_round_trip() {
-        for m in AppModel::ALL {
-            assert_eq!(AppModel::from_name(m.name()), Some(m));
+        for (i, m) in AppModel::ALL.into_iter().enumerate() {
+            assert_eq!(m.name(), AppModel::NAMES[i]);
+            assert_eq!(AppModel::from_name(AppModel::NAMES[i]), Some(m));
+        }
+        // No model or name twice (from_name would find the first only).
+        for i in 0..AppModel::ALL.len() {
+            for j in 0..i {
+                assert_ne!(AppModel::ALL[i], AppModel::ALL[j]);
+                assert_ne!(AppModel::NAMES[i], AppModel::NAMES[j]);
+            }
         }
         assert_eq!(AppModel::from_name("cg"), None);
+        assert_eq!(AppModel::from_name("Memcached"), None);
+    }
+
+    #[test]
+    fn the_servers_and_only_they_serve_requests_in_bursts() {
+        let servers = [AppModel::Redis, AppModel::RedisUneven, AppModel::Memcached];
+        for m in AppModel::ALL {
+            assert_eq!(m.requests().is_some(), servers.contains(&m), "{m:?}");
+        }
+        assert_eq!(AppModel::Redis.requests(), Some(Redis::default()));
+        let p = app(AppModel::Memcached, GIB);
+        let sleeps = p
+            .phases
+            .iter()
+            .filter(|ph| matches!(ph, Phase::Sleep(_)))
+            .count() as u64;
+        assert_eq!(
+            sleeps,
+            memcached_requests().batches(Amount::Refs(1_000_000))
+        );
     }
 
     #[test]

@@ -39,13 +39,13 @@ use serde::Serialize;
 /// Bytes of a cache line.
 const LINE: u64 = 64;
 /// `sizeof(dictEntry)`.
-const ENTRY_BYTES: u64 = 24;
+pub(crate) const ENTRY_BYTES: u64 = 24;
 /// `sizeof(robj)`.
-const ROBJ_BYTES: u64 = 16;
+pub(crate) const ROBJ_BYTES: u64 = 16;
 /// An `sds` header (`sdshdr32`: length, allocation, flags) and the terminating NUL.
-const SDS_OVERHEAD: u64 = 10;
+pub(crate) const SDS_OVERHEAD: u64 = 10;
 /// Buckets of a new dict (Redis's `DICT_HT_INITIAL_SIZE`).
-const INITIAL_BUCKETS: u64 = 4;
+pub(crate) const INITIAL_BUCKETS: u64 = 4;
 
 /// The server's fixed parameters.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]

@@ -48,18 +48,8 @@ impl Validator<'_> {
         } else {
             self.app_run(&key, a)?
         };
-        let batches = Redis::default().batches(run);
-        if model == AppModel::Redis && batches * count as u64 > Redis::MAX_BATCHES {
-            return Err(self.bad(
-                &key(given),
-                format!(
-                    "a redis run of at most {} bursts of 100 ms in all instances \
-                     ({} s, or {} references), found {batches} x {count}",
-                    Redis::MAX_BATCHES,
-                    Redis::MAX_BATCHES / 10,
-                    Redis::MAX_BATCHES * Redis::default().refs_per_batch()
-                ),
-            ));
+        if let Some(r) = model.requests() {
+            self.bursts(&key(given), model, &r, run, count as u64)?;
         }
         Ok((0..count)
             .map(|k| {
@@ -77,6 +67,27 @@ impl Validator<'_> {
                 .process()
             })
             .collect())
+    }
+
+    /// A server model's run must fit in [`Redis::MAX_BATCHES`] bursts over all its
+    /// instances (each burst is phases of the process, generated up front).
+    fn bursts(&self, key: &str, model: AppModel, r: &Redis, run: Amount, count: u64) -> R<()> {
+        let batches = r.batches(run);
+        if batches.saturating_mul(count) <= Redis::MAX_BATCHES {
+            return Ok(());
+        }
+        let batch_ms = r.batch.0 / 1_000_000;
+        Err(self.bad(
+            key,
+            format!(
+                "a {} run of at most {} bursts of {batch_ms} ms in all instances \
+                 ({} s, or {} references), found {batches} x {count}",
+                model.name(),
+                Redis::MAX_BATCHES,
+                Redis::MAX_BATCHES * batch_ms / 1000,
+                Redis::MAX_BATCHES * r.refs_per_batch()
+            ),
+        ))
     }
 
     fn app_memory(&self, key: &str, a: &RawApp, memory: u64) -> R<u64> {
