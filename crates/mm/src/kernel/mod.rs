@@ -508,6 +508,13 @@ impl Kernel {
         self.phys.set_zeroed_first(mode);
     }
 
+    /// H-Policy's order-9 preservation (SysMon-H / H-Policy section 4, rule iii; the rule
+    /// is in `phys/preserve.rs`): requests below the huge order take blocks of other
+    /// orders before one of the huge order is split. Off by default (Linux).
+    pub fn set_preserve_huge_blocks(&mut self, on: bool) {
+        self.phys.set_preserve_huge_blocks(on);
+    }
+
     /// Huge pages a process maps (the huge zero page excluded).
     pub fn huge_pages(&self, pid: Pid) -> u64 {
         self.space(pid).map_or(0, |s| s.huge_pages)

@@ -4,7 +4,9 @@
 //! Follows `mm/page_alloc.c` of Linux 6.x: allocation is `__rmqueue_smallest` (the
 //! smallest block on the request's own lists, split by `expand`), then a fallback policy
 //! (`__rmqueue_fallback` up to 6.14, `__rmqueue_claim` and `__rmqueue_steal` since: see
-//! `steal.rs` and [`crate::fallback`]); freeing is
+//! `steal.rs` and [`crate::fallback`]); with H-Policy's order-H preservation on (off by
+//! default), a request below the huge order searches the orders in another order
+//! (`preserve.rs`); freeing is
 //! `__free_one_page`, merging with the buddy as long as it is a free block of the same
 //! order. Per-CPU page lists are optional (`pcp.rs`, off by default); zones and
 //! `ALLOC_NOFRAGMENT` are not modelled (one zone), and watermarks are `reclaim.rs`'s.
@@ -176,6 +178,9 @@ pub struct PhysMem {
     pub(crate) cpu: usize,
     /// Whether zeroed-preferring requests take zeroed blocks first.
     zeroed_first: ZeroedFirst,
+    /// Order-H preservation (`preserve.rs`): the huge order while it is on, 0 while off,
+    /// so the hot path tests one compare (`order < preserve_below`).
+    pub(crate) preserve_below: u8,
 }
 
 impl PhysMem {
@@ -220,6 +225,7 @@ impl PhysMem {
             pcp: None,
             cpu: 0,
             zeroed_first: ZeroedFirst::Yes,
+            preserve_below: 0,
         };
         for n in 0..mem.nodes.count() {
             let (start, end) = mem.nodes.range(n);
@@ -330,7 +336,7 @@ impl PhysMem {
     }
 
     /// The bookkeeping of a block taken off `mt`'s list at `order`.
-    fn note_removed(&mut self, pfn: u32, order: u8, mt: MigrateType) {
+    pub(crate) fn note_removed(&mut self, pfn: u32, order: u8, mt: MigrateType) {
         self.counters.on_remove(pfn, order, mt);
         if let Some(index) = &mut self.index {
             index.remove(pfn, order, mt);
@@ -426,9 +432,13 @@ impl PhysMem {
     }
 
     /// `__rmqueue_smallest`: the first block on `mt`'s lists of order >= `order`, split
-    /// (or the block at the policy's end of memory, see [`Placement`]).
+    /// (or the block at the policy's end of memory, see [`Placement`]; or, with order-H
+    /// preservation on and `order` below the huge order, in `preserve.rs`'s order).
     pub(crate) fn rmqueue_smallest(&mut self, order: u8, mt: MigrateType) -> Option<u32> {
         let at = self.placement[mt.index()];
+        if order < self.preserve_below {
+            return self.rmqueue_preserving(order, mt, at);
+        }
         if at != Placement::ListHead {
             return self.rmqueue_placed(order, mt, at);
         }
@@ -445,11 +455,17 @@ impl PhysMem {
     /// The smallest zeroed block of order >= `order` on `mt`'s lists, split (HawkEye's
     /// zero list first); `None` when there is none. Placement policies (KML/KMU) are not
     /// consulted: zeroed blocks exist only with pre-zeroing, which they do not model.
+    /// With order-H preservation on, a zeroed block of the huge order is not split for a
+    /// smaller request (`preserve.rs`).
     fn rmqueue_zeroed(&mut self, order: u8, mt: MigrateType) -> Option<u32> {
         if self.areas[self.node].zeroed_frames() == 0 {
             return None;
         }
-        for cur in order..=self.max_order {
+        let keep = match order < self.preserve_below {
+            true => self.preserve_below,
+            false => u8::MAX,
+        };
+        for cur in (order..=self.max_order).filter(|&o| o != keep) {
             if let Some(pfn) = self.areas[self.node].pop_zeroed(&mut self.frames, cur, mt) {
                 self.note_removed(pfn, cur, mt);
                 self.expand(pfn, order, cur, mt);
@@ -506,7 +522,7 @@ impl PhysMem {
 
     /// `expand`: keep the low `2^low` frames, return the upper halves to `mt`'s lists
     /// (of the node being allocated from, where the block was).
-    fn expand(&mut self, pfn: u32, low: u8, mut high: u8, mt: MigrateType) {
+    pub(crate) fn expand(&mut self, pfn: u32, low: u8, mut high: u8, mt: MigrateType) {
         while high > low {
             high -= 1;
             self.list_push_on(self.node, pfn + (1 << high), high, mt);
