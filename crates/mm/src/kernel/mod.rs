@@ -5,12 +5,13 @@
 //! the process table, the hot translation path ([`Kernel::touch`]) and the read-only
 //! observations policies use. The files beside this one are `impl Kernel` blocks: the
 //! operations that need the whole kernel (`fault`; `mmap`, `munmap`, `madvise` and
-//! process exit; `migrate`; `movepages`; `compaction`'s scanners; `kmem`; `invariants`),
-//! and thin entry points to the mechanisms of the groups below (`huge`, `pressure`,
-//! `metrics`). This module must not make policy decisions (page size at fault time, what
-//! to promote or split).
+//! process exit; `migrate`; `movepages`; `compaction`'s scanners and `compaction_holes`;
+//! `kmem`; `invariants`), and thin entry points to the mechanisms of the groups below
+//! (`huge`, `pressure`, `metrics`). This module must not make policy decisions (page size
+//! at fault time, what to promote or split).
 
 mod compaction;
+mod compaction_holes;
 mod fault;
 mod huge;
 mod invariants;

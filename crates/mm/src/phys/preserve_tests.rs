@@ -183,34 +183,12 @@ fn a_placement_policy_places_within_each_step() {
     }
 }
 
-/// Completeness: with the knob on, every request of every type is served while any
-/// block fits, under each kind of fallback policy, and the counters stay exact.
+/// Completeness under every fallback policy: the shared conformance suite (no request
+/// fails while a block fits, frames conserved, counters exact, buddies coalesce back)
+/// with the knob on.
 #[test]
-fn allocations_never_fail_while_any_block_fits() {
-    let types = [
-        MigrateType::Unmovable,
-        MigrateType::Reclaimable,
-        MigrateType::Movable,
-    ];
-    for policy in ["default", "kml", "claim-first"] {
-        let mut m = mem(2048, true);
-        m.set_fallback_policy(fallback::build(policy, 1).unwrap());
-        let mut held = Vec::new();
-        for i in 0..2048usize {
-            let req = AllocRequest::new(Order(0)).migrate(types[i % 3]);
-            held.push(
-                m.alloc(&req)
-                    .unwrap_or_else(|e| panic!("{policy}: {i}: {e}")),
-            );
-            if i % 7 == 3 {
-                let b = held.swap_remove(i % held.len());
-                m.free(b.pfn, b.order).unwrap();
-            }
-        }
-        while m.frames_free() > 0 {
-            m.alloc(&page()).unwrap();
-        }
-        assert!(m.alloc(&page()).is_err(), "{policy}");
-        m.check_counters().unwrap();
+fn every_fallback_policy_passes_the_conformance_suite_with_the_knob_on() {
+    for &name in fallback::NAMES {
+        fallback::conformance::run_preserving(|| fallback::build(name, 11).unwrap());
     }
 }
