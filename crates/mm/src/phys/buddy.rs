@@ -167,7 +167,10 @@ pub struct PhysMem {
     /// Free heads by address, kept only while `placement` is not all `ListHead`.
     pub(crate) index: Option<AddrIndex>,
     /// The policy's placement per migrate type, read when it was installed.
-    placement: [Placement; MigrateType::COUNT],
+    pub(crate) placement: [Placement; MigrateType::COUNT],
+    /// Per migrate type: whether `__rmqueue_smallest` leaves Linux's list-head search (a
+    /// placement, or order-H preservation), so the hot path tests one byte for both.
+    special: [bool; MigrateType::COUNT],
     /// Pageblocks (start frames) AAF claimed and wants emptied of movable frames.
     pub(crate) evacuations: Vec<Pfn>,
     pub(crate) fallback_stats: FallbackStats,
@@ -178,8 +181,8 @@ pub struct PhysMem {
     pub(crate) cpu: usize,
     /// Whether zeroed-preferring requests take zeroed blocks first.
     zeroed_first: ZeroedFirst,
-    /// Order-H preservation (`preserve.rs`): the huge order while it is on, 0 while off,
-    /// so the hot path tests one compare (`order < preserve_below`).
+    /// Order-H preservation (`preserve.rs`): the huge order while it is on, 0 while off
+    /// (`order < preserve_below` says whether a request is preserved against).
     pub(crate) preserve_below: u8,
 }
 
@@ -219,6 +222,7 @@ impl PhysMem {
             counters: PageblockCounters::new(frames, pb_order, max_order),
             index: None,
             placement: [Placement::ListHead; MigrateType::COUNT],
+            special: [false; MigrateType::COUNT],
             evacuations: Vec::new(),
             fallback_stats: FallbackStats::default(),
             max_order,
@@ -284,6 +288,7 @@ impl PhysMem {
     /// placement needs (O(frames / 64 + free blocks) when built).
     pub fn set_fallback_policy(&mut self, policy: Box<dyn FallbackPolicy>) {
         self.placement = MigrateType::ALL.map(|mt| policy.placement(mt));
+        self.update_special();
         self.policy = policy;
         let placed = self.placement.iter().any(|&p| p != Placement::ListHead);
         self.index = match (placed, self.index.take()) {
@@ -291,6 +296,15 @@ impl PhysMem {
             (true, Some(index)) => Some(index),
             (true, None) => Some(AddrIndex::build(self)),
         };
+    }
+
+    /// Recompute which migrate types leave the list-head search (after a change of
+    /// placement or of order-H preservation).
+    pub(crate) fn update_special(&mut self) {
+        let preserve = self.preserve_below > 0;
+        self.special = self
+            .placement
+            .map(|at| preserve || at != Placement::ListHead);
     }
 
     /// Fallback events so far.
@@ -435,13 +449,29 @@ impl PhysMem {
     /// (or the block at the policy's end of memory, see [`Placement`]; or, with order-H
     /// preservation on and `order` below the huge order, in `preserve.rs`'s order).
     pub(crate) fn rmqueue_smallest(&mut self, order: u8, mt: MigrateType) -> Option<u32> {
+        if self.special[mt.index()] {
+            return self.rmqueue_special(order, mt);
+        }
+        self.rmqueue_list_head(order, mt)
+    }
+
+    /// [`PhysMem::rmqueue_smallest`] under a placement or order-H preservation.
+    #[inline(never)]
+    fn rmqueue_special(&mut self, order: u8, mt: MigrateType) -> Option<u32> {
         let at = self.placement[mt.index()];
         if order < self.preserve_below {
             return self.rmqueue_preserving(order, mt, at);
         }
-        if at != Placement::ListHead {
-            return self.rmqueue_placed(order, mt, at);
+        match at {
+            Placement::ListHead => self.rmqueue_list_head(order, mt),
+            _ => self.rmqueue_placed(order, mt, at),
         }
+    }
+
+    /// Linux's `__rmqueue_smallest`: the head of the smallest non-empty list of order >=
+    /// `order` on `mt`'s lists, split.
+    #[inline(always)]
+    fn rmqueue_list_head(&mut self, order: u8, mt: MigrateType) -> Option<u32> {
         for cur in order..=self.max_order {
             if let Some(pfn) = self.areas[self.node].pop(&mut self.frames, cur, mt) {
                 self.note_removed(pfn, cur, mt);
@@ -461,11 +491,25 @@ impl PhysMem {
         if self.areas[self.node].zeroed_frames() == 0 {
             return None;
         }
-        let keep = match order < self.preserve_below {
-            true => self.preserve_below,
-            false => u8::MAX,
-        };
-        for cur in (order..=self.max_order).filter(|&o| o != keep) {
+        if order < self.preserve_below {
+            return self.rmqueue_zeroed_preserving(order, mt);
+        }
+        for cur in order..=self.max_order {
+            if let Some(pfn) = self.areas[self.node].pop_zeroed(&mut self.frames, cur, mt) {
+                self.note_removed(pfn, cur, mt);
+                self.expand(pfn, order, cur, mt);
+                return Some(pfn);
+            }
+        }
+        None
+    }
+
+    /// [`PhysMem::rmqueue_zeroed`] under order-H preservation: the zeroed blocks of every
+    /// order but the huge order, smallest first (`preserve.rs`).
+    #[inline(never)]
+    fn rmqueue_zeroed_preserving(&mut self, order: u8, mt: MigrateType) -> Option<u32> {
+        let h = self.preserve_below;
+        for cur in (order..=self.max_order).filter(|&o| o != h) {
             if let Some(pfn) = self.areas[self.node].pop_zeroed(&mut self.frames, cur, mt) {
                 self.note_removed(pfn, cur, mt);
                 self.expand(pfn, order, cur, mt);

@@ -72,8 +72,10 @@
 //!
 //! # Speed
 //!
-//! Off, the allocator tests one compare more per `__rmqueue_smallest`
-//! (`order < preserve_below`, which is 0); the steps are here, out of line.
+//! Off, the allocator's hot path is unchanged: `__rmqueue_smallest` tests one byte per
+//! migrate type that says whether anything (a placement policy, or this knob) leaves the
+//! list-head search, as it tested the placement before. On, every request of that type
+//! takes the out-of-line path, which tests `order < H` and comes here.
 //!
 //! This module owns the order of the search; it must not choose what to steal beyond
 //! step 3's block (the fallback policy does) or free anything.
@@ -88,6 +90,7 @@ impl PhysMem {
     /// `__rmqueue_smallest`.
     pub fn set_preserve_huge_blocks(&mut self, on: bool) {
         self.preserve_below = if on { self.pageblock_order().0 } else { 0 };
+        self.update_special();
     }
 
     /// Whether order-H preservation is on.

@@ -66,9 +66,11 @@ impl PhysMem {
         let Some((head, order, from)) = found else {
             return false;
         };
+        // `steal_suitable_fallback` without `whole_block`, written out: a second caller
+        // would keep the compiler from inlining it into `__rmqueue`'s fallback path.
         self.fallback_stats.fallbacks += 1;
-        let choice = FallbackChoice::new(Pfn(head as u64), false);
-        self.steal_suitable_fallback(head, &choice, migrate);
+        self.fallback_stats.stolen_without_claim += 1;
+        self.move_block(head, migrate);
         self.fallback_stats
             .record_event(migrate, from, order, false);
         true
