@@ -15,38 +15,40 @@
 //!    below H);
 //! 2. its own type's lists, orders `H+1..=max_order`, smallest first: splitting an
 //!    order-10 block hands its order-9 buddy back to the order-9 list;
-//! 3. movable requests only: one block of order `r..H` stolen from another type's lists
-//!    ([`PhysMem::steal_alone`]: smallest order first, Linux's fallback order of types,
-//!    no pageblock claimed), then step 1;
-//! 4. its own type's lists, order H;
-//! 5. the installed fallback policy, as without the knob (any order), then steps 1-4 on
-//!    what it moved.
+//! 3. its own type's lists, order H;
+//! 4. the installed fallback policy, as without the knob, then steps 1-3 on what it
+//!    moved.
 //!
 //! Requests of order H or above are served as without the knob.
 //!
 //! # Why so
 //!
 //! - The paper speaks of Linux 3.16's "11 free page lists ... with orders ranging from 0
-//!   to 10"; Linux keeps those lists per migrate type. "Pages in other order slabs are
-//!   all allocated" is read as: no free block of another order could serve the request.
-//! - Linux already takes the smallest order first within one type's lists, so within a
-//!   type the rule changes one thing: blocks above H go before blocks of H (step 2).
-//!   That costs the same huge-page capacity as splitting an order-H block (an order-10
-//!   block is two order-9 blocks; after the split one is left) but keeps the order-9 list
-//!   stocked, which is what the paper wants for constant-time huge allocations. Order-10
-//!   requests (rare: no huge page is order 10) lose a block sooner.
-//! - Across types (step 3), the paper's 4 KB allocations are user pages, which are
-//!   movable: they take the small free blocks of kernel pageblocks before breaking a
-//!   movable order-9 block. A movable page in a kernel pageblock can be migrated out
-//!   again. The pageblock is not claimed (its type and its other free blocks stay): that
-//!   is the fallback policy's decision, not this rule's.
-//! - Unmovable and reclaimable requests skip step 3: a kernel page in a movable pageblock
-//!   pins it against compaction for its lifetime (APSys'16 2.3, "tainted"), the opposite
-//!   of preserving huge blocks. They break an order-H block of their own type, which
-//!   keeps kernel pages together, as Linux does.
-//! - The fallback policy comes last (step 5): Linux's `__rmqueue_fallback` takes the
-//!   largest block of another type and claims its pageblock, which breaks a huge block
-//!   anyway and retypes a pageblock.
+//!   to 10"; Linux keeps those lists per migrate type, and the rule is applied to the
+//!   lists a request is served from: "pages in other order slabs are all allocated" is
+//!   read as: no block of another order on those lists could serve the request.
+//! - Linux already takes the smallest order first within one type's lists, so the rule
+//!   changes one thing: blocks above H go before blocks of H (step 2). That costs the
+//!   same huge-page capacity as splitting an order-H block (an order-10 block is two
+//!   order-9 blocks; after the split one is left) but keeps the order-9 list stocked,
+//!   which is what the paper wants for constant-time huge allocations. Order-10 requests
+//!   (rare: no huge page is order 10) lose a block sooner. So in this model the knob
+//!   moves which large block is split, not how many huge blocks survive; in the kernel
+//!   build run below it left the pageblock types and the final FMFI as Linux's. The
+//!   paper's "fewer memory fragments than original Linux" does not follow from this
+//!   rule alone.
+//! - Another type's small free blocks are not taken before an order-H block (the fallback
+//!   stays last, as in Linux's `__rmqueue`). A variant that did so for movable requests
+//!   (a steal of the smallest block below H, without claiming its pageblock, before
+//!   step 3) was built and measured: on a 1 GiB machine through two 200-unit kernel
+//!   builds (`experiments/apsys16/highalloc.toml` scaled down), user pages ate the free
+//!   holes of kernel pageblocks, kernel allocations then claimed movable pageblocks in
+//!   their place, and the machine ended with 110 unmovable and 34 reclaimable pageblocks
+//!   where Linux (and this rule) has 2 and 1: kernel memory scattered over the pageblocks
+//!   huge pages need, the opposite of the paper's aim (APSys'16 2.3).
+//! - The fallback policy's own choice comes last: Linux's `__rmqueue_fallback` takes the
+//!   largest block of another type and claims its pageblock, which a rule about the
+//!   order-9 list cannot improve without becoming a fallback policy itself.
 //!
 //! # With zeroed-first and placement policies
 //!
@@ -54,12 +56,11 @@
 //!   steps 1 and 2 only, smallest first. It never splits a zeroed order-H block for a
 //!   smaller request: that is the most valuable free block (a huge fault takes it without
 //!   clearing 2 MB). A request that finds no zeroed block there goes on as any request
-//!   (steps 1-5, heads first: at order H the dirty blocks, which sit at the list heads,
+//!   (steps 1-4, heads first: at order H the dirty blocks, which sit at the list heads,
 //!   go before the zeroed ones).
 //! - A placement policy (KML/KMU, `rmqueue_placed`) keeps choosing the block at its end
 //!   of memory, but within each step: the lowest (or highest) block over the orders of
-//!   step 1, then of step 2, and so on. Step 3 takes the block at that end of the
-//!   smallest order found.
+//!   step 1, then of step 2, then of step 3.
 //!
 //! # Elsewhere
 //!
@@ -77,8 +78,8 @@
 //! list-head search, as it tested the placement before. On, every request of that type
 //! takes the out-of-line path, which tests `order < H` and comes here.
 //!
-//! This module owns the order of the search; it must not choose what to steal beyond
-//! step 3's block (the fallback policy does) or free anything.
+//! This module owns the order of the search; it must not steal from other types' lists
+//! (the fallback policy does) or free anything.
 
 use crate::phys::buddy::PhysMem;
 use crate::phys::fallback::Placement;
@@ -98,7 +99,7 @@ impl PhysMem {
         self.preserve_below > 0
     }
 
-    /// Steps 1-4 for a request of `order` below the huge order on `mt`'s lists, whose
+    /// Steps 1-3 for a request of `order` below the huge order on `mt`'s lists, whose
     /// placement is `at`.
     #[inline(never)]
     pub(crate) fn rmqueue_preserving(
@@ -108,20 +109,10 @@ impl PhysMem {
         at: Placement,
     ) -> Option<u32> {
         let h = self.preserve_below;
-        let below = order..=h - 1;
-        let above = h + 1..=self.max_order().0;
-        if let Some(pfn) = self.take_in(order, below.clone(), mt, at) {
-            return Some(pfn);
-        }
-        if let Some(pfn) = self.take_in(order, above, mt, at) {
-            return Some(pfn);
-        }
-        if mt == MigrateType::Movable && self.steal_alone(below.clone(), mt, at) {
-            if let Some(pfn) = self.take_in(order, below, mt, at) {
-                return Some(pfn);
-            }
-        }
-        self.take_in(order, h..=h, mt, at)
+        let max = self.max_order().0;
+        [order..=h - 1, h + 1..=max, h..=h]
+            .into_iter()
+            .find_map(|orders| self.take_in(order, orders, mt, at))
     }
 
     /// A block of `order` split from the first block on `mt`'s lists of an order in

@@ -63,8 +63,36 @@ fn small_requests_split_an_order_10_block_before_an_order_9_block() {
     }
 }
 
+/// Four order-10 blocks, the first split by an order-9 allocation: 1536 4 KB pages split
+/// the three order-10 blocks (step 2), each leaving its order-9 buddy, while Linux splits
+/// each order-9 block as soon as it is the smallest and keeps two order-10 blocks whole.
+/// When only order-9 blocks remain, they serve 4 KB pages too (step 3), to the last
+/// frame.
+#[test]
+fn a_run_of_small_requests_leaves_the_order_9_list_stocked() {
+    for preserve in [false, true] {
+        let mut m = mem(4096, preserve);
+        m.alloc(&AllocRequest::new(Order(9))).unwrap();
+        for _ in 0..3 * 512 {
+            m.alloc(&page()).unwrap();
+        }
+        let lists = (m.free_blocks(Order(9)), m.free_blocks(Order(10)));
+        match preserve {
+            true => assert_eq!(lists, (4, 0)),
+            false => assert_eq!(lists, (0, 2)),
+        }
+        assert_eq!(m.free_blocks_at_least(Order(9)), 4, "the same capacity");
+        assert_eq!(m.frames_free(), 4 * 512);
+        while m.frames_free() > 0 {
+            m.alloc(&page()).unwrap();
+        }
+        assert!(m.alloc(&page()).is_err());
+        m.check_counters().unwrap();
+    }
+}
+
 /// Movable lists hold one order-9 block (at 1536); unmovable lists hold 511 frames in
-/// blocks of orders 0-8 (513..1024). Built the same way with the knob either way.
+/// blocks of orders 0-8 (513..1024).
 fn movable_huge_block_beside_kernel_holes(preserve: bool) -> PhysMem {
     let mut m = mem(2048, preserve);
     m.alloc(&kernel(9)).unwrap(); // claims 0..1024 for the kernel
@@ -76,53 +104,26 @@ fn movable_huge_block_beside_kernel_holes(preserve: bool) -> PhysMem {
     m
 }
 
+/// The rule stays within the request's own lists: a 4 KB user page splits its type's
+/// order-9 block before it takes a kernel pageblock's hole, with the knob as without.
+/// (Taking the holes made kernel allocations claim movable pageblocks instead: see
+/// `preserve.rs`.)
 #[test]
-fn user_pages_take_kernel_pageblock_holes_before_a_huge_block() {
-    let mut linux = movable_huge_block_beside_kernel_holes(false);
-    linux.alloc(&page()).unwrap();
-    assert!(!is_free_huge(&linux, 1536), "Linux splits the huge block");
-
-    let mut m = movable_huge_block_beside_kernel_holes(true);
-    let before = m.fallback_stats();
-    for i in 0..511 {
+fn user_pages_split_their_own_huge_block_before_kernel_holes() {
+    for preserve in [false, true] {
+        let mut m = movable_huge_block_beside_kernel_holes(preserve);
+        let before = m.fallback_stats();
         let b = m.alloc(&page()).unwrap();
-        assert!(
-            (513..1024).contains(&b.pfn.0),
-            "allocation {i} at {:?}",
-            b.pfn
-        );
-        assert!(
-            is_free_huge(&m, 1536),
-            "allocation {i} split the huge block"
-        );
+        assert_eq!(b.pfn, Pfn(1536));
+        assert_eq!(m.fallback_stats(), before, "no fallback");
+        assert_eq!(m.free_frames(MigrateType::Unmovable), 511);
+        m.check_counters().unwrap();
     }
-    let after = m.fallback_stats();
-    // One steal per block of orders 0-8, never a claim: the pageblocks stay the kernel's.
-    assert_eq!(after.fallbacks - before.fallbacks, 9);
-    assert_eq!(after.stolen_without_claim - before.stolen_without_claim, 9);
-    assert_eq!(after.pageblocks_claimed, before.pageblocks_claimed);
-    assert_eq!(m.pageblock_type(Pfn(513)), Some(MigrateType::Unmovable));
-    m.check_counters().unwrap();
-}
-
-#[test]
-fn when_only_huge_blocks_remain_they_serve_small_requests() {
-    let mut m = movable_huge_block_beside_kernel_holes(true);
-    for _ in 0..511 {
-        m.alloc(&page()).unwrap();
-    }
-    let b = m.alloc(&page()).unwrap();
-    assert_eq!(b.pfn, Pfn(1536), "step 4: the huge block, last");
-    while m.frames_free() > 0 {
-        m.alloc(&page()).unwrap();
-    }
-    assert!(m.alloc(&page()).is_err());
-    m.check_counters().unwrap();
 }
 
 /// Kernel lists hold one order-9 block (1536); movable lists hold small blocks (and the
 /// order-9 block at 512). A kernel page splits its own huge block rather than taint a
-/// movable pageblock: step 3 is for movable requests only.
+/// movable pageblock.
 #[test]
 fn kernel_pages_do_not_steal_small_user_blocks() {
     for preserve in [false, true] {

@@ -2,9 +2,6 @@
 //! `__rmqueue_fallback`'s `do_steal`, `steal_suitable_fallback`, `move_freepages_block`,
 //! `change_pageblock_range`).
 //!
-//! Also the steal that order-H preservation takes before it splits a huge block
-//! ([`PhysMem::steal_alone`], `preserve.rs`).
-//!
 //! Owns moving free blocks between migrate types' lists, retyping pageblocks, queueing
 //! AAF's evacuations and counting fallback events
 //! ([`FallbackStats`](crate::stats::FallbackStats)). It must not decide
@@ -14,11 +11,10 @@
 
 use crate::error::{MmError, Result};
 use crate::phys::buddy::PhysMem;
-use crate::phys::fallback::{FallbackChoice, FreeAreaView, PageblockCensus, Placement, FALLBACKS};
+use crate::phys::fallback::{FallbackChoice, FreeAreaView, PageblockCensus};
 use crate::phys::frame::FrameState;
 use crate::phys::pageblock::MigrateType;
 use hugemm_hw::{Order, Pfn};
-use std::ops::RangeInclusive;
 
 impl PhysMem {
     /// Ask the policy for a block and steal it for `migrate`, leaving a block of order >=
@@ -45,45 +41,6 @@ impl PhysMem {
         self.fallback_stats
             .record_event(migrate, taken_from, taken_order, claimed);
         Ok(())
-    }
-
-    /// Step 3 of order-H preservation (`preserve.rs`): move one free block of an order in
-    /// `orders` from another type's lists to `migrate`'s, alone, without claiming its
-    /// pageblock (Linux 6.15's `__rmqueue_steal`: smallest order first, the types in
-    /// [`FALLBACKS`] order, the block at `at`'s end of memory). Counted as a fallback
-    /// that stole without a claim. Returns whether a block moved.
-    pub(crate) fn steal_alone(
-        &mut self,
-        orders: RangeInclusive<u8>,
-        migrate: MigrateType,
-        at: Placement,
-    ) -> bool {
-        let found = orders.clone().find_map(|o| {
-            FALLBACKS[migrate.index()]
-                .iter()
-                .find_map(|&ft| self.block_at(o, ft, at).map(|head| (head, o, ft)))
-        });
-        let Some((head, order, from)) = found else {
-            return false;
-        };
-        // `steal_suitable_fallback` without `whole_block`, written out: a second caller
-        // would keep the compiler from inlining it into `__rmqueue`'s fallback path.
-        self.fallback_stats.fallbacks += 1;
-        self.fallback_stats.stolen_without_claim += 1;
-        self.move_block(head, migrate);
-        self.fallback_stats
-            .record_event(migrate, from, order, false);
-        true
-    }
-
-    /// The block of `mt`'s list at `order` at `at`'s end of memory (the list head for
-    /// [`Placement::ListHead`]).
-    fn block_at(&self, order: u8, mt: MigrateType, at: Placement) -> Option<u32> {
-        match (at, &self.index) {
-            (Placement::Highest, Some(index)) => index.highest(order, mt),
-            (Placement::Lowest, Some(index)) => index.lowest(order, mt),
-            _ => self.areas[self.node].first(order, mt),
-        }
     }
 
     /// The chosen block's head, order and free-list type, if it is a free block of at

@@ -24,7 +24,7 @@ pub fn run(make: impl Fn() -> Box<dyn FallbackPolicy>) {
 }
 
 /// [`run`] with H-Policy's order-9 preservation on
-/// ([`PhysMem::set_preserve_huge_blocks`]), which puts its own steal before the policy's.
+/// ([`PhysMem::set_preserve_huge_blocks`]), which changes the order of the own-list search.
 pub fn run_preserving(make: impl Fn() -> Box<dyn FallbackPolicy>) {
     run_with(make, true);
 }
