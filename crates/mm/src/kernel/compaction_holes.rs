@@ -62,6 +62,9 @@
 //! requests, `compaction_suitable`, the per-CPU drain, the statistics, and what may not
 //! move (kernel frames, page tables, compound pages, reserved frames) are
 //! `compaction.rs`'s. The Linux scanners' cached positions are neither read nor changed.
+//! With per-CPU lists, the lists are drained after each emptied unit, as `compact_zone`
+//! drains on leaving an order-aligned block, so the freed frames merge before the
+//! stopping rule looks (the model's Linux mode drains only when a run starts).
 //!
 //! This module owns the ranking and the two ends; it must not decide when to compact.
 
@@ -102,14 +105,19 @@ impl Kernel {
         let mut run = self.rank_units(unit_order.0, movable_only);
         while run.src < run.sources && run.src < run.dst {
             let start = run.units[run.src];
-            run.room -= self.room_in(start, run.unit);
+            run.room = run.room.saturating_sub(self.room_in(start, run.unit));
             if self.in_use(start, run.unit) > run.room {
                 break;
             }
             let emptied = self.empty_unit(&mut run, start);
             run.src += 1;
-            if emptied && finished(self) {
-                break;
+            if emptied {
+                // The moved pages' old frames may sit on per-CPU lists: back to the buddy
+                // allocator, where they merge (`compact_zone` drains on leaving a block).
+                self.stats.internal_errors += self.phys.drain_per_cpu_lists().is_err() as u64;
+                if finished(self) {
+                    break;
+                }
             }
         }
         let scanned = run.out.migrate_scanned + run.out.free_scanned;
@@ -206,7 +214,7 @@ impl Kernel {
             let Some(dst) = self.next_hole(run, owner) else {
                 return false; // cannot happen while `room` is exact
             };
-            run.room -= 1;
+            run.room = run.room.saturating_sub(1);
             match self.migrate_frame(src, dst) {
                 Ok(cost) => {
                     run.out.migrated += 1;

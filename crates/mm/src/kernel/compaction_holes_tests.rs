@@ -152,6 +152,21 @@ fn a_nearly_empty_pageblock_is_emptied_into_small_holes() {
     h.k.check_invariants().unwrap();
 }
 
+/// With per-CPU lists, the 8 frames freed by emptying the pageblock go to a CPU's list;
+/// the drain after the unit lets them merge, so the run stops after 8 migrations.
+#[test]
+fn per_cpu_lists_are_drained_after_each_emptied_pageblock() {
+    let mut h = holes();
+    h.k.enable_per_cpu_lists(2);
+    h.k.set_compaction_mode(CompactMode::HoleAware);
+    let out = direct(&mut h.k);
+    assert!(out.success, "{out:?}");
+    assert_eq!(out.migrated, 8);
+    assert!(free_huge(&h.k, h.nearly_empty));
+    assert_eq!(h.k.phys.frames_on_per_cpu_lists(), 0);
+    h.k.check_invariants().unwrap();
+}
+
 #[test]
 fn a_kernel_page_keeps_its_pageblock_out_of_the_sources() {
     let mut h = holes();
