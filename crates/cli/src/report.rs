@@ -151,6 +151,45 @@ pub fn write_timeseries(path: &Path, rows: &[TimeseriesRow]) -> anyhow::Result<(
         .with_context(|| format!("writing {}", path.display()))
 }
 
+/// Write the TLB-miss sampling windows of a run (SysMon-H's monitor) as
+/// `dir/tlb_misses.csv`: one row per 2 MB region with sampled misses per window. Writes
+/// nothing when no window was sampled.
+pub fn write_tlb_windows(
+    dir: &Path,
+    windows: &[hugemm_sim::results::TlbWindow],
+) -> anyhow::Result<()> {
+    if windows.is_empty() {
+        return Ok(());
+    }
+    let path = dir.join("tlb_misses.csv");
+    let run = || -> Result<(), csv::Error> {
+        let mut w = csv::Writer::from_path(&path)?;
+        w.write_record([
+            "time_ns",
+            "process",
+            "pid",
+            "region",
+            "misses",
+            "window_samples",
+        ])?;
+        for win in windows {
+            for &(region, misses) in &win.regions {
+                w.write_record([
+                    win.time_ns.to_string(),
+                    win.process.clone(),
+                    win.pid.to_string(),
+                    format!("{region:#x}"),
+                    format!("{misses:.3}"),
+                    format!("{:.1}", win.samples),
+                ])?;
+            }
+        }
+        w.flush()?;
+        Ok(())
+    };
+    run().with_context(|| format!("writing {}", path.display()))
+}
+
 /// The resolved configuration's text: provenance as comments, then every key.
 pub fn resolved_toml(resolved: &RawExperiment, provenance: &Provenance) -> anyhow::Result<String> {
     Ok(format!(
@@ -176,6 +215,7 @@ pub fn write_dir(
         std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))
     };
     write("config.resolved.toml", resolved_toml(resolved, provenance)?)?;
+    write_tlb_windows(dir, &result.tlb_windows)?;
     write_summary(dir, &result.summary, provenance)
 }
 

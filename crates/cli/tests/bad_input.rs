@@ -1667,3 +1667,28 @@ fn a_two_node_machine_runs_and_a_tier_profile_rejects_bad_latency() {
         "{resolved}"
     );
 }
+
+#[test]
+fn hpolicy_window_longer_than_its_period() {
+    expect_bad(
+        &format!(
+            "{BASE}\n[policy]\nname = \"hpolicy\"\n[policy.hpolicy]\nsysmon_window_ms = 40000\n"
+        ),
+        "policy.hpolicy.sysmon_window_ms",
+        &[
+            "a window no longer than sysmon_period_ms (30000 ms)",
+            "found 40000 ms",
+        ],
+    );
+}
+
+#[test]
+fn hpolicy_more_hot_checks_than_checks() {
+    expect_bad(
+        &format!(
+            "{BASE}\n[policy]\nname = \"hpolicy\"\n[policy.hpolicy]\nchecks = 2\nhot_checks = 3\n"
+        ),
+        "policy.hpolicy.hot_checks",
+        &["an integer from 1 to 2", "found 3"],
+    );
+}

@@ -8,7 +8,7 @@ use std::process::Command;
 const COLUMNS: &str = "time_ns,process,pid,references,mmu_overhead,huge_pages,rss_bytes,\
 faults_4k,faults_2m,promotions,frames_free,collapses,splits,page_cache_pages,fmfi,\
 tainted_pageblocks,pageblocks_unmovable,pageblocks_reclaimable,pages_migrated,useful_bytes,\
-faults,zeroed_free_frames,zero_subpages_recovered";
+faults,zeroed_free_frames,zero_subpages_recovered,bandwidth_gbps";
 
 /// Two processes, one named with a comma and quotes, sampled every millisecond.
 const EXPERIMENT: &str = r#"[machine]

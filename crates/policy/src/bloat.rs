@@ -78,7 +78,7 @@ pub struct BloatRecovery {
 }
 
 /// Allocated share of memory.
-fn allocated(ops: &dyn MemoryOps) -> f64 {
+pub(crate) fn allocated(ops: &dyn MemoryOps) -> f64 {
     let m = ops.mem_info();
     if m.frames_total == 0 {
         return 0.0;

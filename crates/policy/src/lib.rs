@@ -12,11 +12,13 @@ pub mod access;
 pub mod bloat;
 pub mod freebsd;
 pub mod hawkeye;
+pub mod hpolicy;
 pub mod ingens;
 pub mod linux;
 pub mod nimble;
 pub mod ops;
 pub mod shrinker;
+pub mod sysmon;
 pub mod tiering;
 
 use hugemm_hw::{Nanos, PageSize, Pid, VirtAddr};
@@ -25,10 +27,12 @@ use hugemm_mm::FaultInfo;
 pub use bloat::{BloatConfig, BloatRecovery};
 pub use freebsd::{FreeBsdConfig, FreeBsdPolicy};
 pub use hawkeye::{HawkeyeConfig, HawkeyePolicy, Variant as HawkeyeVariant};
+pub use hpolicy::{HPolicy, HPolicyConfig};
 pub use ingens::{IngensConfig, IngensPolicy};
 pub use linux::{DefragMode, KhugepagedConfig, LinuxConfig, LinuxPolicy, ThpMode};
 pub use nimble::{NimbleConfig, NimblePolicy};
-pub use ops::{MemInfo, MemoryOps, RegionRef};
+pub use ops::{MemInfo, MemoryOps, RegionRef, TlbMisses, TlbSampling};
+pub use sysmon::{HTree, SysMon, SysMonConfig};
 pub use tiering::{TierOps, TierRun, Tiering, TieringConfig};
 
 /// What the fault path does when the policy wants a huge page and no free block of the
@@ -173,11 +177,14 @@ pub enum PolicyConfig {
     Hawkeye(HawkeyeConfig),
     /// FreeBSD superpage reservations with in-place promotion.
     FreeBsd(FreeBsdConfig),
+    /// H-Policy over SysMon-H.
+    HPolicy(HPolicyConfig),
 }
 
 impl PolicyConfig {
     /// The names of the policies that can be built, for error messages.
-    pub const NAMES: &'static [&'static str] = &["linux", "freebsd", "ingens", "hawkeye"];
+    pub const NAMES: &'static [&'static str] =
+        &["linux", "freebsd", "ingens", "hawkeye", "hpolicy"];
 
     /// Build the policy.
     pub fn build(&self) -> Box<dyn Policy> {
@@ -186,6 +193,7 @@ impl PolicyConfig {
             PolicyConfig::Ingens(cfg) => Box::new(IngensPolicy::new(*cfg)),
             PolicyConfig::Hawkeye(cfg) => Box::new(HawkeyePolicy::new(*cfg)),
             PolicyConfig::FreeBsd(cfg) => Box::new(FreeBsdPolicy::new(*cfg)),
+            PolicyConfig::HPolicy(cfg) => Box::new(HPolicy::new(*cfg)),
         }
     }
 }

@@ -35,6 +35,32 @@ pub struct MemInfo {
     pub fmfi: f64,
 }
 
+/// A PEBS-like sampler of a process's TLB misses (SysMon-H's monitor): in frequency
+/// mode, as `perf` samples by default, it takes about `hz` samples a second of the
+/// process's running time, each recording the data address of a load or store that
+/// missed the TLBs and walked, and each costing the process `cost`.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct TlbSampling {
+    /// Samples per second of the process's running time.
+    pub hz: f64,
+    /// What one sample costs the sampled process.
+    pub cost: Nanos,
+}
+
+/// What a TLB-miss sampler counted for one process between its start and now.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TlbMisses {
+    /// Sampled misses per 4 KB page that had any, `(page address, samples)`, in address
+    /// order. Samples are expected counts (see the engine's sampler), so fractional.
+    pub pages: Vec<(VirtAddr, f64)>,
+    /// Samples taken, all pages together.
+    pub samples: f64,
+    /// Page walks the samples stand for.
+    pub walks: f64,
+    /// Time the sampling cost the process.
+    pub overhead: Nanos,
+}
+
 /// What a policy can observe and do.
 pub trait MemoryOps {
     /// Current simulated (or wall) time.
@@ -77,6 +103,18 @@ pub trait MemoryOps {
     fn compact_for(&mut self, order: Order) -> Nanos;
     /// The buddy order of a huge page.
     fn huge_order(&self) -> Order;
+    /// Start sampling the TLB misses of `pid` (restarting if it was sampled); `false`
+    /// when this host cannot (no such process, no sampler).
+    fn start_tlb_sampling(&mut self, pid: Pid, sampling: TlbSampling) -> bool {
+        let _ = (pid, sampling);
+        false
+    }
+    /// Stop sampling `pid` and take what was counted since the start (`None` if it was
+    /// not being sampled).
+    fn take_tlb_misses(&mut self, pid: Pid) -> Option<TlbMisses> {
+        let _ = pid;
+        None
+    }
 }
 
 /// Promote one region as khugepaged does with `defrag` on: try the collapse; when no free

@@ -941,6 +941,12 @@ impl Engine {
             policy_kswapd_reclaim_frames: self.policy_reclaim_freed,
             tiers: self.tier_summary(),
         };
+        let mut tlb_windows: Vec<_> = self
+            .procs
+            .iter_mut()
+            .flat_map(|p| std::mem::take(&mut p.tlb_windows))
+            .collect();
+        tlb_windows.sort_by_key(|w| (w.time_ns, w.pid));
         RunResult {
             summary: Summary {
                 schema: 1,
@@ -950,6 +956,7 @@ impl Engine {
                 system,
             },
             timeseries: self.timeseries,
+            tlb_windows,
         }
     }
 }
@@ -1000,6 +1007,7 @@ fn summarise(p: &Proc, end_ns: u64) -> ProcessSummary {
         kv: p.kv_results.clone(),
         error: p.error.clone(),
         migration_stall_ns: p.migration_stall.0,
+        tlb_sampling_ns: p.tlb_sampling_overhead.0,
         nodes: Vec::new(),
     }
 }

@@ -27,6 +27,7 @@ mod process;
 pub mod results;
 mod run;
 pub mod sampling;
+mod tlbsample;
 
 pub use compaction::KcompactdConfig;
 pub use engine::{migration_costs, mm_costs, Engine, StopFlag, TimeseriesSink};

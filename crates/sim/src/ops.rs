@@ -4,13 +4,15 @@
 
 use crate::compaction::{direct_compact, Deferral};
 use crate::process::Proc;
+use crate::results::TlbWindow;
+use crate::tlbsample::TlbSampler;
 use hugemm_hw::{Nanos, Order, Picos, Pid, Pmu, VirtAddr};
 use hugemm_mm::{
     CollapseError, CollapseOutcome, HugeAdvice, Kernel, MmError, RegionInfo, ZeroScan,
     ZeroScanOutcome,
 };
 use hugemm_mm::{Mechanism, MigrateOutcome, NodeId, PageScan};
-use hugemm_policy::{MemInfo, MemoryOps, RegionRef, TierOps};
+use hugemm_policy::{MemInfo, MemoryOps, RegionRef, TierOps, TlbMisses, TlbSampling};
 
 /// A live process as a policy sees it in a direct reclaim, which runs inside another
 /// process's fault (when the processes themselves are borrowed): its pid and start.
@@ -143,6 +145,46 @@ impl MemoryOps for EngineOps<'_> {
     ) -> Result<ZeroScanOutcome, MmError> {
         self.materialise(pid, region);
         self.kernel.dedup_zero_subpages(pid, region, scan)
+    }
+
+    fn start_tlb_sampling(&mut self, pid: Pid, sampling: TlbSampling) -> bool {
+        let Procs::All(procs) = &mut self.procs else {
+            return false;
+        };
+        let Some(p) = procs.iter_mut().find(|p| p.pid == Some(pid) && p.running()) else {
+            return false;
+        };
+        p.tlb_sampler = Some(Box::new(TlbSampler::new(sampling, &p.pmu)));
+        true
+    }
+
+    fn take_tlb_misses(&mut self, pid: Pid) -> Option<TlbMisses> {
+        let Procs::All(procs) = &mut self.procs else {
+            return None;
+        };
+        let p = procs.iter_mut().find(|p| p.pid == Some(pid))?;
+        let misses = p.tlb_sampler.take()?.finish(&p.pmu);
+        // The samples' cost delays the process at its next turn.
+        p.stall += Picos::from(misses.overhead);
+        p.tlb_sampling_overhead += misses.overhead;
+        let mut regions: Vec<(u64, f64)> = Vec::new();
+        let huge = self.kernel.geometry().huge_bytes();
+        for &(page, n) in &misses.pages {
+            let r = page.0 & !(huge - 1);
+            match regions.last_mut() {
+                Some(last) if last.0 == r => last.1 += n,
+                _ => regions.push((r, n)),
+            }
+        }
+        p.tlb_windows.push(TlbWindow {
+            time_ns: self.now.0,
+            process: p.spec.name.clone(),
+            pid: pid.0,
+            samples: misses.samples,
+            walks: misses.walks,
+            regions,
+        });
+        Some(misses)
     }
 
     fn pmu(&self, pid: Pid) -> Option<Pmu> {

@@ -111,12 +111,19 @@ pub(crate) struct Proc {
     pub kv: Option<crate::kvrun::KvHeap>,
     /// What each key-value phase did.
     pub kv_results: Vec<crate::results::KvPhaseResult>,
-    /// Time to wait at the next turn: pages in flight a tiering policy was migrating.
+    /// Time to wait at the next turn: pages in flight a tiering policy was migrating,
+    /// TLB-miss samples taken.
     pub stall: Picos,
     /// All such waiting so far.
     pub migration_stall: Nanos,
     /// Its pages per node when it ended (machines of several nodes).
     pub nodes_end: Vec<hugemm_mm::NodeUse>,
+    /// Its TLB misses being sampled (SysMon-H), while they are.
+    pub tlb_sampler: Option<Box<crate::tlbsample::TlbSampler>>,
+    /// What TLB-miss sampling has cost it so far.
+    pub tlb_sampling_overhead: Nanos,
+    /// Each sampling window's misses per 2 MB region, with when it ended.
+    pub tlb_windows: Vec<crate::results::TlbWindow>,
 }
 
 impl Proc {
@@ -156,6 +163,9 @@ impl Proc {
             stall: Picos(0),
             migration_stall: Nanos::ZERO,
             nodes_end: Vec::new(),
+            tlb_sampler: None,
+            tlb_sampling_overhead: Nanos::ZERO,
+            tlb_windows: Vec::new(),
         }
     }
 

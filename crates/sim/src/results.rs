@@ -85,6 +85,9 @@ pub struct ProcessSummary {
     /// Time it waited on pages a tiering policy had in flight (machines of several nodes).
     #[serde(skip_serializing_if = "is_zero")]
     pub migration_stall_ns: u64,
+    /// Time TLB-miss sampling (SysMon-H's monitor) cost it.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub tlb_sampling_ns: u64,
     /// Its pages on each node at the end (machines of several nodes).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub nodes: Vec<NodeUse>,
@@ -365,6 +368,24 @@ fn is_zero(x: &u64) -> bool {
     *x == 0
 }
 
+/// What one window of TLB-miss sampling counted (`tlb_misses.csv`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TlbWindow {
+    /// When the window ended (ns).
+    pub time_ns: u64,
+    /// The sampled process.
+    pub process: String,
+    /// Its model pid.
+    pub pid: u32,
+    /// Samples taken.
+    pub samples: f64,
+    /// Page walks they stand for.
+    pub walks: f64,
+    /// Sampled misses per 2 MB region that had any, `(region start, misses)`, in
+    /// address order.
+    pub regions: Vec<(u64, f64)>,
+}
+
 /// Everything a run produced.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RunResult {
@@ -372,4 +393,6 @@ pub struct RunResult {
     pub summary: Summary,
     /// The time series, in time order (system row after the process rows of each time).
     pub timeseries: Vec<TimeseriesRow>,
+    /// Every window of TLB-miss sampling, in time order (empty unless a policy sampled).
+    pub tlb_windows: Vec<TlbWindow>,
 }

@@ -222,6 +222,11 @@ impl Ctx<'_> {
         });
         p.pmu.count(&cost, write);
         self.core.now += cost.time;
+        if cost.outcome == TlbOutcome::Walk {
+            if let Some(s) = p.tlb_sampler.as_deref_mut() {
+                s.walk(va);
+            }
+        }
         Ok((cost, faulted))
     }
 }
@@ -735,8 +740,12 @@ fn skip(
     run.refs_left = run.refs_left.saturating_sub(n);
     // The clock advanced by the carried total above; the PMU takes the rounded means, so
     // the two may differ by under a nanosecond per skip.
-    p.pmu.record_skipped(&m.scaled(n), ctx.cycles_per_ps);
+    let skipped = m.scaled(n);
+    p.pmu.record_skipped(&skipped, ctx.cycles_per_ps);
     p.references_skipped += n;
+    if let Some(s) = p.tlb_sampler.as_deref_mut() {
+        s.skipped(skipped.walks);
+    }
     // References already generated into the lookahead ring come first: their footprint
     // is applied one by one, and the stream skips the rest.
     let from_ring = (run.ahead.len() as u64).min(n);

@@ -1,13 +1,16 @@
-//! `[policy.ingens]` and `[policy.hawkeye]`: the knobs of the promotion policies beyond
+//! `[policy.ingens]`, `[policy.hawkeye]` and `[policy.hpolicy]`: the knobs of the policies beyond
 //! Linux. Every knob defaults to the value documented on the policy's config type (the
 //! paper's, or the released code's where the paper is silent); the resolved file writes
 //! each one out.
 
-use super::raw::{RawBloat, RawHawkeye, RawIngens};
+use super::raw::{RawBloat, RawHPolicy, RawHawkeye, RawIngens};
 use super::validate::{Validator, R};
 use hugemm_hw::Nanos;
 use hugemm_policy::access::SamplerConfig;
-use hugemm_policy::{BloatConfig, HawkeyeConfig, HawkeyeVariant, IngensConfig};
+use hugemm_policy::{
+    BloatConfig, HPolicyConfig, HawkeyeConfig, HawkeyeVariant, IngensConfig, SysMonConfig,
+    TlbSampling,
+};
 
 /// The longest period a knob may take (about 49 days, in ms).
 const MAX_MS: i64 = 1 << 32;
@@ -161,6 +164,107 @@ impl Validator<'_> {
             pmu_threshold: Some(cfg.pmu_threshold),
             pmu_similar: Some(cfg.pmu_similar),
             bloat,
+        };
+        Ok(cfg)
+    }
+
+    /// `[policy.hpolicy]`, resolved in place.
+    pub(super) fn hpolicy(&self, r: &mut RawHPolicy) -> R<HPolicyConfig> {
+        let d = HPolicyConfig::default();
+        let m = d.sysmon;
+        let k = |name: &str| format!("policy.hpolicy.{name}");
+        let period = self.period(&k("sysmon_period_ms"), r.sysmon_period_ms, m.period)?;
+        let window = self.period(&k("sysmon_window_ms"), r.sysmon_window_ms, m.window)?;
+        if window > period {
+            return Err(self.bad(
+                &k("sysmon_window_ms"),
+                format!(
+                    "a window no longer than sysmon_period_ms ({} ms), found {} ms",
+                    ms(period),
+                    ms(window)
+                ),
+            ));
+        }
+        let checks = self.int(&k("checks"), r.checks, m.checks as i64, 0, 100)? as u32;
+        let hot_checks = self.int(
+            &k("hot_checks"),
+            r.hot_checks,
+            m.hot_checks as i64,
+            1,
+            i64::from(checks.max(1)),
+        )? as u32;
+        let sysmon = SysMonConfig {
+            period,
+            window,
+            sampling: TlbSampling {
+                hz: self.float(&k("sample_hz"), r.sample_hz, m.sampling.hz, 1.0, 1e6)?,
+                cost: Nanos(self.int(
+                    &k("sample_cost_ns"),
+                    r.sample_cost_ns,
+                    m.sampling.cost.0 as i64,
+                    0,
+                    1_000_000,
+                )? as u64),
+            },
+            cold_misses: self.float(&k("cold_misses"), r.cold_misses, m.cold_misses, 0.0, 1e12)?,
+            high_tlb: self.float(&k("high_tlb"), r.high_tlb, m.high_tlb, 0.0, 1e12)?,
+            checks,
+            check_interval: self.period(
+                &k("check_interval_ms"),
+                r.check_interval_ms,
+                m.check_interval,
+            )?,
+            hot_checks,
+        };
+        let cfg = HPolicyConfig {
+            sysmon,
+            high_pressure: self.float(
+                &k("high_pressure"),
+                r.high_pressure,
+                d.high_pressure,
+                0.0,
+                1.0,
+            )?,
+            promote_space: self.float(
+                &k("promote_space"),
+                r.promote_space,
+                d.promote_space,
+                0.0,
+                1.0,
+            )?,
+            promote_period: self.period(
+                &k("promote_period_ms"),
+                r.promote_period_ms,
+                d.promote_period,
+            )?,
+            pressure_check: self.period(
+                &k("pressure_check_ms"),
+                r.pressure_check_ms,
+                d.pressure_check,
+            )?,
+            splits_per_pass: self.int(
+                &k("splits_per_pass"),
+                r.splits_per_pass,
+                d.splits_per_pass as i64,
+                1,
+                1 << 30,
+            )? as u32,
+        };
+        *r = RawHPolicy {
+            high_pressure: Some(cfg.high_pressure),
+            promote_space: Some(cfg.promote_space),
+            promote_period_ms: Some(ms(cfg.promote_period)),
+            pressure_check_ms: Some(ms(cfg.pressure_check)),
+            splits_per_pass: Some(cfg.splits_per_pass as i64),
+            sysmon_period_ms: Some(ms(period)),
+            sysmon_window_ms: Some(ms(window)),
+            sample_hz: Some(sysmon.sampling.hz),
+            sample_cost_ns: Some(sysmon.sampling.cost.0 as i64),
+            cold_misses: Some(sysmon.cold_misses),
+            high_tlb: Some(sysmon.high_tlb),
+            checks: Some(checks as i64),
+            check_interval_ms: Some(ms(sysmon.check_interval)),
+            hot_checks: Some(hot_checks as i64),
         };
         Ok(cfg)
     }

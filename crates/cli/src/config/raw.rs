@@ -375,6 +375,43 @@ pub struct RawPolicy {
     /// `[policy.freebsd]`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub freebsd: Option<RawFreeBsd>,
+    /// `[policy.hpolicy]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hpolicy: Option<RawHPolicy>,
+}
+
+/// `[policy.hpolicy]` (see `hugemm_policy::HPolicyConfig` and `SysMonConfig`).
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawHPolicy {
+    /// Allocated share of memory at which cold huge pages are split.
+    pub high_pressure: Option<f64>,
+    /// Share of a 2 MB space's 4 KB pages that must be hot to promote it.
+    pub promote_space: Option<f64>,
+    /// Time between promotion passes (ms).
+    pub promote_period_ms: Option<i64>,
+    /// Time between checks of the pressure watermark (ms).
+    pub pressure_check_ms: Option<i64>,
+    /// Huge pages split per pressure pass at most.
+    pub splits_per_pass: Option<i64>,
+    /// SysMon-H: time between monitoring rounds (ms).
+    pub sysmon_period_ms: Option<i64>,
+    /// SysMon-H: TLB-miss sampling window per process (ms).
+    pub sysmon_window_ms: Option<i64>,
+    /// SysMon-H: samples per second of running time.
+    pub sample_hz: Option<f64>,
+    /// SysMon-H: cost of one sample (ns).
+    pub sample_cost_ns: Option<i64>,
+    /// SysMon-H: misses below which a huge page gets phase two's checks.
+    pub cold_misses: Option<f64>,
+    /// SysMon-H: misses at which a huge page is highly utilised.
+    pub high_tlb: Option<f64>,
+    /// SysMon-H: accessed-bit checks of phase two.
+    pub checks: Option<i64>,
+    /// SysMon-H: time between them (ms).
+    pub check_interval_ms: Option<i64>,
+    /// SysMon-H: checks that must find a page accessed for it to be very hot.
+    pub hot_checks: Option<i64>,
 }
 
 /// `[policy.ingens]` (see `hugemm_policy::IngensConfig`).

@@ -188,6 +188,8 @@ pub struct PolicyCatalog {
     pub hawkeye: hugemm_policy::HawkeyeConfig,
     /// `[policy.freebsd]`.
     pub freebsd: hugemm_policy::FreeBsdConfig,
+    /// `[policy.hpolicy]`.
+    pub hpolicy: hugemm_policy::HPolicyConfig,
 }
 
 /// Read and validate an experiment file.
@@ -614,7 +616,9 @@ impl Validator<'_> {
         let ingens = table!(ingens, ingens, "ingens");
         let hawkeye = table!(hawkeye, hawkeye, "hawkeye");
         let freebsd = table!(freebsd, freebsd, "freebsd");
+        let hpolicy = table!(hpolicy, hpolicy, "hpolicy");
         let chosen = match name.as_str() {
+            "hpolicy" => PolicyConfig::HPolicy(hpolicy),
             "ingens" => PolicyConfig::Ingens(ingens),
             "hawkeye" => PolicyConfig::Hawkeye(hawkeye),
             "freebsd" => PolicyConfig::FreeBsd(freebsd),
@@ -627,6 +631,7 @@ impl Validator<'_> {
                 ingens,
                 hawkeye,
                 freebsd,
+                hpolicy,
             },
         ))
     }

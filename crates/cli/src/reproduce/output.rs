@@ -155,6 +155,7 @@ pub fn write(
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         report::write_summary(&dir, &run.result.summary, provenance)?;
         report::write_timeseries(&dir.join("timeseries.csv"), &run.result.timeseries)?;
+        report::write_tlb_windows(&dir, &run.result.tlb_windows)?;
         runs.push(RunEntry {
             name: run.path.join(" / "),
             dir: rel.to_string_lossy().replace('\\', "/"),
