@@ -650,6 +650,37 @@ fn clear_pages_of_wrong_type() {
     );
 }
 
+#[test]
+fn preserve_huge_blocks_of_wrong_type() {
+    expect_bad(
+        &format!("{BASE}\n[kernel]\npreserve_huge_blocks = \"on\"\n"),
+        "kernel.preserve_huge_blocks",
+        &["invalid type: string \"on\"", "expected a boolean"],
+    );
+}
+
+#[test]
+fn unknown_compaction_mode_lists_the_valid_ones() {
+    expect_bad(
+        &format!("{BASE}\n[kernel]\ncompaction = \"hole_aware\"\n"),
+        "kernel.compaction",
+        &[
+            "one of linux, hole-aware",
+            "\"hole_aware\"",
+            "did you mean \"hole-aware\"",
+        ],
+    );
+}
+
+#[test]
+fn compaction_mode_of_wrong_type() {
+    expect_bad(
+        &format!("{BASE}\n[kernel]\ncompaction = 1\n"),
+        "kernel.compaction",
+        &["invalid type: integer `1`", "expected a string"],
+    );
+}
+
 /// `BASE` with a `[kernel.prezero]` table of `keys` appended.
 fn with_prezero(keys: &str) -> String {
     format!("{BASE}\n[kernel.prezero]\n{keys}")

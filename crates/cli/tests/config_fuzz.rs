@@ -42,6 +42,8 @@ max_zero = 0
 
 [kernel]
 clear_pages = true
+preserve_huge_blocks = true
+compaction = "hole-aware"
 
 [kernel.prezero]
 enabled = true
@@ -298,6 +300,8 @@ const KEYS: &[&str] = &[
     "nonzero_share",
     "mean_first_nonzero",
     "clear_pages",
+    "preserve_huge_blocks",
+    "compaction",
     "prezero",
     "rate_pages_per_s",
     "stores",

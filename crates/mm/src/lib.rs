@@ -59,7 +59,7 @@ pub use api::{
 #[doc(no_inline)]
 pub use buddy::{AllocRequest, Block, PhysMem, PrezeroScope, ZeroedFirst};
 #[doc(no_inline)]
-pub use compaction::{CompactOutcome, CompactRequest};
+pub use compaction::{CompactMode, CompactOutcome, CompactRequest};
 #[doc(no_inline)]
 pub use content::WriteContent;
 pub use costs::{FragCosts, MmCosts};

@@ -1,6 +1,6 @@
 //! Property tests of the fragmentation issue (conventions 12): random mixes of anonymous
-//! faults, page-cache reads, kernel allocations, reclaim, compaction and pageblock
-//! evacuation keep every invariant of `check_invariants`; compaction and evacuation
+//! faults, page-cache reads, kernel allocations, reclaim, compaction (either mode) and
+//! pageblock evacuation, with H-Policy's order-9 preservation on or off, keep every invariant of `check_invariants`; compaction and evacuation
 //! preserve every translation (same pages mapped, same sizes, each moved page's frame
 //! naming it) and every cached page, and conserve free frames; reclaim only drops
 //! page-cache pages.
@@ -10,7 +10,7 @@ mod common;
 use common::{machine, PAGE};
 use hugemm_hw::{Order, PageSize, Pfn, Pid, VirtAddr};
 use hugemm_mm::{
-    CompactRequest, FileId, HugeAdvice, Kernel, KmemHandle, KmemKind, OwnerKind, Touch,
+    CompactMode, CompactRequest, FileId, HugeAdvice, Kernel, KmemHandle, KmemKind, OwnerKind, Touch,
 };
 use proptest::prelude::*;
 
@@ -19,15 +19,45 @@ const FILE_PAGES: u64 = 3000;
 
 #[derive(Clone, Debug)]
 enum Op {
-    Fault { page: u32, count: u16, huge: bool },
-    Read { file: u32, first: u64, pages: u16 },
-    Delete { file: u32 },
-    Kmalloc { order: u8, reclaimable: bool },
-    Kfree { idx: u16 },
-    Unmap { page: u32, pages: u16 },
-    Reclaim { pages: u16 },
-    Compact { kind: u8, order: u8 },
-    Evacuate { block: u16 },
+    Fault {
+        page: u32,
+        count: u16,
+        huge: bool,
+    },
+    Read {
+        file: u32,
+        first: u64,
+        pages: u16,
+    },
+    Delete {
+        file: u32,
+    },
+    Kmalloc {
+        order: u8,
+        reclaimable: bool,
+    },
+    Kfree {
+        idx: u16,
+    },
+    Unmap {
+        page: u32,
+        pages: u16,
+    },
+    Reclaim {
+        pages: u16,
+    },
+    Compact {
+        kind: u8,
+        order: u8,
+    },
+    Evacuate {
+        block: u16,
+    },
+    /// H-Policy's knobs: order-9 preservation and hole-aware compaction.
+    Knobs {
+        preserve: bool,
+        hole_aware: bool,
+    },
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -41,6 +71,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (1u16..2000).prop_map(|pages| Op::Reclaim { pages }),
         3 => (0u8..3, 0u8..11).prop_map(|(kind, order)| Op::Compact { kind, order }),
         2 => any::<u16>().prop_map(|block| Op::Evacuate { block }),
+        1 => (any::<bool>(), any::<bool>()).prop_map(|(preserve, hole_aware)| Op::Knobs { preserve, hole_aware }),
     ]
 }
 
@@ -162,6 +193,16 @@ impl World {
                 self.preserving(|k| {
                     k.compact(req);
                 })?;
+            }
+            Op::Knobs {
+                preserve,
+                hole_aware,
+            } => {
+                self.k.set_preserve_huge_blocks(preserve);
+                self.k.set_compaction_mode(match hole_aware {
+                    true => CompactMode::HoleAware,
+                    false => CompactMode::Linux,
+                });
             }
             Op::Evacuate { block } => {
                 let blocks = self.k.phys().pageblock_count();

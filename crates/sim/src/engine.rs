@@ -256,6 +256,8 @@ impl Engine {
         if exp.kernel.per_cpu_lists {
             kernel.enable_per_cpu_lists(exp.cores as usize);
         }
+        kernel.set_preserve_huge_blocks(exp.kernel.preserve_huge_blocks);
+        kernel.set_compaction_mode(exp.kernel.compaction);
         let policy = exp.policy.build();
         let far = far_nodes(&exp);
         let cores = (0..exp.cores)

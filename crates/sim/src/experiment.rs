@@ -5,6 +5,7 @@
 use crate::compaction::KcompactdConfig;
 use crate::prezero::PrezeroConfig;
 use hugemm_hw::{Geometry, MachineProfile, Nanos};
+use hugemm_mm::CompactMode;
 use hugemm_policy::{PolicyConfig, TieringConfig};
 use hugemm_workload::ProcessSpec;
 use serde::Serialize;
@@ -92,8 +93,8 @@ pub struct Experiment {
     pub kernel: KernelConfig,
 }
 
-/// Kernel settings apart from the huge-page policy: pageblock fallback and background
-/// compaction.
+/// Kernel settings apart from the huge-page policy: pageblock fallback, background
+/// compaction, and H-Policy's two allocator mechanisms.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct KernelConfig {
     /// The pageblock fallback policy (`hugemm_mm::fallback::NAMES`): `default` (Linux up
@@ -115,6 +116,12 @@ pub struct KernelConfig {
     pub clear_pages: bool,
     /// Asynchronous pre-zeroing of free memory (HawkEye section 3.1).
     pub prezero: PrezeroConfig,
+    /// H-Policy's order-9 preservation in the buddy allocator (SysMon-H / H-Policy
+    /// section 4, rule iii: `hugemm_mm`'s `phys/preserve.rs`). Off by default (Linux).
+    pub preserve_huge_blocks: bool,
+    /// How compaction chooses what to migrate: Linux's scanners (default) or H-Policy's
+    /// hole-aware mode (rule iv: `hugemm_mm`'s `kernel/compaction_holes.rs`).
+    pub compaction: CompactMode,
 }
 
 impl Default for KernelConfig {
@@ -126,6 +133,8 @@ impl Default for KernelConfig {
             min_free_kbytes: None,
             clear_pages: true,
             prezero: PrezeroConfig::default(),
+            preserve_huge_blocks: false,
+            compaction: CompactMode::Linux,
         }
     }
 }

@@ -6,6 +6,7 @@
 use super::raw::*;
 use super::validate::{Phases, Validator, R};
 use hugemm_hw::Nanos;
+use hugemm_mm::CompactMode;
 use hugemm_sim::{KcompactdConfig, KernelConfig, PrezeroConfig, Stores, ZeroLists};
 use hugemm_workload::kbuild::{self, FileIds, KernelBuild};
 use hugemm_workload::{KernelMem, Lifetime, Phase, ProcessSpec};
@@ -52,6 +53,14 @@ impl Validator<'_> {
             )? as u64),
         };
         let clear_pages = *k.clear_pages.get_or_insert(true);
+        let preserve_huge_blocks = *k.preserve_huge_blocks.get_or_insert(false);
+        let compaction = self.choice(
+            "kernel.compaction",
+            k.compaction.as_deref(),
+            CompactMode::Linux.name(),
+            &CompactMode::NAMED,
+        )?;
+        k.compaction = Some(compaction.name().into());
         let raw = k.prezero.get_or_insert_with(Default::default);
         let prezero = self.prezero(raw, policy == "hawkeye")?;
         Ok(KernelConfig {
@@ -61,6 +70,8 @@ impl Validator<'_> {
             min_free_kbytes,
             clear_pages,
             prezero,
+            preserve_huge_blocks,
+            compaction,
         })
     }
 

@@ -208,6 +208,10 @@ pub struct RawKernel {
     pub clear_pages: Option<bool>,
     /// `[kernel.prezero]`.
     pub prezero: Option<RawPrezero>,
+    /// H-Policy's order-9 preservation in the buddy allocator.
+    pub preserve_huge_blocks: Option<bool>,
+    /// Compaction mode: linux or hole-aware (H-Policy).
+    pub compaction: Option<String>,
 }
 
 /// `[kernel.prezero]` (see `hugemm_sim::PrezeroConfig`).

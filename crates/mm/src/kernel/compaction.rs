@@ -37,13 +37,17 @@
 //! either scanner examines, plus each migration. This module owns the scanners and the
 //! stopping rules (their vocabulary and the state kept between runs are
 //! `pressure/compaction.rs`'s); when to compact is a policy's decision.
+//!
+//! [`CompactMode::HoleAware`] replaces the two scanners by H-Policy's choice of what to
+//! move (`compaction_holes.rs`); the requests, `compaction_suitable`, the stopping rules
+//! and the counters stay as above.
 
 use crate::error::{MmError, Result};
 use crate::kernel::Kernel;
 use crate::phys::frame::{FrameState, OwnerKind};
 use crate::phys::pageblock::MigrateType;
 use crate::pressure::compaction::{
-    CompactOutcome, CompactRequest, CompactState, COMPACT_CLUSTER_MAX,
+    CompactMode, CompactOutcome, CompactRequest, CompactState, COMPACT_CLUSTER_MAX,
 };
 use crate::pressure::reclaim::PAGE_ALLOC_COSTLY_ORDER;
 use hugemm_hw::{Nanos, Order, Pfn};
@@ -103,6 +107,17 @@ impl Kernel {
         Ok(())
     }
 
+    /// Choose how compaction picks pages ([`CompactMode`]; Linux's scanners by default).
+    /// Hole-aware runs neither read nor move the Linux scanners' cached positions.
+    pub fn set_compaction_mode(&mut self, mode: CompactMode) {
+        self.compact.mode = mode;
+    }
+
+    /// How compaction picks pages.
+    pub fn compaction_mode(&self) -> CompactMode {
+        self.compact.mode
+    }
+
     /// The proactive compaction marks (low, high) of `fragmentation_score_wmark`.
     pub fn proactive_wmarks(&self) -> (u64, u64) {
         let low = 100u64
@@ -120,22 +135,41 @@ impl Kernel {
             };
         }
         let c = self.compact;
-        let mut run = self.new_run(c.migrate_pfn, c.free_block, true, order.0);
-        self.compact_zone(&mut run, |k, r| {
-            r.migrate_pfn % r.pb == 0 && k.phys.has_free_block(order)
-        });
-        run.out.success = self.phys.has_free_block(order);
-        self.save_positions(&run, true);
+        let mut out = match c.mode {
+            CompactMode::Linux => {
+                let mut run = self.new_run(c.migrate_pfn, c.free_block, true, order.0);
+                self.compact_zone(&mut run, |k, r| {
+                    r.migrate_pfn % r.pb == 0 && k.phys.has_free_block(order)
+                });
+                self.save_positions(&run, true);
+                run.out
+            }
+            CompactMode::HoleAware => {
+                let unit = order.max(self.phys.pageblock_order());
+                self.compact_holes(unit, true, |k| k.phys.has_free_block(order))
+            }
+        };
+        out.success = self.phys.has_free_block(order);
         self.stats.compact_stall += 1;
-        match run.out.success {
+        match out.success {
             true => self.stats.compact_success += 1,
             false => self.stats.compact_fail += 1,
         }
-        run.out
+        out
     }
 
     /// A whole-zone run; `stop_at_score` ends it once the score is at most that.
     fn compact_whole(&mut self, stop_at_score: Option<u64>) -> CompactOutcome {
+        if self.compact.mode == CompactMode::HoleAware {
+            let unit = self.phys.pageblock_order();
+            let mut out = self.compact_holes(unit, false, |k| {
+                stop_at_score.is_some_and(|low| k.fragmentation_score() <= low)
+            });
+            // Full: the run ends only when nothing more can be emptied, as Linux's scanners
+            // always meet.
+            out.success = stop_at_score.is_none_or(|low| self.fragmentation_score() <= low);
+            return out;
+        }
         let fresh = CompactState::new(&self.phys);
         let pb_order = self.phys.pageblock_order().0;
         let mut run = self.new_run(0, fresh.free_block, false, pb_order);

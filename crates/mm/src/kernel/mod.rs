@@ -5,12 +5,13 @@
 //! the process table, the hot translation path ([`Kernel::touch`]) and the read-only
 //! observations policies use. The files beside this one are `impl Kernel` blocks: the
 //! operations that need the whole kernel (`fault`; `mmap`, `munmap`, `madvise` and
-//! process exit; `migrate`; `movepages`; `compaction`'s scanners; `kmem`; `invariants`),
-//! and thin entry points to the mechanisms of the groups below (`huge`, `pressure`,
-//! `metrics`). This module must not make policy decisions (page size at fault time, what
-//! to promote or split).
+//! process exit; `migrate`; `movepages`; `compaction`'s scanners and `compaction_holes`;
+//! `kmem`; `invariants`), and thin entry points to the mechanisms of the groups below
+//! (`huge`, `pressure`, `metrics`). This module must not make policy decisions (page size
+//! at fault time, what to promote or split).
 
 mod compaction;
+mod compaction_holes;
 mod fault;
 mod huge;
 mod invariants;
@@ -506,6 +507,13 @@ impl Kernel {
     /// zero list, the default) or take blocks in list order (the released code).
     pub fn set_zeroed_first(&mut self, mode: ZeroedFirst) {
         self.phys.set_zeroed_first(mode);
+    }
+
+    /// H-Policy's order-9 preservation (SysMon-H / H-Policy section 4, rule iii; the rule
+    /// is in `phys/preserve.rs`): requests below the huge order take blocks of other
+    /// orders before one of the huge order is split. Off by default (Linux).
+    pub fn set_preserve_huge_blocks(&mut self, on: bool) {
+        self.phys.set_preserve_huge_blocks(on);
     }
 
     /// Huge pages a process maps (the huge zero page excluded).

@@ -4,7 +4,9 @@
 //! Follows `mm/page_alloc.c` of Linux 6.x: allocation is `__rmqueue_smallest` (the
 //! smallest block on the request's own lists, split by `expand`), then a fallback policy
 //! (`__rmqueue_fallback` up to 6.14, `__rmqueue_claim` and `__rmqueue_steal` since: see
-//! `steal.rs` and [`crate::fallback`]); freeing is
+//! `steal.rs` and [`crate::fallback`]); with H-Policy's order-H preservation on (off by
+//! default), a request below the huge order searches the orders in another order
+//! (`preserve.rs`); freeing is
 //! `__free_one_page`, merging with the buddy as long as it is a free block of the same
 //! order. Per-CPU page lists are optional (`pcp.rs`, off by default); zones and
 //! `ALLOC_NOFRAGMENT` are not modelled (one zone), and watermarks are `reclaim.rs`'s.
@@ -165,7 +167,10 @@ pub struct PhysMem {
     /// Free heads by address, kept only while `placement` is not all `ListHead`.
     pub(crate) index: Option<AddrIndex>,
     /// The policy's placement per migrate type, read when it was installed.
-    placement: [Placement; MigrateType::COUNT],
+    pub(crate) placement: [Placement; MigrateType::COUNT],
+    /// Per migrate type: whether `__rmqueue_smallest` leaves Linux's list-head search (a
+    /// placement, or order-H preservation), so the hot path tests one byte for both.
+    special: [bool; MigrateType::COUNT],
     /// Pageblocks (start frames) AAF claimed and wants emptied of movable frames.
     pub(crate) evacuations: Vec<Pfn>,
     pub(crate) fallback_stats: FallbackStats,
@@ -176,6 +181,9 @@ pub struct PhysMem {
     pub(crate) cpu: usize,
     /// Whether zeroed-preferring requests take zeroed blocks first.
     zeroed_first: ZeroedFirst,
+    /// Order-H preservation (`preserve.rs`): the huge order while it is on, 0 while off
+    /// (`order < preserve_below` says whether a request is preserved against).
+    pub(crate) preserve_below: u8,
 }
 
 impl PhysMem {
@@ -214,12 +222,14 @@ impl PhysMem {
             counters: PageblockCounters::new(frames, pb_order, max_order),
             index: None,
             placement: [Placement::ListHead; MigrateType::COUNT],
+            special: [false; MigrateType::COUNT],
             evacuations: Vec::new(),
             fallback_stats: FallbackStats::default(),
             max_order,
             pcp: None,
             cpu: 0,
             zeroed_first: ZeroedFirst::Yes,
+            preserve_below: 0,
         };
         for n in 0..mem.nodes.count() {
             let (start, end) = mem.nodes.range(n);
@@ -278,6 +288,7 @@ impl PhysMem {
     /// placement needs (O(frames / 64 + free blocks) when built).
     pub fn set_fallback_policy(&mut self, policy: Box<dyn FallbackPolicy>) {
         self.placement = MigrateType::ALL.map(|mt| policy.placement(mt));
+        self.update_special();
         self.policy = policy;
         let placed = self.placement.iter().any(|&p| p != Placement::ListHead);
         self.index = match (placed, self.index.take()) {
@@ -285,6 +296,15 @@ impl PhysMem {
             (true, Some(index)) => Some(index),
             (true, None) => Some(AddrIndex::build(self)),
         };
+    }
+
+    /// Recompute which migrate types leave the list-head search (after a change of
+    /// placement or of order-H preservation).
+    pub(crate) fn update_special(&mut self) {
+        let preserve = self.preserve_below > 0;
+        self.special = self
+            .placement
+            .map(|at| preserve || at != Placement::ListHead);
     }
 
     /// Fallback events so far.
@@ -330,7 +350,7 @@ impl PhysMem {
     }
 
     /// The bookkeeping of a block taken off `mt`'s list at `order`.
-    fn note_removed(&mut self, pfn: u32, order: u8, mt: MigrateType) {
+    pub(crate) fn note_removed(&mut self, pfn: u32, order: u8, mt: MigrateType) {
         self.counters.on_remove(pfn, order, mt);
         if let Some(index) = &mut self.index {
             index.remove(pfn, order, mt);
@@ -426,12 +446,32 @@ impl PhysMem {
     }
 
     /// `__rmqueue_smallest`: the first block on `mt`'s lists of order >= `order`, split
-    /// (or the block at the policy's end of memory, see [`Placement`]).
+    /// (or the block at the policy's end of memory, see [`Placement`]; or, with order-H
+    /// preservation on and `order` below the huge order, in `preserve.rs`'s order).
     pub(crate) fn rmqueue_smallest(&mut self, order: u8, mt: MigrateType) -> Option<u32> {
-        let at = self.placement[mt.index()];
-        if at != Placement::ListHead {
-            return self.rmqueue_placed(order, mt, at);
+        if self.special[mt.index()] {
+            return self.rmqueue_special(order, mt);
         }
+        self.rmqueue_list_head(order, mt)
+    }
+
+    /// [`PhysMem::rmqueue_smallest`] under a placement or order-H preservation.
+    #[inline(never)]
+    fn rmqueue_special(&mut self, order: u8, mt: MigrateType) -> Option<u32> {
+        let at = self.placement[mt.index()];
+        if order < self.preserve_below {
+            return self.rmqueue_preserving(order, mt, at);
+        }
+        match at {
+            Placement::ListHead => self.rmqueue_list_head(order, mt),
+            _ => self.rmqueue_placed(order, mt, at),
+        }
+    }
+
+    /// Linux's `__rmqueue_smallest`: the head of the smallest non-empty list of order >=
+    /// `order` on `mt`'s lists, split.
+    #[inline(always)]
+    fn rmqueue_list_head(&mut self, order: u8, mt: MigrateType) -> Option<u32> {
         for cur in order..=self.max_order {
             if let Some(pfn) = self.areas[self.node].pop(&mut self.frames, cur, mt) {
                 self.note_removed(pfn, cur, mt);
@@ -445,11 +485,31 @@ impl PhysMem {
     /// The smallest zeroed block of order >= `order` on `mt`'s lists, split (HawkEye's
     /// zero list first); `None` when there is none. Placement policies (KML/KMU) are not
     /// consulted: zeroed blocks exist only with pre-zeroing, which they do not model.
+    /// With order-H preservation on, a zeroed block of the huge order is not split for a
+    /// smaller request (`preserve.rs`).
     fn rmqueue_zeroed(&mut self, order: u8, mt: MigrateType) -> Option<u32> {
         if self.areas[self.node].zeroed_frames() == 0 {
             return None;
         }
+        if order < self.preserve_below {
+            return self.rmqueue_zeroed_preserving(order, mt);
+        }
         for cur in order..=self.max_order {
+            if let Some(pfn) = self.areas[self.node].pop_zeroed(&mut self.frames, cur, mt) {
+                self.note_removed(pfn, cur, mt);
+                self.expand(pfn, order, cur, mt);
+                return Some(pfn);
+            }
+        }
+        None
+    }
+
+    /// [`PhysMem::rmqueue_zeroed`] under order-H preservation: the zeroed blocks of every
+    /// order but the huge order, smallest first (`preserve.rs`).
+    #[inline(never)]
+    fn rmqueue_zeroed_preserving(&mut self, order: u8, mt: MigrateType) -> Option<u32> {
+        let h = self.preserve_below;
+        for cur in (order..=self.max_order).filter(|&o| o != h) {
             if let Some(pfn) = self.areas[self.node].pop_zeroed(&mut self.frames, cur, mt) {
                 self.note_removed(pfn, cur, mt);
                 self.expand(pfn, order, cur, mt);
@@ -506,7 +566,7 @@ impl PhysMem {
 
     /// `expand`: keep the low `2^low` frames, return the upper halves to `mt`'s lists
     /// (of the node being allocated from, where the block was).
-    fn expand(&mut self, pfn: u32, low: u8, mut high: u8, mt: MigrateType) {
+    pub(crate) fn expand(&mut self, pfn: u32, low: u8, mut high: u8, mt: MigrateType) {
         while high > low {
             high -= 1;
             self.list_push_on(self.node, pfn + (1 << high), high, mt);

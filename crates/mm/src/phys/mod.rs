@@ -16,5 +16,6 @@ pub mod metrics;
 pub mod node;
 pub mod pageblock;
 pub mod pcp;
+mod preserve;
 pub(crate) mod reserv;
 mod steal;

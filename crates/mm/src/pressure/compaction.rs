@@ -1,10 +1,11 @@
 //! Compaction's vocabulary and memory: what a run is asked ([`CompactRequest`]) and
-//! reports ([`CompactOutcome`]), and the state kept between runs (the cached scanner
-//! positions and `vm.compaction_proactiveness`).
+//! reports ([`CompactOutcome`]), how it chooses what to move ([`CompactMode`]), and the
+//! state kept between runs (the cached scanner positions, `vm.compaction_proactiveness`
+//! and the mode).
 //!
-//! The scanners run on the whole kernel (`kernel/compaction.rs`, whose doc tells the
-//! algorithm), since every page they isolate migrates through its owner's page table or
-//! the page-cache index. This module owns the vocabulary and the state; it must not scan.
+//! The runs happen on the whole kernel (`kernel/compaction.rs` and
+//! `kernel/compaction_holes.rs`, whose docs tell the algorithms), since every page they
+//! isolate migrates through its owner's page table or the page-cache index. This module owns the vocabulary and the state; it must not scan.
 
 use crate::phys::buddy::PhysMem;
 use hugemm_hw::{Nanos, Order};
@@ -28,6 +29,36 @@ pub enum CompactRequest {
     Proactive,
 }
 
+/// How a compaction run chooses the pages it migrates and where they go.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CompactMode {
+    /// Linux's two scanners (`compact_zone`): the migrate scanner up from the bottom, the
+    /// free scanner down from the top.
+    #[default]
+    Linux,
+    /// H-Policy's rule (iv) (SysMon-H / H-Policy section 4): the pageblocks with the
+    /// fewest pages to move are emptied first, into the smallest holes of the fullest
+    /// pageblocks (`kernel/compaction_holes.rs`).
+    HoleAware,
+}
+
+impl CompactMode {
+    /// Every mode with its name in experiment files (`[kernel] compaction`).
+    pub const NAMED: [(&'static str, CompactMode); 2] = [
+        ("linux", CompactMode::Linux),
+        ("hole-aware", CompactMode::HoleAware),
+    ];
+
+    /// The mode's name in experiment files.
+    pub fn name(self) -> &'static str {
+        match self {
+            CompactMode::Linux => "linux",
+            CompactMode::HoleAware => "hole-aware",
+        }
+    }
+}
+
 /// The result of a compaction run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct CompactOutcome {
@@ -47,13 +78,14 @@ pub struct CompactOutcome {
     pub success: bool,
 }
 
-/// Compaction state kept between runs: the cached scanner positions and the
-/// proactiveness sysctl.
+/// Compaction state kept between runs: the cached scanner positions, the
+/// proactiveness sysctl and the mode.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct CompactState {
     pub migrate_pfn: u64,
     pub free_block: u64,
     pub proactiveness: u8,
+    pub mode: CompactMode,
 }
 
 impl CompactState {
@@ -63,6 +95,7 @@ impl CompactState {
             migrate_pfn: 0,
             free_block: (phys.zone_end() - 1) & !(pb - 1),
             proactiveness: DEFAULT_PROACTIVENESS,
+            mode: CompactMode::Linux,
         }
     }
 }

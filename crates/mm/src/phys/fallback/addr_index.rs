@@ -17,6 +17,7 @@ use crate::error::{MmError, Result};
 use crate::phys::buddy::PhysMem;
 use crate::phys::frame::{FrameState, FrameTable};
 use crate::phys::pageblock::MigrateType;
+use std::ops::RangeInclusive;
 
 /// A set of `0..n` as a bitmap with one summary level per 64x (a van Emde Boas-like
 /// "bitmap tree"): level 0 holds the bits, bit `w` of level `l + 1` says word `w` of level
@@ -140,9 +141,18 @@ impl AddrIndex {
 
     /// The lowest or highest block on `mt`'s lists of order `>= min`: (head, order).
     pub fn extreme(&self, min: u8, mt: MigrateType, at: Placement) -> Option<(u32, u8)> {
-        let orders = min as usize..self.sets.len();
+        let top = self.sets.len().saturating_sub(1) as u8;
+        self.extreme_in(min..=top, mt, at)
+    }
+
+    /// The lowest or highest block on `mt`'s lists of an order in `orders`: (head, order).
+    pub fn extreme_in(
+        &self,
+        orders: RangeInclusive<u8>,
+        mt: MigrateType,
+        at: Placement,
+    ) -> Option<(u32, u8)> {
         let found = orders.filter_map(|o| {
-            let o = o as u8;
             let pfn = match at {
                 Placement::Highest => self.highest(o, mt),
                 _ => self.lowest(o, mt),
@@ -205,7 +215,7 @@ impl PhysMem {
     }
 
     /// `expand`, keeping the highest `2^low` frames when `high_end`; returns the kept head.
-    fn expand_toward(
+    pub(crate) fn expand_toward(
         &mut self,
         mut pfn: u32,
         low: u8,

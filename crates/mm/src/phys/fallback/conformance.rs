@@ -20,10 +20,20 @@ const FRAMES: u64 = 8 * 1024 + 300;
 
 /// Run the suite against policies made by `make` (called once per sub-test).
 pub fn run(make: impl Fn() -> Box<dyn FallbackPolicy>) {
+    run_with(make, false);
+}
+
+/// [`run`] with H-Policy's order-9 preservation on
+/// ([`PhysMem::set_preserve_huge_blocks`]), which changes the order of the own-list search.
+pub fn run_preserving(make: impl Fn() -> Box<dyn FallbackPolicy>) {
+    run_with(make, true);
+}
+
+fn run_with(make: impl Fn() -> Box<dyn FallbackPolicy>, preserve: bool) {
     for seed in [1u64, 7, 42, 2024] {
-        mixed_workload(make(), seed);
+        mixed_workload(machine(make(), preserve), seed);
     }
-    exhaustion(make());
+    exhaustion(machine(make(), preserve));
 }
 
 /// A tiny deterministic generator (xorshift64*), so the suite needs no dependency.
@@ -38,9 +48,10 @@ impl Rng {
     }
 }
 
-fn machine(policy: Box<dyn FallbackPolicy>) -> PhysMem {
+fn machine(policy: Box<dyn FallbackPolicy>, preserve: bool) -> PhysMem {
     let mut m = PhysMem::new(FRAMES, Geometry::X86_64).expect("test machine");
     m.set_fallback_policy(policy);
+    m.set_preserve_huge_blocks(preserve);
     m
 }
 
@@ -54,9 +65,8 @@ fn request(rng: &mut Rng) -> AllocRequest {
     AllocRequest::new(Order(order)).migrate(mt).owner(owner)
 }
 
-fn mixed_workload(policy: Box<dyn FallbackPolicy>, seed: u64) {
-    let name = policy.name();
-    let mut m = machine(policy);
+fn mixed_workload(mut m: PhysMem, seed: u64) {
+    let name = m.fallback_policy_name();
     let mut rng = Rng(seed | 1);
     let mut live: Vec<Block> = Vec::new();
     let mut used = 0u64;
@@ -143,9 +153,8 @@ fn free_all(m: &mut PhysMem, live: Vec<Block>, name: &str) {
     );
 }
 
-fn exhaustion(policy: Box<dyn FallbackPolicy>) {
-    let name = policy.name();
-    let mut m = machine(policy);
+fn exhaustion(mut m: PhysMem) {
+    let name = m.fallback_policy_name();
     let types = [
         MigrateType::Unmovable,
         MigrateType::Reclaimable,
