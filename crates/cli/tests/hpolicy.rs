@@ -48,3 +48,33 @@ fn sysmon_samples_a_window_every_round_at_its_rate_and_charges_for_it() {
         "phase two's checks cost"
     );
 }
+
+/// H-Policy's kernel is the paper's by default (order-9 preservation, hole-aware
+/// compaction); each mechanism can be turned off on its own, and other policies keep
+/// Linux's allocator.
+#[test]
+fn hpolicy_turns_on_its_allocator_mechanisms_by_default() {
+    use hugemm_mm::CompactMode;
+    let kernel = |policy: &str, extra: &str| {
+        let text = format!(
+            "[machine]\nprofile = \"haswell-e5-2690v3\"\nmemory = \"1GiB\"\n\
+             [policy]\nname = \"{policy}\"\n{extra}\
+             [[app]]\nmodel = \"xsbench\"\nmemory = \"256MiB\"\nduration_s = 1\n"
+        );
+        let k = config::parse(&text, "k.toml", Path::new("."))
+            .unwrap_or_else(|e| panic!("{e}"))
+            .experiment
+            .kernel;
+        (k.preserve_huge_blocks, k.compaction)
+    };
+    assert_eq!(kernel("hpolicy", ""), (true, CompactMode::HoleAware));
+    assert_eq!(kernel("linux", ""), (false, CompactMode::Linux));
+    assert_eq!(
+        kernel("hpolicy", "[kernel]\npreserve_huge_blocks = false\n"),
+        (false, CompactMode::HoleAware)
+    );
+    assert_eq!(
+        kernel("hpolicy", "[kernel]\ncompaction = \"linux\"\n"),
+        (true, CompactMode::Linux)
+    );
+}

@@ -13,7 +13,8 @@ use hugemm_workload::{KernelMem, Lifetime, Phase, ProcessSpec};
 
 impl Validator<'_> {
     /// `[kernel]`; `policy` is the policy's name (pre-zeroing is on by default with
-    /// `hawkeye`).
+    /// `hawkeye`; order-9 preservation and hole-aware compaction with `hpolicy`, the
+    /// paper's kernel, and Linux's allocator otherwise).
     pub(super) fn kernel(
         &self,
         k: &mut RawKernel,
@@ -53,11 +54,16 @@ impl Validator<'_> {
             )? as u64),
         };
         let clear_pages = *k.clear_pages.get_or_insert(true);
-        let preserve_huge_blocks = *k.preserve_huge_blocks.get_or_insert(false);
+        let h_policy = policy == "hpolicy";
+        let preserve_huge_blocks = *k.preserve_huge_blocks.get_or_insert(h_policy);
+        let default_mode = match h_policy {
+            true => CompactMode::HoleAware,
+            false => CompactMode::Linux,
+        };
         let compaction = self.choice(
             "kernel.compaction",
             k.compaction.as_deref(),
-            CompactMode::Linux.name(),
+            default_mode.name(),
             &CompactMode::NAMED,
         )?;
         k.compaction = Some(compaction.name().into());
