@@ -269,7 +269,7 @@ fn bytes_at(bytes: u64, gbps: f64) -> Nanos {
 }
 
 /// The profiles shipped in `/profiles`, compiled in.
-const BUILTINS: [(&str, &str); 4] = [
+const BUILTINS: [(&str, &str); 5] = [
     (
         "haswell-e5-2690v3",
         include_str!("../../../profiles/haswell-e5-2690v3.toml"),
@@ -286,9 +286,16 @@ const BUILTINS: [(&str, &str); 4] = [
         "xeon-e5-2650v3-2node",
         include_str!("../../../profiles/xeon-e5-2650v3-2node.toml"),
     ),
+    ("nehalem-i7", include_str!("../../../profiles/nehalem-i7.toml")),
 ];
 
-const BUILTIN_NAMES: [&str; 4] = [BUILTINS[0].0, BUILTINS[1].0, BUILTINS[2].0, BUILTINS[3].0];
+const BUILTIN_NAMES: [&str; 5] = [
+    BUILTINS[0].0,
+    BUILTINS[1].0,
+    BUILTINS[2].0,
+    BUILTINS[3].0,
+    BUILTINS[4].0,
+];
 
 impl MachineProfile {
     /// The builtin profile `name`, or `None` if there is no such profile. Builtins are

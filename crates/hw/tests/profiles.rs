@@ -18,7 +18,7 @@ fn assert_names(e: &ProfileError, key: &str) {
 
 #[test]
 fn every_builtin_profile_loads_and_validates() {
-    assert_eq!(MachineProfile::builtin_names().len(), 4);
+    assert_eq!(MachineProfile::builtin_names().len(), 5);
     for name in MachineProfile::builtin_names() {
         let p = match MachineProfile::builtin_checked(name) {
             Some(Ok(p)) => p,
@@ -204,4 +204,22 @@ fn load_reads_files_and_names_them() {
     let missing = MachineProfile::load(&dir.join("absent.toml")).unwrap_err();
     assert!(matches!(missing, ProfileError::Read { .. }));
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// SysMon-H's testbed: Nehalem's 2 MB translations have the first-level DTLB's 32
+/// entries only (its 512-entry STLB holds 4 KB pages), so huge pages beyond 64 MB miss.
+#[test]
+fn the_nehalem_testbed_keeps_2m_translations_out_of_its_stlb() {
+    let p = MachineProfile::builtin("nehalem-i7").unwrap();
+    assert_eq!(p.freq_ghz, 2.8);
+    assert_eq!(p.tlb.stlb.entries, 512);
+    assert_eq!(p.tlb.stlb.max_ways.get(PageSize::Huge), 0);
+    let l1_2m: u32 = p
+        .tlb
+        .l1
+        .iter()
+        .filter(|a| a.sizes.contains(&PageSize::Huge))
+        .map(|a| a.entries)
+        .sum();
+    assert_eq!(l1_2m, 32);
 }
