@@ -36,6 +36,8 @@ pub(crate) struct AccessRun {
     /// Fractional references and picoseconds carried between skips.
     pub carry_refs: f64,
     pub carry_ps: f64,
+    /// Fractional PMU events carried between skips.
+    pub carry_events: crate::sampling::SkipCarry,
     /// References generated ahead of time so the simulator can prefetch its own data
     /// structures for them; kept across turns so the stream's sequence does not depend on
     /// where turns end.

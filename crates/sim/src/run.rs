@@ -418,6 +418,7 @@ impl Engine {
                     sampler,
                     carry_refs: 0.0,
                     carry_ps: 0.0,
+                    carry_events: Default::default(),
                     ahead: Default::default(),
                     prefetched_pt_line: u64::MAX,
                 }));
@@ -740,7 +741,7 @@ fn skip(
     run.refs_left = run.refs_left.saturating_sub(n);
     // The clock advanced by the carried total above; the PMU takes the rounded means, so
     // the two may differ by under a nanosecond per skip.
-    let skipped = m.scaled(n);
+    let skipped = m.scaled(n, &mut run.carry_events);
     p.pmu.record_skipped(&skipped, ctx.cycles_per_ps);
     p.references_skipped += n;
     if let Some(s) = p.tlb_sampler.as_deref_mut() {

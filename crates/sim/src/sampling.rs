@@ -68,15 +68,28 @@ pub struct WindowMeans {
     pub walks: f64,
 }
 
+/// The fractions of the PMU's event counts that skips have not yet added, carried to the
+/// next skip of the phase: a skip of a few thousand references at a rare event's rate
+/// (a sequential sweep walks once per 2 MB page) would otherwise round its walks to 0
+/// every time.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SkipCarry {
+    l1_hits: f64,
+    stlb_hits: f64,
+    walks: f64,
+}
+
 impl WindowMeans {
-    /// What `n` references at these means add to the PMU, rounded to whole units.
-    pub fn scaled(&self, n: u64) -> Skipped {
+    /// What `n` references at these means add to the PMU: times rounded to the
+    /// picosecond, event counts to whole events with their fractions kept in `carry`.
+    pub fn scaled(&self, n: u64, carry: &mut SkipCarry) -> Skipped {
         let x = |m: f64| (m * n as f64).round() as u64;
+        let count = |m: f64, c: &mut f64| whole(m * n as f64, c);
         Skipped {
             references: n,
-            l1_tlb_hits: x(self.l1_hits),
-            stlb_hits: x(self.stlb_hits),
-            walks: x(self.walks),
+            l1_tlb_hits: count(self.l1_hits, &mut carry.l1_hits),
+            stlb_hits: count(self.stlb_hits, &mut carry.stlb_hits),
+            walks: count(self.walks, &mut carry.walks),
             time: Picos(x(self.time_ps)),
             walk_time_load: Picos(x(self.walk_load_ps)),
             walk_time_store: Picos(x(self.walk_store_ps)),
@@ -256,11 +269,27 @@ mod tests {
         };
         let m = acc.means().unwrap();
         assert_eq!((m.time_ps, m.walk_load_ps, m.walks), (100.0, 10.0, 0.5));
-        let s = m.scaled(10);
+        let s = m.scaled(10, &mut SkipCarry::default());
         assert_eq!(
             (s.references, s.time, s.walk_time_load, s.walks),
             (10, Picos(1000), Picos(100), 5)
         );
         assert!(WindowAcc::default().means().is_none());
+    }
+
+    /// A walk every 10,000 references, skipped 1,000 at a time: every skip's share is
+    /// under one walk, and the carry adds them up.
+    #[test]
+    fn rare_events_add_up_over_short_skips() {
+        let m = WindowMeans {
+            walks: 1e-4,
+            stlb_hits: 0.25,
+            ..Default::default()
+        };
+        let mut carry = SkipCarry::default();
+        let (walks, stlb): (u64, u64) = (0..100)
+            .map(|_| m.scaled(1_000, &mut carry))
+            .fold((0, 0), |(w, h), s| (w + s.walks, h + s.stlb_hits));
+        assert_eq!((walks, stlb), (10, 25_000));
     }
 }
