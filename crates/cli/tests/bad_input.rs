@@ -1727,3 +1727,25 @@ fn hpolicy_more_hot_checks_than_checks() {
         &["an integer from 1 to 2", "found 3"],
     );
 }
+
+#[test]
+fn hpolicy_unknown_monitor_source() {
+    expect_bad(
+        &format!(
+            "{BASE}\n[policy]\nname = \"hpolicy\"\n[policy.hpolicy]\nsysmon_source = \"access-bits\"\n"
+        ),
+        "policy.hpolicy.sysmon_source",
+        &["tlb-misses, accessed-bits", "\"access-bits\""],
+    );
+}
+
+#[test]
+fn hpolicy_no_access_scans() {
+    expect_bad(
+        &format!(
+            "{BASE}\n[policy]\nname = \"hpolicy\"\n[policy.hpolicy]\nsysmon_source = \"accessed-bits\"\naccess_scans = 0\n"
+        ),
+        "policy.hpolicy.access_scans",
+        &["an integer from 1 to 100000", "found 0"],
+    );
+}

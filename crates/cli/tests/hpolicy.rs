@@ -78,3 +78,24 @@ fn hpolicy_turns_on_its_allocator_mechanisms_by_default() {
         (true, CompactMode::Linux)
     );
 }
+
+/// Section 3.3's prior approach: every huge page's accessed bit read and cleared 200
+/// times in each 5 s window, two PTE accesses a page a scan; no TLB sampling.
+#[test]
+fn the_accessed_bit_source_scans_every_huge_page_each_round() {
+    let text = "[machine]\nprofile = \"nehalem-i7\"\nmemory = \"2GiB\"\ncores = 1\n\
+                [policy]\nname = \"hpolicy\"\n[policy.hpolicy]\nsysmon_source = \"accessed-bits\"\n\
+                sysmon_period_ms = 10000\n\
+                [sim]\nmode = \"exact\"\nseed = 1\n\
+                [[app]]\nmodel = \"deepsjeng\"\nmemory = \"64MiB\"\nduration_s = 16\n";
+    let loaded = config::parse(text, "ab.toml", Path::new(".")).unwrap_or_else(|e| panic!("{e}"));
+    let per_pte = loaded.experiment.profile.costs.pte_update_ns; // an accessed-bit read
+    let r = Engine::new(loaded.experiment).unwrap().run().unwrap();
+    assert!(r.tlb_windows.is_empty(), "no TLB sampling");
+    assert_eq!(r.summary.processes[0].tlb_sampling_ns, 0);
+    // The round at 0 s finds no huge page yet (the process has not started); the one at
+    // 10 s clears the 32 huge pages' bits once, then scans them 200 times by 15 s.
+    let want = 32.0 * 201.0 * 2.0 * per_pte;
+    let got = r.summary.system.daemon_cpu_ns["sysmon"] as f64;
+    assert!((got / want - 1.0).abs() < 0.01, "{got} ns, expected {want}");
+}

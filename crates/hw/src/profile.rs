@@ -286,7 +286,10 @@ const BUILTINS: [(&str, &str); 5] = [
         "xeon-e5-2650v3-2node",
         include_str!("../../../profiles/xeon-e5-2650v3-2node.toml"),
     ),
-    ("nehalem-i7", include_str!("../../../profiles/nehalem-i7.toml")),
+    (
+        "nehalem-i7",
+        include_str!("../../../profiles/nehalem-i7.toml"),
+    ),
 ];
 
 const BUILTIN_NAMES: [&str; 5] = [

@@ -32,7 +32,7 @@ pub use ingens::{IngensConfig, IngensPolicy};
 pub use linux::{DefragMode, KhugepagedConfig, LinuxConfig, LinuxPolicy, ThpMode};
 pub use nimble::{NimbleConfig, NimblePolicy};
 pub use ops::{MemInfo, MemoryOps, RegionRef, TlbMisses, TlbSampling};
-pub use sysmon::{HTree, SysMon, SysMonConfig};
+pub use sysmon::{HTree, Source as SysMonSource, SysMon, SysMonConfig};
 pub use tiering::{TierOps, TierRun, Tiering, TieringConfig};
 
 /// What the fault path does when the policy wants a huge page and no free block of the

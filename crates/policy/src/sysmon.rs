@@ -18,6 +18,12 @@
 //!    with its total misses and the watermark `high_tlb` (50) at the root, and its
 //!    base-page regions with the share of their 4 KB pages that are hot.
 //!
+//! Section 3.3 compares phase one with "the approach that only samples the access_bit"
+//! (200 loops during a window); [`Source::AccessedBits`] is that approach, for the
+//! comparison: every huge page's accessed bit read and cleared `scans` times over the
+//! window, its heat the number of scans that found it set, and no phase two (every page
+//! was already checked). Its scans cost what phase two's checks cost.
+//!
 //! Choices where the paper is silent:
 //! - A process's round is its window then its checks (8 s with the defaults); the next
 //!   process's window starts after. A round that outlasts the period delays the next.
@@ -38,9 +44,26 @@ const HUGE: u64 = 2 << 20;
 /// Base pages in a huge page.
 const FANOUT: f64 = 512.0;
 
+/// Where phase one's heat comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Source {
+    /// Sampled TLB misses: SysMon-H.
+    TlbMisses,
+    /// Accessed bits read and cleared `scans` times over the window, evenly spaced (the
+    /// prior approaches of section 3.3; the paper's runs used 200): a huge page's heat
+    /// is the number of scans that found it accessed.
+    AccessedBits {
+        /// Scans of every huge page per window.
+        scans: u32,
+    },
+}
+
 /// SysMon-H's knobs, with the paper's values.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct SysMonConfig {
+    /// Where phase one's heat comes from (TLB misses).
+    pub source: Source,
     /// Time from the start of one round to the start of the next (30 s).
     pub period: Nanos,
     /// How long each process's TLB misses are sampled (5 s).
@@ -64,6 +87,7 @@ pub struct SysMonConfig {
 impl Default for SysMonConfig {
     fn default() -> SysMonConfig {
         SysMonConfig {
+            source: Source::TlbMisses,
             period: Nanos::from_millis(30_000),
             window: Nanos::from_millis(5_000),
             sampling: TlbSampling {
@@ -192,6 +216,13 @@ enum Stage {
     Idle,
     /// Sampling `pid`'s TLB misses.
     Window { pid: Pid },
+    /// Scanning `pid`'s accessed bits ([`Source::AccessedBits`]): `done` scans made of
+    /// its huge pages, with how many times each was found accessed.
+    Scans {
+        pid: Pid,
+        done: u32,
+        pages: Vec<(VirtAddr, u32)>,
+    },
     /// Phase two for `pid`: `done` checks made of the cold huge pages `cold`, with how
     /// many times each was found accessed.
     Checks {
@@ -220,6 +251,8 @@ pub struct SysMon {
     pub sampling_cost: Nanos,
     /// Accessed-bit checks of phase two made (one a huge page a check).
     pub checks_made: u64,
+    /// Accessed-bit reads of [`Source::AccessedBits`]'s scans (one a huge page a scan).
+    pub scanned: u64,
 }
 
 impl SysMon {
@@ -235,6 +268,7 @@ impl SysMon {
             samples: 0.0,
             sampling_cost: Nanos::ZERO,
             checks_made: 0,
+            scanned: 0,
         }
     }
 
@@ -295,11 +329,38 @@ impl SysMon {
                 }
                 // Clear the bits, so the first check sees one interval's accesses.
                 let cpu = self.check(ops, pid, &cold, false).0;
+                self.checks_made += cold.len() as u64;
                 self.stage = Stage::Checks { pid, done: 0, cold };
                 (cpu, self.cfg.check_interval)
             }
+            Stage::Scans { pid, done, pages } => {
+                let (cpu, pages) = self.check(ops, pid, &pages, true);
+                self.scanned += pages.len() as u64;
+                let Source::AccessedBits { scans } = self.cfg.source else {
+                    unreachable!("scans only with accessed bits")
+                };
+                if done + 1 < scans {
+                    let stage = Stage::Scans {
+                        pid,
+                        done: done + 1,
+                        pages,
+                    };
+                    self.stage = stage;
+                    return (cpu, self.scan_interval(scans));
+                }
+                self.pending = Some(HTree::build(
+                    &scan_counts(&pages),
+                    &pages.iter().map(|p| p.0).collect::<Vec<_>>(),
+                    self.cfg.high_tlb,
+                    now,
+                ));
+                self.publish(pid);
+                let (more, sleep) = self.next_process(ops);
+                (cpu + more, sleep)
+            }
             Stage::Checks { pid, done, cold } => {
                 let (cpu, cold) = self.check(ops, pid, &cold, true);
+                self.checks_made += cold.len() as u64;
                 let done = done + 1;
                 if done < self.cfg.checks {
                     self.stage = Stage::Checks { pid, done, cold };
@@ -336,7 +397,6 @@ impl SysMon {
                 (r, n + u32::from(count && set))
             })
             .collect();
-        self.checks_made += cold.len() as u64;
         (cpu.to_nanos(), out)
     }
 
@@ -346,9 +406,30 @@ impl SysMon {
         }
     }
 
+    /// Time between two scans of [`Source::AccessedBits`].
+    fn scan_interval(&self, scans: u32) -> Nanos {
+        Nanos((self.cfg.window.0 / u64::from(scans.max(1))).max(1))
+    }
+
     /// Start the next process's window, or sleep until the next round.
     fn next_process(&mut self, ops: &mut dyn MemoryOps) -> (Nanos, Nanos) {
         while let Some(pid) = self.queue.pop_front() {
+            if let Source::AccessedBits { scans } = self.cfg.source {
+                let pages: Vec<(VirtAddr, u32)> =
+                    ops.huge_regions(pid).into_iter().map(|r| (r, 0)).collect();
+                if pages.is_empty() || scans == 0 {
+                    continue;
+                }
+                // Clear the bits, so the first scan sees one interval's accesses.
+                let (cpu, pages) = self.check(ops, pid, &pages, false);
+                self.scanned += pages.len() as u64;
+                self.stage = Stage::Scans {
+                    pid,
+                    done: 0,
+                    pages,
+                };
+                return (cpu, self.scan_interval(scans));
+            }
             if ops.start_tlb_sampling(pid, self.cfg.sampling) {
                 self.stage = Stage::Window { pid };
                 return (Nanos::ZERO, self.cfg.window);
@@ -363,6 +444,21 @@ impl SysMon {
     pub fn process_exited(&mut self, pid: Pid) {
         self.trees.remove(&pid.0);
         self.queue.retain(|p| *p != pid);
+    }
+}
+
+/// Accessed-bit scan counts as the misses [`HTree::build`] reads: each huge page's count
+/// on its first 4 KB page.
+fn scan_counts(pages: &[(VirtAddr, u32)]) -> TlbMisses {
+    TlbMisses {
+        pages: pages
+            .iter()
+            .filter(|p| p.1 > 0)
+            .map(|&(r, n)| (r, f64::from(n)))
+            .collect(),
+        samples: pages.iter().map(|p| f64::from(p.1)).sum(),
+        walks: 0.0,
+        overhead: Nanos::ZERO,
     }
 }
 

@@ -482,6 +482,15 @@ impl Engine {
         self.now.to_nanos()
     }
 
+    /// CPU time the kernel daemons called `name` have used so far (ns).
+    pub fn daemon_cpu_ns(&self, name: &str) -> u64 {
+        self.daemons
+            .iter()
+            .filter(|d| d.spec.name == name)
+            .map(|d| d.cpu.0)
+            .sum()
+    }
+
     /// The kernel model, for inspection.
     pub fn kernel(&self) -> &Kernel {
         &self.kernel

@@ -9,7 +9,7 @@ use hugemm_hw::Nanos;
 use hugemm_policy::access::SamplerConfig;
 use hugemm_policy::{
     BloatConfig, HPolicyConfig, HawkeyeConfig, HawkeyeVariant, IngensConfig, SysMonConfig,
-    TlbSampling,
+    SysMonSource, TlbSampling,
 };
 
 /// The longest period a knob may take (about 49 days, in ms).
@@ -193,7 +193,20 @@ impl Validator<'_> {
             1,
             i64::from(checks.max(1)),
         )? as u32;
+        let tlb = matches!(m.source, SysMonSource::TlbMisses);
+        let source = self.choice(
+            &k("sysmon_source"),
+            r.sysmon_source.as_deref(),
+            if tlb { "tlb-misses" } else { "accessed-bits" },
+            &[("tlb-misses", false), ("accessed-bits", true)],
+        )?;
+        let scans = self.int(&k("access_scans"), r.access_scans, 200, 1, 100_000)? as u32;
+        let source = match source {
+            false => SysMonSource::TlbMisses,
+            true => SysMonSource::AccessedBits { scans },
+        };
         let sysmon = SysMonConfig {
+            source,
             period,
             window,
             sampling: TlbSampling {
@@ -265,6 +278,14 @@ impl Validator<'_> {
             checks: Some(checks as i64),
             check_interval_ms: Some(ms(sysmon.check_interval)),
             hot_checks: Some(hot_checks as i64),
+            sysmon_source: Some(
+                match source {
+                    SysMonSource::TlbMisses => "tlb-misses",
+                    SysMonSource::AccessedBits { .. } => "accessed-bits",
+                }
+                .into(),
+            ),
+            access_scans: Some(i64::from(scans)),
         };
         Ok(cfg)
     }

@@ -412,6 +412,10 @@ pub struct RawHPolicy {
     pub check_interval_ms: Option<i64>,
     /// SysMon-H: checks that must find a page accessed for it to be very hot.
     pub hot_checks: Option<i64>,
+    /// SysMon-H: where phase one's heat comes from: tlb-misses or accessed-bits.
+    pub sysmon_source: Option<String>,
+    /// SysMon-H with accessed-bits: scans of every huge page per window.
+    pub access_scans: Option<i64>,
 }
 
 /// `[policy.ingens]` (see `hugemm_policy::IngensConfig`).
