@@ -35,7 +35,7 @@ pub use experiment::{Experiment, KernelConfig, Mode, SampledConfig};
 pub use prezero::{PrezeroConfig, Stores, ZeroLists};
 pub use results::{
     HighAllocResult, KvPhaseResult, ProcessSummary, RunResult, StopReason, Summary, SystemSummary,
-    TimeseriesRow,
+    TimeseriesRow, TlbWindow,
 };
 
 /// Errors from running an experiment.

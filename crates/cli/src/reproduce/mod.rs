@@ -12,6 +12,7 @@ pub mod hawkeye_table3;
 pub mod nimble;
 pub mod nimble_micro;
 pub mod output;
+pub mod sysmon;
 pub mod zeroing;
 
 use crate::config::{self, ConfigError, PolicyCatalog};
@@ -95,6 +96,8 @@ pub const KINDS: &[&str] = &[
     "nimble-fig13",
     "nimble-fig14",
     "combined-promotion-x-tiering",
+    "sysmon-fig1",
+    "sysmon-overhead",
 ];
 
 /// Nimble's end-to-end reproductions ([`nimble`]): workloads (sets) under tiering
@@ -270,6 +273,9 @@ pub struct Report {
     pub runs: Vec<VariantRun>,
     /// The numbers behind the tables, in the reproduction's own shape.
     pub data: serde_json::Value,
+    /// Further files written into the reproduction's directory, (name, contents): a
+    /// figure's data as CSV, say.
+    pub files: Vec<(String, String)>,
 }
 
 /// One of the paper's numbers beside hugemm's.
@@ -472,7 +478,12 @@ pub fn load_with(path: &Path, overrides: &[config::Override]) -> Result<Reproduc
     let hawkeye = kind.starts_with("hawkeye-") && kind != "hawkeye-table3" && !zeroing;
     let end_to_end = NIMBLE_END_TO_END.contains(&kind.as_str());
     let combined = kind == "combined-promotion-x-tiering";
-    let (allowed, what, default): (&[&str], &str, &str) = if combined {
+    let sysmon = kind.starts_with("sysmon-");
+    let (allowed, what, default): (&[&str], &str, &str) = if kind == "sysmon-fig1" {
+        (sysmon::FIG1_VARIANTS, "monitors", "tlb-misses")
+    } else if kind == "sysmon-overhead" {
+        (sysmon::OVERHEAD_VARIANTS, "monitors", "tlb-misses")
+    } else if combined {
         (
             nimble::COMBINED_VARIANTS,
             "promotion x tiering cells",
@@ -507,7 +518,7 @@ pub fn load_with(path: &Path, overrides: &[config::Override]) -> Result<Reproduc
     }
     let sets = r.sets.clone().unwrap_or_default();
     r.sets = (!sets.is_empty()).then(|| sets.clone());
-    if hawkeye || end_to_end || combined || (zeroing && !sets.is_empty()) {
+    if hawkeye || end_to_end || combined || sysmon || (zeroing && !sets.is_empty()) {
         if sets.is_empty() || sets.iter().any(|s| s.is_empty()) {
             return Err(bad(
                 "reproduce.sets",
@@ -679,6 +690,8 @@ pub fn run(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Report> {
         "nimble-fig13" => nimble::figure13(r, progress)?,
         "nimble-fig14" => nimble::figure14(r, progress)?,
         "combined-promotion-x-tiering" => nimble::combined(r, progress)?,
+        "sysmon-fig1" => sysmon::figure1(r, progress)?,
+        "sysmon-overhead" => sysmon::overhead(r, progress)?,
         other => anyhow::bail!("unknown reproduction {other}"),
     };
     report.scale = r.scale.clone();

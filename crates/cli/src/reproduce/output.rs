@@ -51,6 +51,8 @@ pub fn paper_item(kind: &str) -> &'static str {
         "nimble-fig13" => "Nimble Figure 13",
         "nimble-fig14" => "Nimble Figure 14",
         "combined-promotion-x-tiering" => "beyond the papers: promotion x tiering",
+        "sysmon-fig1" => "SysMon-H Figure 1",
+        "sysmon-overhead" => "SysMon-H section 3.3 (overheads)",
         _ => "",
     }
 }
@@ -160,6 +162,9 @@ pub fn write(
             name: run.path.join(" / "),
             dir: rel.to_string_lossy().replace('\\', "/"),
         });
+    }
+    for (name, text) in &report.files {
+        put(name, text.clone())?;
     }
     let figures: Vec<&Figure> = report.figures.iter().filter(|f| !f.is_empty()).collect();
     let mut svgs = Vec::new();
