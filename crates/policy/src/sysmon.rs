@@ -340,12 +340,11 @@ impl SysMon {
                     unreachable!("scans only with accessed bits")
                 };
                 if done + 1 < scans {
-                    let stage = Stage::Scans {
+                    self.stage = Stage::Scans {
                         pid,
                         done: done + 1,
                         pages,
                     };
-                    self.stage = stage;
                     return (cpu, self.scan_interval(scans));
                 }
                 self.pending = Some(HTree::build(
