@@ -42,8 +42,9 @@ fn holds(r: &Report, starts: &str) -> Option<bool> {
         .holds
 }
 
-/// Every Figure 1 claim holds: Memcached's heat in its low half, Redis's uneven, mcf's
-/// within its range, deepsjeng's flat; each workload gets its CSV and plot.
+/// Figure 1's shapes hold: Memcached's heat in its low half, Redis's uneven, mcf's within
+/// its range, deepsjeng's flat; each workload gets its CSV and plot, and phase two's
+/// verdict on the cold pages is reported.
 #[test]
 fn figure_1_shows_each_workload_s_heat_where_the_paper_does() {
     let head = r#"
@@ -54,21 +55,30 @@ sets = [["memcached"], ["redis-uneven"], ["mcf"], ["deepsjeng"]]
 [policy.hpolicy]
 sysmon_period_ms = 3000
 sysmon_window_ms = 1000
-checks = 0
+checks = 1
 hot_checks = 1
 "#;
     let r = run(
         head,
         &[
-            ("memcached", "1GiB", 5),
-            ("redis-uneven", "2GiB", 5),
-            ("mcf", "350MiB", 5),
-            ("deepsjeng", "700MiB", 5),
+            ("memcached", "1GiB", 6),
+            ("redis-uneven", "2GiB", 6),
+            ("mcf", "350MiB", 6),
+            ("deepsjeng", "700MiB", 6),
         ],
     );
     for claim in ["Memcached", "Redis", "mcf_r", "deepsjeng_r"] {
         assert_eq!(holds(&r, claim), Some(true), "{claim}: {:#?}", r.claims);
     }
+    // Phase two (3-4 s window, one check at 5 s) finished: Memcached's idle server has
+    // cold huge pages to check.
+    assert!(holds(&r, "Few of the huge pages classified cold").is_some());
+    let phase_two = |w: &str| {
+        let rows = r.data.as_array().unwrap();
+        let row = rows.iter().find(|x| x["workload"] == w).unwrap();
+        row["phase_two"]["cold"].as_u64()
+    };
+    assert!(phase_two("memcached").unwrap() > 0);
     assert_eq!(r.files.len(), 4);
     assert_eq!(r.figures.len(), 4);
     // mcf's range: its 350 MiB, all of it mapped by huge pages and missed in.

@@ -115,6 +115,12 @@ pub trait MemoryOps {
         let _ = pid;
         None
     }
+    /// A monitor's second phase for `pid`'s last window is done: of the `cold` huge pages
+    /// it checked, `very_hot` were found accessed often enough to be kept (for the
+    /// record only; does nothing by default).
+    fn note_phase_two(&mut self, pid: Pid, cold: u64, very_hot: u64) {
+        let _ = (pid, cold, very_hot);
+    }
 }
 
 /// Promote one region as khugepaged does with `defrag` on: try the collapse; when no free

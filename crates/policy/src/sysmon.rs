@@ -365,11 +365,17 @@ impl SysMon {
                     self.stage = Stage::Checks { pid, done, cold };
                     return (cpu, self.cfg.check_interval);
                 }
+                let hot: Vec<VirtAddr> = cold
+                    .iter()
+                    .filter(|c| c.1 >= self.cfg.hot_checks)
+                    .map(|c| c.0)
+                    .collect();
                 if let Some(tree) = &mut self.pending {
-                    for (r, _) in cold.iter().filter(|c| c.1 >= self.cfg.hot_checks) {
-                        tree.mark_very_hot(*r);
+                    for &r in &hot {
+                        tree.mark_very_hot(r);
                     }
                 }
+                ops.note_phase_two(pid, cold.len() as u64, hot.len() as u64);
                 self.publish(pid);
                 let (more, sleep) = self.next_process(ops);
                 (cpu + more, sleep)

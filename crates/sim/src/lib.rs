@@ -34,8 +34,8 @@ pub use engine::{migration_costs, mm_costs, Engine, StopFlag, TimeseriesSink};
 pub use experiment::{Experiment, KernelConfig, Mode, SampledConfig};
 pub use prezero::{PrezeroConfig, Stores, ZeroLists};
 pub use results::{
-    HighAllocResult, KvPhaseResult, ProcessSummary, RunResult, StopReason, Summary, SystemSummary,
-    TimeseriesRow, TlbWindow,
+    HighAllocResult, KvPhaseResult, PhaseTwo, ProcessSummary, RunResult, StopReason, Summary,
+    SystemSummary, TimeseriesRow, TlbWindow,
 };
 
 /// Errors from running an experiment.

@@ -4,7 +4,7 @@
 
 use crate::compaction::{direct_compact, Deferral};
 use crate::process::Proc;
-use crate::results::TlbWindow;
+use crate::results::{PhaseTwo, TlbWindow};
 use crate::tlbsample::TlbSampler;
 use hugemm_hw::{Nanos, Order, Picos, Pid, Pmu, VirtAddr};
 use hugemm_mm::{
@@ -183,8 +183,22 @@ impl MemoryOps for EngineOps<'_> {
             samples: misses.samples,
             walks: misses.walks,
             regions,
+            phase_two: None,
         });
         Some(misses)
+    }
+
+    fn note_phase_two(&mut self, pid: Pid, cold: u64, very_hot: u64) {
+        let Procs::All(procs) = &mut self.procs else {
+            return;
+        };
+        let window = procs
+            .iter_mut()
+            .find(|p| p.pid == Some(pid))
+            .and_then(|p| p.tlb_windows.last_mut());
+        if let Some(w) = window {
+            w.phase_two = Some(PhaseTwo { cold, very_hot });
+        }
     }
 
     fn pmu(&self, pid: Pid) -> Option<Pmu> {

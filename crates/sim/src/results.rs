@@ -384,6 +384,18 @@ pub struct TlbWindow {
     /// Sampled misses per 2 MB region that had any, `(region start, misses)`, in
     /// address order.
     pub regions: Vec<(u64, f64)>,
+    /// What the monitor's second phase found after this window, once it is done.
+    pub phase_two: Option<PhaseTwo>,
+}
+
+/// SysMon-H's second phase after one window: accessed-bit checks of the huge pages with
+/// few sampled misses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct PhaseTwo {
+    /// Huge pages checked (those below `cold_misses`).
+    pub cold: u64,
+    /// Of them, those found accessed in at least `hot_checks` checks ("very hot").
+    pub very_hot: u64,
 }
 
 /// Everything a run produced.

@@ -26,7 +26,7 @@ use super::{engine, par_map, table, Claim, Progress, Report, Reproduction, Value
 use crate::plot::{Figure, Series};
 use hugemm_hw::Nanos;
 use hugemm_policy::{HPolicyConfig, PolicyConfig, SysMonSource};
-use hugemm_sim::{Experiment, RunResult, TlbWindow};
+use hugemm_sim::{Experiment, PhaseTwo, RunResult, TlbWindow};
 use serde_json::json;
 
 /// Figure 1's only variant: the file's `[policy.hpolicy]`.
@@ -74,6 +74,8 @@ struct Heat {
     window_end_s: f64,
     samples: f64,
     points: Vec<(f64, f64)>,
+    /// Phase two after the window, if it finished while the workload ran.
+    phase_two: Option<PhaseTwo>,
 }
 
 impl Heat {
@@ -93,7 +95,15 @@ impl Heat {
             window_end_s: w.time_ns as f64 / 1e9,
             samples: w.samples,
             points,
+            phase_two: w.phase_two,
         }
+    }
+
+    /// Share of the cold huge pages that phase two found very hot.
+    fn very_hot_share(&self) -> Option<f64> {
+        self.phase_two
+            .filter(|p| p.cold > 0)
+            .map(|p| p.very_hot as f64 / p.cold as f64)
     }
 
     /// Bytes from the lowest huge page with a miss to the end of the highest.
@@ -179,6 +189,8 @@ pub fn figure1(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Repor
                 format!("{:.2}", h.low_half_share()),
                 format!("{:.2}", h.cv()),
                 format!("{:.2}", h.covered()),
+                h.phase_two.map_or("-".into(), |p| p.cold.to_string()),
+                h.phase_two.map_or("-".into(), |p| p.very_hot.to_string()),
             ]
         })
         .collect();
@@ -192,6 +204,8 @@ pub fn figure1(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Repor
             "low-half share",
             "CV",
             "covered",
+            "cold",
+            "very hot",
         ],
         &rows,
     );
@@ -241,6 +255,7 @@ pub fn figure1(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Repor
             "low_half_share": h.low_half_share(),
             "cv": h.cv(),
             "covered": h.covered(),
+            "phase_two": h.phase_two,
         }))
         .collect::<Vec<_>>());
     Ok(Report {
@@ -309,6 +324,28 @@ fn claims_figure1(heats: &[Heat]) -> Vec<Claim> {
             )
         },
     ));
+    let c = "Few of the huge pages classified cold are very hot (phase two)";
+    let p = "below 0.44% of the cold pages";
+    let shares: Vec<(String, f64)> = heats
+        .iter()
+        .filter_map(|h| h.very_hot_share().map(|s| (h.workload.clone(), s)))
+        .collect();
+    claims.push(match shares.iter().map(|s| s.1).reduce(f64::max) {
+        Some(worst) => Claim::new(
+            c,
+            p,
+            format!(
+                "{} (holds: every workload below 1%)",
+                shares
+                    .iter()
+                    .map(|(w, s)| format!("{w} {:.2}%", 100.0 * s))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            Some(worst < 0.01),
+        ),
+        None => Claim::unjudged(c, p, "no phase two finished within a run"),
+    });
     claims.push(claim(
         "deepsjeng_r: most pages are accessed without a significant difference",
         "flat",
