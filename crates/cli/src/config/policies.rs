@@ -27,6 +27,29 @@ impl Validator<'_> {
         ))
     }
 
+    /// A sampling period and the window within it, each in milliseconds (keys
+    /// `<table>.<period>` and `<table>.<window>`): the window may not be the longer.
+    fn window_in_period(
+        &self,
+        table: &str,
+        (period_key, period_v, period_d): (&str, Option<i64>, Nanos),
+        (window_key, window_v, window_d): (&str, Option<i64>, Nanos),
+    ) -> R<(Nanos, Nanos)> {
+        let period = self.period(&format!("{table}.{period_key}"), period_v, period_d)?;
+        let window = self.period(&format!("{table}.{window_key}"), window_v, window_d)?;
+        if window > period {
+            return Err(self.bad(
+                &format!("{table}.{window_key}"),
+                format!(
+                    "a window no longer than {period_key} ({} ms), found {} ms",
+                    ms(period),
+                    ms(window)
+                ),
+            ));
+        }
+        Ok((period, window))
+    }
+
     /// `[policy.ingens]`, resolved in place.
     pub(super) fn ingens(&self, r: &mut RawIngens) -> R<IngensConfig> {
         let d = IngensConfig::default();
@@ -90,26 +113,11 @@ impl Validator<'_> {
             "g",
             &[("g", HawkeyeVariant::G), ("pmu", HawkeyeVariant::Pmu)],
         )?;
-        let period = self.period(
-            &k("sample_period_ms"),
-            r.sample_period_ms,
-            d.sampling.period,
+        let (period, window) = self.window_in_period(
+            "policy.hawkeye",
+            ("sample_period_ms", r.sample_period_ms, d.sampling.period),
+            ("sample_window_ms", r.sample_window_ms, d.sampling.window),
         )?;
-        let window = self.period(
-            &k("sample_window_ms"),
-            r.sample_window_ms,
-            d.sampling.window,
-        )?;
-        if window > period {
-            return Err(self.bad(
-                &k("sample_window_ms"),
-                format!(
-                    "a window no longer than sample_period_ms ({} ms), found {} ms",
-                    ms(period),
-                    ms(window)
-                ),
-            ));
-        }
         let cfg = HawkeyeConfig {
             variant,
             sampling: SamplerConfig { period, window },
@@ -173,18 +181,11 @@ impl Validator<'_> {
         let d = HPolicyConfig::default();
         let m = d.sysmon;
         let k = |name: &str| format!("policy.hpolicy.{name}");
-        let period = self.period(&k("sysmon_period_ms"), r.sysmon_period_ms, m.period)?;
-        let window = self.period(&k("sysmon_window_ms"), r.sysmon_window_ms, m.window)?;
-        if window > period {
-            return Err(self.bad(
-                &k("sysmon_window_ms"),
-                format!(
-                    "a window no longer than sysmon_period_ms ({} ms), found {} ms",
-                    ms(period),
-                    ms(window)
-                ),
-            ));
-        }
+        let (period, window) = self.window_in_period(
+            "policy.hpolicy",
+            ("sysmon_period_ms", r.sysmon_period_ms, m.period),
+            ("sysmon_window_ms", r.sysmon_window_ms, m.window),
+        )?;
         let checks = self.int(&k("checks"), r.checks, m.checks as i64, 0, 100)? as u32;
         let hot_checks = self.int(
             &k("hot_checks"),
