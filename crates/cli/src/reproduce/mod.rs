@@ -13,6 +13,7 @@ pub mod nimble;
 pub mod nimble_micro;
 pub mod output;
 pub mod sysmon;
+pub mod sysmon_vs;
 pub mod zeroing;
 
 use crate::config::{self, ConfigError, PolicyCatalog};
@@ -98,6 +99,7 @@ pub const KINDS: &[&str] = &[
     "combined-promotion-x-tiering",
     "sysmon-fig1",
     "sysmon-overhead",
+    "sysmon-vs-hawkeye",
 ];
 
 /// Nimble's end-to-end reproductions ([`nimble`]): workloads (sets) under tiering
@@ -123,6 +125,7 @@ const ZEROING: &[&str] = &[
     "hawkeye-table7",
     "hawkeye-table8",
     "hawkeye-fig10",
+    "sysmon-vs-hawkeye",
 ];
 
 /// The reproduction files `paths` stand for, in order: a file stands for itself, a
@@ -692,6 +695,7 @@ pub fn run(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Report> {
         "combined-promotion-x-tiering" => nimble::combined(r, progress)?,
         "sysmon-fig1" => sysmon::figure1(r, progress)?,
         "sysmon-overhead" => sysmon::overhead(r, progress)?,
+        "sysmon-vs-hawkeye" => sysmon_vs::vs_hawkeye(r, progress)?,
         other => anyhow::bail!("unknown reproduction {other}"),
     };
     report.scale = r.scale.clone();

@@ -53,6 +53,7 @@ pub fn paper_item(kind: &str) -> &'static str {
         "combined-promotion-x-tiering" => "beyond the papers: promotion x tiering",
         "sysmon-fig1" => "SysMon-H Figure 1",
         "sysmon-overhead" => "SysMon-H section 3.3 (overheads)",
+        "sysmon-vs-hawkeye" => "beyond the papers: H-Policy vs HawkEye's bloat recovery",
         _ => "",
     }
 }

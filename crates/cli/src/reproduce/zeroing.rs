@@ -18,6 +18,7 @@
 //! | `hawkeye` (= `hawkeye-2m`) | `[policy.hawkeye]` | `[kernel.prezero]` on |
 //! | `hawkeye-4k` | `linux`, THP `never` | `[kernel.prezero]` on: pre-zeroing with base pages only |
 //! | `hawkeye-pressure` | as `hawkeye` | and the file's processes named `pressure` run too |
+//! | `hpolicy` | `[policy.hpolicy]` (H-Policy over SysMon-H) | H-Policy's kernel: order-9 preservation and hole-aware compaction on, as `policy = "hpolicy"` defaults to (a file whose `[policy] name` is `hpolicy` keeps its `[kernel]` as resolved) |
 //! | `prezero-off`, `prezero-nt`, `prezero-caching` | the file's | pre-zeroing off, or on with non-temporal or caching stores |
 //!
 //! Processes named `pressure` (or its instances) run only under `hawkeye-pressure`. The
@@ -29,6 +30,7 @@
 
 use super::{engine, par_map, table, Claim, Progress, Report, Reproduction, Value, VariantRun};
 use crate::plot::{BarGroup, Figure, Series};
+use hugemm_mm::CompactMode;
 use hugemm_policy::{IngensConfig, KhugepagedConfig, LinuxConfig, PolicyConfig, ThpMode};
 use hugemm_sim::{Experiment, ProcessSummary, RunResult, Stores};
 use serde::Serialize;
@@ -50,6 +52,7 @@ pub const VARIANTS: &[&str] = &[
     "hawkeye-2m",
     "hawkeye-4k",
     "hawkeye-pressure",
+    "hpolicy",
     "prezero-off",
     "prezero-nt",
     "prezero-caching",
@@ -105,6 +108,15 @@ pub fn experiment(r: &Reproduction, set: &[String], variant: &str) -> Experiment
             exp.policy = PolicyConfig::Hawkeye(c.hawkeye);
             exp.kernel.prezero.enabled = true;
         }
+        "hpolicy" => {
+            // A file naming hpolicy has its kernel resolved for it already (its own
+            // choice, or H-Policy's defaults); otherwise the variant brings them.
+            if !matches!(r.experiment.policy, PolicyConfig::HPolicy(_)) {
+                exp.kernel.preserve_huge_blocks = true;
+                exp.kernel.compaction = CompactMode::HoleAware;
+            }
+            exp.policy = PolicyConfig::HPolicy(c.hpolicy);
+        }
         "hawkeye-4k" => {
             exp.policy = never(&c.linux);
             exp.kernel.prezero.enabled = true;
@@ -158,7 +170,7 @@ impl Run {
 
 /// The runs as written beside the report: `runs/<variant>/`, or `runs/<set>/<variant>/`
 /// when the file has sets.
-fn variant_runs(runs: Vec<Run>) -> Vec<VariantRun> {
+pub(crate) fn variant_runs(runs: Vec<Run>) -> Vec<VariantRun> {
     runs.into_iter()
         .map(|run| {
             let set = run.set.join("+");
@@ -794,7 +806,7 @@ pub fn figure1(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Repor
 }
 
 /// (time s, RSS bytes, useful bytes) of process `name` at every sample.
-fn rss_series(run: &Run, name: &str) -> Vec<(f64, u64, u64)> {
+pub(crate) fn rss_series(run: &Run, name: &str) -> Vec<(f64, u64, u64)> {
     run.result
         .timeseries
         .iter()
