@@ -305,17 +305,46 @@ impl Kernel {
             let Some(dst) = self.next_free_frame(run, owner) else {
                 return; // scanners met: the rest is put back
             };
-            match self.migrate_frame(src, dst) {
-                Ok(cost) => {
-                    run.out.migrated += 1;
-                    run.out.cost += cost;
-                }
-                Err(_) => {
-                    run.out.failed += 1;
-                    self.stats.internal_errors += self.phys.free(dst, Order(0)).is_err() as u64;
-                }
+            self.migrate_counted(src, dst, &mut run.out);
+        }
+    }
+
+    /// Move `src` into `dst`, a free frame a scanner took for it, counting the outcome in
+    /// `out`; a failed move gives `dst` back.
+    pub(super) fn migrate_counted(&mut self, src: Pfn, dst: Pfn, out: &mut CompactOutcome) {
+        match self.migrate_frame(src, dst) {
+            Ok(cost) => {
+                out.migrated += 1;
+                out.cost += cost;
+            }
+            Err(_) => {
+                out.failed += 1;
+                self.stats.internal_errors += self.phys.free(dst, Order(0)).is_err() as u64;
             }
         }
+    }
+
+    /// A free scanner's step at frame `pos`: a free frame there is taken for `owner`
+    /// (`Ok`; `None` if the allocator refused it), else `Err` with the frames to step
+    /// over. The frames looked at are counted in `out.free_scanned`.
+    #[inline]
+    pub(super) fn take_free_at(
+        &mut self,
+        pos: u64,
+        owner: OwnerKind,
+        out: &mut CompactOutcome,
+    ) -> std::result::Result<Option<Pfn>, u64> {
+        let step = match self.phys.frames.at(pos as u32).state() {
+            FrameState::FreeHead { .. } => {
+                out.free_scanned += 1;
+                let taken = self.phys.alloc_frame_in(Pfn(pos), Pfn(pos), owner);
+                return Ok(taken.map(|_| Pfn(pos)));
+            }
+            FrameState::Allocated { order, .. } => 1 << order.0,
+            _ => 1,
+        };
+        out.free_scanned += step;
+        Err(step)
     }
 
     /// The free scanner: allocate the next free frame of a suitable pageblock above the
@@ -330,19 +359,13 @@ impl Kernel {
                 self.next_free_block(run);
                 continue;
             }
-            let pos = run.free_pos;
-            let step = match self.phys.frames.at(pos as u32).state() {
-                FrameState::FreeHead { .. } => {
+            match self.take_free_at(run.free_pos, owner, &mut run.out) {
+                Ok(taken) => {
                     run.free_pos += 1;
-                    run.out.free_scanned += 1;
-                    self.phys.alloc_frame_in(Pfn(pos), Pfn(pos), owner)?;
-                    return Some(Pfn(pos));
+                    return taken;
                 }
-                FrameState::Allocated { order, .. } => 1 << order.0,
-                _ => 1,
-            };
-            run.free_pos += step;
-            run.out.free_scanned += step;
+                Err(step) => run.free_pos += step,
+            }
         }
     }
 

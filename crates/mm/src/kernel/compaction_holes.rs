@@ -215,16 +215,7 @@ impl Kernel {
                 return false; // cannot happen while `room` is exact
             };
             run.room = run.room.saturating_sub(1);
-            match self.migrate_frame(src, dst) {
-                Ok(cost) => {
-                    run.out.migrated += 1;
-                    run.out.cost += cost;
-                }
-                Err(_) => {
-                    run.out.failed += 1;
-                    self.stats.internal_errors += self.phys.free(dst, Order(0)).is_err() as u64;
-                }
-            }
+            self.migrate_counted(src, dst, &mut run.out);
         }
         true
     }
@@ -273,18 +264,13 @@ impl Kernel {
                 run.dst_pos = (pos | (pb - 1)) + 1;
                 continue;
             }
-            let step = match self.phys.frames.at(pos as u32).state() {
-                FrameState::FreeHead { .. } => {
+            match self.take_free_at(pos, owner, &mut run.out) {
+                Ok(taken) => {
                     run.dst_pos += 1;
-                    run.out.free_scanned += 1;
-                    self.phys.alloc_frame_in(Pfn(pos), Pfn(pos), owner)?;
-                    return Some(Pfn(pos));
+                    return taken;
                 }
-                FrameState::Allocated { order, .. } => 1 << order.0,
-                _ => 1,
-            };
-            run.dst_pos += step;
-            run.out.free_scanned += step;
+                Err(step) => run.dst_pos += step,
+            }
         }
         None
     }
