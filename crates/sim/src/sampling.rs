@@ -277,19 +277,19 @@ mod tests {
         assert!(WindowAcc::default().means().is_none());
     }
 
-    /// A walk every 10,000 references, skipped 1,000 at a time: every skip's share is
-    /// under one walk, and the carry adds them up.
+    /// A walk every 1,024 references, skipped 256 at a time: every skip's share is a
+    /// quarter of a walk, and the carry adds them up (powers of two: exact in floats).
     #[test]
     fn rare_events_add_up_over_short_skips() {
         let m = WindowMeans {
-            walks: 1e-4,
+            walks: 1.0 / 1024.0,
             stlb_hits: 0.25,
             ..Default::default()
         };
         let mut carry = SkipCarry::default();
         let (walks, stlb): (u64, u64) = (0..100)
-            .map(|_| m.scaled(1_000, &mut carry))
+            .map(|_| m.scaled(256, &mut carry))
             .fold((0, 0), |(w, h), s| (w + s.walks, h + s.stlb_hits));
-        assert_eq!((walks, stlb), (10, 25_000));
+        assert_eq!((walks, stlb), (25, 6_400));
     }
 }
