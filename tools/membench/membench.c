@@ -264,52 +264,49 @@ static __attribute__((noinline)) void *chase(void *p, uint64_t n)
     return q;
 }
 
-/* keep the offset in a GPR: blocks vectorisation so both loops compile alike */
+/* keep the offset in a GPR: blocks vectorisation so all the loops compile alike */
 #define OPAQUE(x) __asm__ volatile("" : "+r"(x))
 
 /*
- * Independent loads: 4 interleaved xorshift64 streams; line index = top
- * `lbits` bits (buffer sizes are powers of two, so uniform over all lines).
- * n multiple of 4.
+ * The random-address kernels share one loop: 4 interleaved xorshift64
+ * streams; line index = top log2(#lines) bits of each stream (buffer sizes
+ * are powers of two, so uniform over all lines); BODY(offset, state) is the
+ * per-access work.  n multiple of 4.
  */
-static __attribute__((noinline)) uint64_t indep_loads(const char *buf, int shift,
-                                                      uint64_t n, uint64_t seed)
-{
-    uint64_t s0 = seed | 1, s1 = mix64(seed + 1) | 1, s2 = mix64(seed + 2) | 1,
-             s3 = mix64(seed + 3) | 1;
-    uint64_t acc = 0;
-    for (uint64_t i = 0; i < n; i += 4) {
-        s0 = xorshift64(s0); s1 = xorshift64(s1);
-        s2 = xorshift64(s2); s3 = xorshift64(s3);
-        uint64_t o0 = (s0 >> shift) << 6, o1 = (s1 >> shift) << 6;
-        uint64_t o2 = (s2 >> shift) << 6, o3 = (s3 >> shift) << 6;
-        OPAQUE(o0); OPAQUE(o1); OPAQUE(o2); OPAQUE(o3);
-        acc += *(const uint64_t *)(buf + o0);
-        acc += *(const uint64_t *)(buf + o1);
-        acc += *(const uint64_t *)(buf + o2);
-        acc += *(const uint64_t *)(buf + o3);
+#define RAND4_LOOP(BODY)                                                         \
+    uint64_t s0 = seed | 1, s1 = mix64(seed + 1) | 1, s2 = mix64(seed + 2) | 1, \
+             s3 = mix64(seed + 3) | 1;                                           \
+    for (uint64_t i = 0; i < n; i += 4) {                                        \
+        s0 = xorshift64(s0); s1 = xorshift64(s1);                                \
+        s2 = xorshift64(s2); s3 = xorshift64(s3);                                \
+        uint64_t o0 = (s0 >> shift) << 6, o1 = (s1 >> shift) << 6;               \
+        uint64_t o2 = (s2 >> shift) << 6, o3 = (s3 >> shift) << 6;               \
+        OPAQUE(o0); OPAQUE(o1); OPAQUE(o2); OPAQUE(o3);                          \
+        BODY(o0, s0);                                                            \
+        BODY(o1, s1);                                                            \
+        BODY(o2, s2);                                                            \
+        BODY(o3, s3);                                                            \
     }
+
+typedef uint64_t (*rand_kernel_fn)(char *buf, int shift, uint64_t n, uint64_t seed);
+
+/* independent loads: sum 8 bytes of each line */
+#define LOAD_BODY(o, s) acc += *(const uint64_t *)(buf + (o))
+static __attribute__((noinline)) uint64_t indep_loads(char *buf, int shift, uint64_t n,
+                                                      uint64_t seed)
+{
+    uint64_t acc = 0;
+    RAND4_LOOP(LOAD_BODY)
     return acc;
 }
 
 /* identical loop without the loads */
-static __attribute__((noinline)) uint64_t prng_only(const char *buf, int shift,
-                                                    uint64_t n, uint64_t seed)
+#define PRNG_BODY(o, s) acc += (o)
+static __attribute__((noinline)) uint64_t prng_only(char *buf, int shift, uint64_t n,
+                                                    uint64_t seed)
 {
-    uint64_t s0 = seed | 1, s1 = mix64(seed + 1) | 1, s2 = mix64(seed + 2) | 1,
-             s3 = mix64(seed + 3) | 1;
     uint64_t acc = (uint64_t)(uintptr_t)buf;
-    for (uint64_t i = 0; i < n; i += 4) {
-        s0 = xorshift64(s0); s1 = xorshift64(s1);
-        s2 = xorshift64(s2); s3 = xorshift64(s3);
-        uint64_t o0 = (s0 >> shift) << 6, o1 = (s1 >> shift) << 6;
-        uint64_t o2 = (s2 >> shift) << 6, o3 = (s3 >> shift) << 6;
-        OPAQUE(o0); OPAQUE(o1); OPAQUE(o2); OPAQUE(o3);
-        acc += o0;
-        acc += o1;
-        acc += o2;
-        acc += o3;
-    }
+    RAND4_LOOP(PRNG_BODY)
     return acc;
 }
 
@@ -371,52 +368,116 @@ static uint64_t clamp_u64(double x, uint64_t lo, uint64_t hi)
     return (uint64_t)x;
 }
 
-static void latency_tests(uint64_t bytes, int huge)
-{
-    char sz[32];
-    fmt_size(bytes, sz, sizeof sz);
-    printf("\n== %s, %s pages ==\n", sz, huge ? "THP (MADV_HUGEPAGE)" : "4 KB (MADV_NOHUGEPAGE)");
-    fflush(stdout);
+/* ------------------------------------------------------------ shared steps */
 
-    buf_t b;
-    if (buf_alloc(&b, bytes, huge) != 0)
-        return;
+/*
+ * Allocate, madvise and fault in (one write per 4 KB page) a buffer for the
+ * per-size tests; print the fault-in time and the smaps check.  Returns the
+ * AnonHugePages fraction, or -1 if the allocation failed.
+ */
+static double buf_prepare(buf_t *b, uint64_t bytes, int huge)
+{
+    if (buf_alloc(b, bytes, huge) != 0)
+        return -1;
     double t0 = now_ns();
     long f0 = minflt();
-    touch_pages(b.base, bytes, 1);
+    touch_pages(b->base, bytes, 1);
     double tf = now_ns() - t0;
     long nf = minflt() - f0;
-    double hf = huge_fraction(b.base, bytes);
+    double hf = huge_fraction(b->base, bytes);
     printf("  fault-in: %.1f ms, %ld minor faults, AnonHugePages fraction %.4f\n",
            tf / 1e6, nf, hf);
     if (huge && hf < 0.95)
         printf("  WARNING: only %.1f%% of the THP buffer is backed by huge pages\n", hf * 100);
     if (!huge && hf > 0)
         printf("  WARNING: 4 KB buffer has AnonHugePages > 0\n");
+    return hf;
+}
 
-    /* ---- build the Sattolo chain ---- */
-    uint64_t nlines = bytes / LINE;
-    uint64_t nslots = nlines <= MAX_SLOTS ? nlines : MAX_SLOTS;
-    uint64_t stride = nlines / nslots; /* lines per slot (power of two) */
-    t0 = now_ns();
-    uint32_t *nxt = malloc(nslots * sizeof(uint32_t));
-    if (!nxt) {
-        perror("malloc");
-        buf_free(&b);
-        return;
-    }
-    uint64_t rs = 0x1234567ULL ^ bytes ^ ((uint64_t)huge << 40);
-    for (uint64_t i = 0; i < nslots; i++)
+/* nxt[0..n) := one random cycle through all n slots (Sattolo), from state *rs */
+static void sattolo(uint32_t *nxt, uint64_t n, uint64_t *rs)
+{
+    for (uint64_t i = 0; i < n; i++)
         nxt[i] = (uint32_t)i;
-    for (uint64_t i = nslots - 1; i > 0; i--) { /* Sattolo: j in [0, i) */
-        uint64_t j = rand_below(&rs, i);
+    for (uint64_t i = n - 1; i > 0; i--) { /* Sattolo: j in [0, i) */
+        uint64_t j = rand_below(rs, i);
         uint32_t t = nxt[i];
         nxt[i] = nxt[j];
         nxt[j] = t;
     }
+}
+
+/*
+ * Timed pointer chase from *pp: `warm` hops of warm-up (also the cost
+ * estimate), then `reps` repeats of clamp(target / estimate, min_hops,
+ * max_hops) hops, each continuing where the previous one stopped.
+ * v[r] = ns per hop (thread CPU time).  Returns the hops per repeat.
+ */
+static uint64_t timed_chase(void **pp, uint64_t warm, uint64_t min_hops, uint64_t max_hops,
+                            int reps, double *v, double *est_out)
+{
+    void *p = *pp;
+    double t0 = now_ns();
+    p = chase(p, warm);
+    double est = (now_ns() - t0) / (double)warm;
+    uint64_t hops = clamp_u64(g_target_ns / est, min_hops, max_hops) & ~7ULL;
+    for (int r = 0; r < reps; r++) {
+        tpt t0 = tbegin();
+        p = chase(p, hops);
+        v[r] = tend(t0) / (double)hops;
+    }
+    g_sink += (uint64_t)(uintptr_t)p;
+    *pp = p;
+    if (est_out)
+        *est_out = est;
+    return hops;
+}
+
+/*
+ * Timed random-address kernel: if n == 0, first a 4M-access warm-up (seed
+ * 99) and a 4M-access cost estimate (seed 98) size n; then g_reps repeats of
+ * n accesses with seeds seed0 + r.  v[r] = ns per access.  Returns n.
+ */
+static uint64_t timed_rand(rand_kernel_fn fn, char *buf, int shift, uint64_t n,
+                           uint64_t seed0, double *v)
+{
+    uint64_t acc = 0;
+    if (n == 0) {
+        acc += fn(buf, shift, 4000000ULL, 99); /* warm-up */
+        double t0 = now_ns();
+        acc += fn(buf, shift, 4000000ULL, 98);
+        double est = (now_ns() - t0) / 4e6;
+        n = clamp_u64(g_target_ns / est, g_min_indep, g_max_indep) & ~3ULL;
+    }
+    for (int r = 0; r < g_reps; r++) {
+        tpt t0 = tbegin();
+        acc += fn(buf, shift, n, seed0 + (uint64_t)r);
+        v[r] = tend(t0) / (double)n;
+    }
+    g_sink += acc;
+    return n;
+}
+
+/* ------------------------------------------------------------ per-size tests */
+
+/* dep_random: Sattolo chain over all lines (<= 1 GB) or 16M strided slots */
+static void dep_random_test(buf_t *b, int huge, double hf)
+{
+    uint64_t bytes = b->bytes;
+    uint64_t nlines = bytes / LINE;
+    uint64_t nslots = nlines <= MAX_SLOTS ? nlines : MAX_SLOTS;
+    uint64_t stride = nlines / nslots; /* lines per slot (power of two) */
+    double t0 = now_ns();
+    uint32_t *nxt = malloc(nslots * sizeof(uint32_t));
+    if (!nxt) {
+        perror("malloc");
+        return;
+    }
+    uint64_t rs = 0x1234567ULL ^ bytes ^ ((uint64_t)huge << 40);
+    sattolo(nxt, nslots, &rs);
     uint64_t salt = mix64(rs);
 #define SLOT_ADDR(i) \
-    (b.base + ((uint64_t)(i) * stride + (stride > 1 ? (mix64((uint64_t)(i) ^ salt) & (stride - 1)) : 0)) * LINE)
+    (b->base + ((uint64_t)(i) * stride + (stride > 1 ? (mix64((uint64_t)(i) ^ salt) & (stride - 1)) : 0)) * LINE)
     for (uint64_t i = 0; i < nslots; i++)
         *(char **)SLOT_ADDR(i) = SLOT_ADDR(nxt[i]);
     void *p = SLOT_ADDR(0);
@@ -426,21 +487,11 @@ static void latency_tests(uint64_t bytes, int huge)
            (unsigned long long)nslots, (unsigned long long)stride,
            (unsigned long long)(stride * LINE), (now_ns() - t0) / 1e6);
 
-    /* ---- dependent loads ---- */
     uint64_t warm = nslots < 4000000ULL ? nslots : 4000000ULL;
     warm = (warm + 7) & ~7ULL;
-    t0 = now_ns();
-    p = chase(p, warm);
-    double est = (now_ns() - t0) / (double)warm;
-    uint64_t hops = clamp_u64(g_target_ns / est, g_min_hops, g_max_hops) & ~7ULL;
     int reps = (bytes >= 8 * GB) ? g_big_reps : g_reps;
-    double v[MAX_REPS];
-    for (int r = 0; r < reps; r++) {
-        tpt t0 = tbegin();
-        p = chase(p, hops);
-        v[r] = tend(t0) / (double)hops;
-    }
-    g_sink += (uint64_t)(uintptr_t)p;
+    double v[MAX_REPS], est;
+    uint64_t hops = timed_chase(&p, warm, g_min_hops, g_max_hops, reps, v, &est);
     char extra[96];
     snprintf(extra, sizeof extra, "hops=%llu warm=%llu", (unsigned long long)hops,
              (unsigned long long)warm);
@@ -448,32 +499,37 @@ static void latency_tests(uint64_t bytes, int huge)
            (unsigned long long)warm, est, (unsigned long long)hops);
     print_reps("dep ns/acc:", v, reps, "");
     add_result("dep_random", huge, bytes, v, reps, hf, extra);
+}
 
-    /* ---- independent loads ---- */
-    int shift = 64 - log2u(nlines);
-    uint64_t acc = indep_loads(b.base, shift, 4000000ULL, 99); /* warm-up */
-    t0 = now_ns();
-    acc += indep_loads(b.base, shift, 4000000ULL, 98);
-    est = (now_ns() - t0) / 4e6;
-    uint64_t n = clamp_u64(g_target_ns / est, g_min_indep, g_max_indep) & ~3ULL;
-    for (int r = 0; r < g_reps; r++) {
-        tpt t0 = tbegin();
-        acc += indep_loads(b.base, shift, n, 1000 + (uint64_t)r);
-        v[r] = tend(t0) / (double)n;
-    }
+/* indep_random, and prng_only with the same access count */
+static void indep_random_test(buf_t *b, int huge, double hf)
+{
+    int shift = 64 - log2u(b->bytes / LINE);
+    double v[MAX_REPS];
+    char extra[96];
+    uint64_t n = timed_rand(indep_loads, b->base, shift, 0, 1000, v);
     snprintf(extra, sizeof extra, "n=%llu", (unsigned long long)n);
     print_reps("indep ns/acc:", v, g_reps, "");
-    add_result("indep_random", huge, bytes, v, g_reps, hf, extra);
+    add_result("indep_random", huge, b->bytes, v, g_reps, hf, extra);
 
-    /* ---- PRNG-only loop ---- */
-    for (int r = 0; r < g_reps; r++) {
-        tpt t0 = tbegin();
-        acc += prng_only(b.base, shift, n, 2000 + (uint64_t)r);
-        v[r] = tend(t0) / (double)n;
-    }
+    timed_rand(prng_only, b->base, shift, n, 2000, v);
     print_reps("prng ns/acc:", v, g_reps, "");
-    add_result("prng_only", huge, bytes, v, g_reps, hf, extra);
-    g_sink += acc;
+    add_result("prng_only", huge, b->bytes, v, g_reps, hf, extra);
+}
+
+static void size_tests(uint64_t bytes, int huge)
+{
+    char sz[32];
+    fmt_size(bytes, sz, sizeof sz);
+    printf("\n== %s, %s pages ==\n", sz, huge ? "THP (MADV_HUGEPAGE)" : "4 KB (MADV_NOHUGEPAGE)");
+    fflush(stdout);
+
+    buf_t b;
+    double hf = buf_prepare(&b, bytes, huge);
+    if (hf < 0)
+        return;
+    dep_random_test(&b, huge, hf);
+    indep_random_test(&b, huge, hf);
 
     double hf2 = huge_fraction(b.base, bytes);
     if (hf2 != hf)
@@ -577,14 +633,7 @@ static void tlb_probe(void)
             uint64_t n = span / PAGE4K;
             uint32_t *nxt = malloc(n * sizeof(uint32_t));
             uint64_t rs = 0xabcdefULL + span;
-            for (uint64_t i = 0; i < n; i++)
-                nxt[i] = (uint32_t)i;
-            for (uint64_t i = n - 1; i > 0; i--) {
-                uint64_t j = rand_below(&rs, i);
-                uint32_t t = nxt[i];
-                nxt[i] = nxt[j];
-                nxt[j] = t;
-            }
+            sattolo(nxt, n, &rs);
 #define PADDR(i) (b.base + (uint64_t)(i) * PAGE4K + (mix64((uint64_t)(i) + 77) & 63) * LINE)
             for (uint64_t i = 0; i < n; i++)
                 *(char **)PADDR(i) = PADDR(nxt[i]);
@@ -839,8 +888,8 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         if (sizes[i] > g_max_bytes)
             break;
-        latency_tests(sizes[i], 0);
-        latency_tests(sizes[i], 1);
+        size_tests(sizes[i], 0);
+        size_tests(sizes[i], 1);
     }
     if (quick) {
         fault_tests(64 * MB, 0);
