@@ -310,6 +310,19 @@ static __attribute__((noinline)) uint64_t prng_only(char *buf, int shift, uint64
     return acc;
 }
 
+/*
+ * GUPS-style updates: independent 8-byte read-modify-writes, x ^= stream
+ * state, on word 1 of each random line (word 0 holds the pointers of the
+ * dep_random / host_probe chains, which must stay intact).
+ */
+#define GUPS_BODY(o, s) *(uint64_t *)(buf + (o) + 8) ^= (s)
+static __attribute__((noinline)) uint64_t gups_updates(char *buf, int shift, uint64_t n,
+                                                       uint64_t seed)
+{
+    RAND4_LOOP(GUPS_BODY)
+    return s0 ^ s1 ^ s2 ^ s3;
+}
+
 /* ------------------------------------------------------------ results */
 
 typedef struct {
@@ -517,6 +530,18 @@ static void indep_random_test(buf_t *b, int huge, double hf)
     add_result("prng_only", huge, b->bytes, v, g_reps, hf, extra);
 }
 
+/* gups: random read-modify-writes, sized and repeated like indep_random */
+static void gups_test(buf_t *b, int huge, double hf)
+{
+    int shift = 64 - log2u(b->bytes / LINE);
+    double v[MAX_REPS];
+    char extra[96];
+    uint64_t n = timed_rand(gups_updates, b->base, shift, 0, 3000, v);
+    snprintf(extra, sizeof extra, "n=%llu", (unsigned long long)n);
+    print_reps("gups ns/upd:", v, g_reps, "");
+    add_result("gups", huge, b->bytes, v, g_reps, hf, extra);
+}
+
 static void size_tests(uint64_t bytes, int huge)
 {
     char sz[32];
@@ -530,6 +555,7 @@ static void size_tests(uint64_t bytes, int huge)
         return;
     dep_random_test(&b, huge, hf);
     indep_random_test(&b, huge, hf);
+    gups_test(&b, huge, hf);
 
     double hf2 = huge_fraction(b.base, bytes);
     if (hf2 != hf)
@@ -921,19 +947,25 @@ int main(int argc, char **argv)
         printf("%-13s %-4s %8s %10.2f %10.2f %10.2f %4d %6.3f %6.3f  %s\n", r->test, r->page,
                sz, r->s.med, r->s.min, r->s.max, r->reps, r->huge, r->wall_ratio, r->extra);
     }
-    /* derived: indep minus prng-only */
-    printf("\n# derived: indep_random - prng_only (ns/access, medians)\n");
-    for (int i = 0; i < g_nres; i++) {
-        if (strcmp(g_res[i].test, "indep_random"))
-            continue;
-        for (int j = 0; j < g_nres; j++)
-            if (!strcmp(g_res[j].test, "prng_only") && g_res[j].bytes == g_res[i].bytes &&
-                !strcmp(g_res[j].page, g_res[i].page)) {
-                char sz[32];
-                printf("  %-4s %8s %8.2f\n", g_res[i].page,
-                       fmt_size(g_res[i].bytes, sz, sizeof sz),
-                       g_res[i].s.med - g_res[j].s.med);
-            }
+    /* derived: indep / gups minus prng-only (the same loop without the memory access) */
+    static const char *const minus_prng[] = {"indep_random", "gups"};
+    for (size_t k = 0; k < sizeof minus_prng / sizeof minus_prng[0]; k++) {
+        int hdr = 0;
+        for (int i = 0; i < g_nres; i++) {
+            if (strcmp(g_res[i].test, minus_prng[k]))
+                continue;
+            for (int j = 0; j < g_nres; j++)
+                if (!strcmp(g_res[j].test, "prng_only") && g_res[j].bytes == g_res[i].bytes &&
+                    !strcmp(g_res[j].page, g_res[i].page)) {
+                    char sz[32];
+                    if (!hdr++)
+                        printf("\n# derived: %s - prng_only (ns/access, medians)\n",
+                               minus_prng[k]);
+                    printf("  %-4s %8s %8.2f\n", g_res[i].page,
+                           fmt_size(g_res[i].bytes, sz, sizeof sz),
+                           g_res[i].s.med - g_res[j].s.med);
+                }
+        }
     }
 
     FILE *f = fopen(csv, "w");
