@@ -6,6 +6,9 @@
  *   dep_random    dependent random loads (pointer chase, Sattolo cycle)
  *   indep_random  independent random loads (inline xorshift64 addresses)
  *   prng_only     the same loop as indep_random without the load
+ *   gups          independent random 8-byte read-modify-writes
+ *   host_probe_k* L2-resident chase over 4096 lines in K 4 KB pages spread
+ *                 over the buffer (K = 4096, 512): host 4 KB backing probe
  *   fault_touch   first-touch fault cost (one write per 4 KB page)
  *   memset_gbps   memset bandwidth over a faulted 1 GB buffer
  *   memcpy_gbps   memcpy bandwidth 1 GB -> 1 GB (faulted)
@@ -342,6 +345,10 @@ static int g_nres;
 static void add_result(const char *test, int huge, uint64_t bytes, const double *v,
                        int n, double hf, const char *extra)
 {
+    if (g_nres >= (int)(sizeof g_res / sizeof g_res[0])) {
+        fprintf(stderr, "too many results, %s dropped\n", test);
+        return;
+    }
     result_t *r = &g_res[g_nres++];
     snprintf(r->test, sizeof r->test, "%s", test);
     snprintf(r->page, sizeof r->page, "%s", huge ? "2M" : "4K");
@@ -542,6 +549,60 @@ static void gups_test(buf_t *b, int huge, double hf)
     add_result("gups", huge, b->bytes, v, g_reps, hf, extra);
 }
 
+/*
+ * host_probe: how much of the buffer the host backs with 4 KB pages.
+ * Dependent chase over PROBE_LINES lines (256 KB: resident in Zen 3's
+ * 512 KB L2) in `pages` distinct 4 KB pages, PROBE_LINES / pages lines per
+ * page (evenly spaced from a random first line, to spread the lines over
+ * the cache sets).  The buffer is cut into `pages` equal strides with one
+ * page at a random position in each, and the lines are visited in one random
+ * cycle.  The chain depends only on (span, pages), so the 4K and THP buffers
+ * get the same layout.  Translations in use: `pages` with 4 KB entries,
+ * min(pages, span / 2 MB) with 2 MB entries.
+ */
+#define PROBE_LINES 4096ULL
+static void host_probe_test(buf_t *b, int huge, double hf, uint64_t pages)
+{
+    static char *addr[PROBE_LINES];
+    static uint32_t nxt[PROBE_LINES];
+    uint64_t span = b->bytes;
+    uint64_t spp = span / PAGE4K / pages; /* 4 KB pages per stride */
+    uint64_t lpp = PROBE_LINES / pages;   /* lines per visited page */
+    if (spp == 0 || pages * lpp != PROBE_LINES || lpp > PAGE4K / LINE) {
+        printf("  host_probe: %llu pages do not fit this buffer, skipped\n",
+               (unsigned long long)pages);
+        return;
+    }
+    uint64_t step = (PAGE4K / LINE) / lpp; /* lines between a page's visited lines */
+    uint64_t rs = 0x4057b0beULL ^ span ^ (pages << 40);
+    sattolo(nxt, PROBE_LINES, &rs);
+    uint64_t salt = mix64(rs);
+    for (uint64_t j = 0; j < PROBE_LINES; j++) {
+        uint64_t pg = j / lpp, h = mix64(pg ^ salt);
+        uint64_t page = pg * spp + (h >> 6) % spp;
+        uint64_t line = (h + (j % lpp) * step) & (PAGE4K / LINE - 1);
+        addr[j] = b->base + page * PAGE4K + line * LINE;
+    }
+    for (uint64_t j = 0; j < PROBE_LINES; j++)
+        *(char **)addr[j] = addr[nxt[j]];
+    void *p = chase(addr[0], 2 * PROBE_LINES); /* bring the lines into the caches */
+
+    double v[MAX_REPS], est;
+    uint64_t warm = 64 * PROBE_LINES;
+    uint64_t hops = timed_chase(&p, warm, 2000000ULL, g_max_hops, g_reps, v, &est);
+    char name[24], extra[96], what[32];
+    snprintf(name, sizeof name, "host_probe_k%llu", (unsigned long long)pages);
+    snprintf(extra, sizeof extra, "lines/page=%llu stride=%lluKB hops=%llu",
+             (unsigned long long)lpp, (unsigned long long)(spp * PAGE4K / KB),
+             (unsigned long long)hops);
+    printf("  %s: %llu lines in %llu pages, 1 page per %llu KB, %llu hops/rep\n", name,
+           (unsigned long long)PROBE_LINES, (unsigned long long)pages,
+           (unsigned long long)(spp * PAGE4K / KB), (unsigned long long)hops);
+    snprintf(what, sizeof what, "k%llu ns/acc:", (unsigned long long)pages);
+    print_reps(what, v, g_reps, "");
+    add_result(name, huge, span, v, g_reps, hf, extra);
+}
+
 static void size_tests(uint64_t bytes, int huge)
 {
     char sz[32];
@@ -556,6 +617,8 @@ static void size_tests(uint64_t bytes, int huge)
     dep_random_test(&b, huge, hf);
     indep_random_test(&b, huge, hf);
     gups_test(&b, huge, hf);
+    host_probe_test(&b, huge, hf, 4096); /* > 2048 L2 DTLB entries if 4 KB */
+    host_probe_test(&b, huge, hf, 512);  /* fits the L2 DTLB: no-miss reference */
 
     double hf2 = huge_fraction(b.base, bytes);
     if (hf2 != hf)
@@ -817,6 +880,50 @@ static void print_sysinfo(void)
     printf("reps            : %d (8 GB latency: %d)\n", g_reps, g_big_reps);
 }
 
+/* ------------------------------------------------------------ summary */
+
+static const result_t *find_result(const char *test, const char *page, uint64_t bytes)
+{
+    for (int i = 0; i < g_nres; i++)
+        if (!strcmp(g_res[i].test, test) && !strcmp(g_res[i].page, page) &&
+            g_res[i].bytes == bytes)
+            return &g_res[i];
+    return NULL;
+}
+
+/*
+ * host_probe, per span: f = (t2M - t_nomiss) / (t4K - t_nomiss), the
+ * estimated fraction of the THP buffer's 4 KB pages that the host backs
+ * with 4 KB pages (k4096 rows; t_nomiss = k512 on the THP buffer).
+ */
+static void host_probe_summary(void)
+{
+    int hdr = 0;
+    for (int i = 0; i < g_nres; i++) {
+        const result_t *t2 = &g_res[i];
+        if (strcmp(t2->test, "host_probe_k4096") || strcmp(t2->page, "2M"))
+            continue;
+        const result_t *t4 = find_result("host_probe_k4096", "4K", t2->bytes);
+        const result_t *n2 = find_result("host_probe_k512", "2M", t2->bytes);
+        const result_t *n4 = find_result("host_probe_k512", "4K", t2->bytes);
+        if (!hdr++)
+            printf("\n# derived: host_probe (ns/access, medians); f = est. fraction of the "
+                   "THP buffer backed by host 4 KB pages\n"
+                   "  %8s %9s %9s %9s %9s %6s %7s\n", "span", "k4096 4K", "k4096 2M",
+                   "k512 2M", "k512 4K", "f", "2M xlat");
+        char sz[32];
+        uint64_t n2m = t2->bytes / PAGE2M < 4096 ? t2->bytes / PAGE2M : 4096;
+        printf("  %8s %9.2f %9.2f %9.2f %9.2f", fmt_size(t2->bytes, sz, sizeof sz),
+               t4 ? t4->s.med : 0, t2->s.med, n2 ? n2->s.med : 0, n4 ? n4->s.med : 0);
+        if (t4 && n2 && t4->s.med > n2->s.med)
+            printf(" %6.3f", (t2->s.med - n2->s.med) / (t4->s.med - n2->s.med));
+        else
+            printf(" %6s", "-");
+        printf(" %7llu%s\n", (unsigned long long)n2m,
+               n2m >= 2048 ? "  (>= 2048 L2 DTLB entries even if host-2M)" : "");
+    }
+}
+
 /* ------------------------------------------------------------ main */
 
 static void usage(const char *p)
@@ -938,13 +1045,13 @@ int main(int argc, char **argv)
     /* ---- summary table ---- */
     printf("\n# summary (median [min..max]); latency rows in ns/access, fault_touch in "
            "ns/fault, *_gbps in GB/s\n");
-    printf("%-13s %-4s %8s %10s %10s %10s %4s %6s %6s  %s\n", "test", "page", "buffer",
+    printf("%-16s %-4s %8s %10s %10s %10s %4s %6s %6s  %s\n", "test", "page", "buffer",
            "median", "min", "max", "reps", "huge", "wall/c", "notes");
     for (int i = 0; i < g_nres; i++) {
         result_t *r = &g_res[i];
         char sz[32];
         fmt_size(r->bytes, sz, sizeof sz);
-        printf("%-13s %-4s %8s %10.2f %10.2f %10.2f %4d %6.3f %6.3f  %s\n", r->test, r->page,
+        printf("%-16s %-4s %8s %10.2f %10.2f %10.2f %4d %6.3f %6.3f  %s\n", r->test, r->page,
                sz, r->s.med, r->s.min, r->s.max, r->reps, r->huge, r->wall_ratio, r->extra);
     }
     /* derived: indep / gups minus prng-only (the same loop without the memory access) */
@@ -967,6 +1074,8 @@ int main(int argc, char **argv)
                 }
         }
     }
+
+    host_probe_summary();
 
     FILE *f = fopen(csv, "w");
     if (!f) {
