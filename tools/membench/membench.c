@@ -377,6 +377,60 @@ static double g_target_ns = 0.6e9; /* min time per timed latency run */
 static uint64_t g_min_hops = 20000000ULL, g_max_hops = 50000000ULL;
 static uint64_t g_min_indep = 20000000ULL, g_max_indep = 400000000ULL;
 
+/* test selection (-t): groups of CSV rows that run together */
+enum {
+    T_DEP = 1 << 0,   /* dep_random */
+    T_INDEP = 1 << 1, /* indep_random + prng_only */
+    T_GUPS = 1 << 2,  /* gups */
+    T_HOST = 1 << 3,  /* host_probe_k4096, host_probe_k512 */
+    T_FAULT = 1 << 4, /* fault_touch */
+    T_BW = 1 << 5,    /* memset_gbps, memcpy_gbps */
+    T_DIAG = 1 << 6,  /* text-only diagnostics: cold faults, TLB-reach probe */
+    T_ALL = (1 << 7) - 1,
+    T_SIZED = T_DEP | T_INDEP | T_GUPS | T_HOST, /* run on the per-size buffers */
+};
+static const struct {
+    const char *name;
+    int bits;
+} g_test_names[] = {
+    {"all", T_ALL},           {"dep_random", T_DEP},    {"indep_random", T_INDEP},
+    {"prng_only", T_INDEP},   {"gups", T_GUPS},         {"host_probe", T_HOST},
+    {"fault_touch", T_FAULT}, {"memset_gbps", T_BW},    {"memcpy_gbps", T_BW},
+    {"bw", T_BW},             {"diag", T_DIAG},
+};
+static int g_tests = T_ALL;
+
+/* comma-separated names -> bit set; -1 on an unknown name */
+static int parse_tests(const char *arg)
+{
+    int bits = 0;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", arg);
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        size_t k, nk = sizeof g_test_names / sizeof g_test_names[0];
+        for (k = 0; k < nk && strcmp(t, g_test_names[k].name); k++)
+            ;
+        if (k == nk) {
+            fprintf(stderr, "unknown test '%s'\n", t);
+            return -1;
+        }
+        bits |= g_test_names[k].bits;
+    }
+    return bits;
+}
+
+static void print_tests(int bits)
+{
+    const char *sep = "";
+    for (size_t k = 1; k < sizeof g_test_names / sizeof g_test_names[0]; k++)
+        if ((bits & g_test_names[k].bits) == g_test_names[k].bits &&
+            strcmp(g_test_names[k].name, "bw")) {
+            printf("%s%s", sep, g_test_names[k].name);
+            sep = ",";
+        }
+    printf("\n");
+}
+
 /* ------------------------------------------------------------ tests */
 
 static uint64_t clamp_u64(double x, uint64_t lo, uint64_t hi)
@@ -614,11 +668,18 @@ static void size_tests(uint64_t bytes, int huge)
     double hf = buf_prepare(&b, bytes, huge);
     if (hf < 0)
         return;
-    dep_random_test(&b, huge, hf);
-    indep_random_test(&b, huge, hf);
-    gups_test(&b, huge, hf);
-    host_probe_test(&b, huge, hf, 4096); /* > 2048 L2 DTLB entries if 4 KB */
-    host_probe_test(&b, huge, hf, 512);  /* fits the L2 DTLB: no-miss reference */
+    /* order matters: gups and host_probe write the buffer, dep_random's chain
+     * is built first (host_probe overwrites some of its pointers) */
+    if (g_tests & T_DEP)
+        dep_random_test(&b, huge, hf);
+    if (g_tests & T_INDEP)
+        indep_random_test(&b, huge, hf);
+    if (g_tests & T_GUPS)
+        gups_test(&b, huge, hf);
+    if (g_tests & T_HOST) {
+        host_probe_test(&b, huge, hf, 4096); /* > 2048 L2 DTLB entries if 4 KB */
+        host_probe_test(&b, huge, hf, 512);  /* fits the L2 DTLB: no-miss reference */
+    }
 
     double hf2 = huge_fraction(b.base, bytes);
     if (hf2 != hf)
@@ -930,7 +991,7 @@ static void usage(const char *p)
 {
     fprintf(stderr,
             "usage: %s [-o out.csv] [-l label] [-c cpu] [-r reps] [-R big_reps]\n"
-            "          [-m max_buffer_MB] [-q]\n"
+            "          [-m max_buffer_MB] [-q] [-N] [-t test,...]\n"
             "  -o  CSV output path (default membench-<label>.csv)\n"
             "  -l  label used in default CSV name (default 'local')\n"
             "  -c  pin to this CPU (default: keep existing affinity if it is a\n"
@@ -939,7 +1000,10 @@ static void usage(const char *p)
             "  -R  repeats for 8 GB latency tests (default 3)\n"
             "  -m  largest latency buffer in MB (default 8192)\n"
             "  -q  quick smoke test (-m 64 -r 3, fault/bw on 64 MB)\n"
-            "  -N  do not try to raise own priority (default: nice -20 if permitted)\n",
+            "  -N  do not try to raise own priority (default: nice -20 if permitted)\n"
+            "  -t  run only these tests (comma-separated; default all): dep_random,\n"
+            "      indep_random (with prng_only), gups, host_probe, fault_touch,\n"
+            "      bw (memset_gbps + memcpy_gbps), diag (text-only diagnostics)\n",
             p, MAX_REPS);
 }
 
@@ -947,7 +1011,7 @@ int main(int argc, char **argv)
 {
     const char *csv = NULL, *label = "local";
     int cpu = -1, quick = 0, renice = 1, opt;
-    while ((opt = getopt(argc, argv, "o:l:c:r:R:m:qNh")) != -1) {
+    while ((opt = getopt(argc, argv, "o:l:c:r:R:m:qNt:h")) != -1) {
         switch (opt) {
         case 'o': csv = optarg; break;
         case 'l': label = optarg; break;
@@ -957,6 +1021,12 @@ int main(int argc, char **argv)
         case 'm': g_max_bytes = strtoull(optarg, NULL, 0) * MB; break;
         case 'q': quick = 1; break;
         case 'N': renice = 0; break;
+        case 't':
+            if ((g_tests = parse_tests(optarg)) <= 0) {
+                usage(argv[0]);
+                return 2;
+            }
+            break;
         default: usage(argv[0]); return opt == 'h' ? 0 : 2;
         }
     }
@@ -1015,27 +1085,28 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IOLBF, 0);
     print_sysinfo();
     printf("priority        : %s\n", prio);
+    printf("tests           : ");
+    print_tests(g_tests);
     double tstart = now_ns();
 
     static const uint64_t sizes[] = {16 * MB, 64 * MB, 256 * MB, 1 * GB, 4 * GB, 8 * GB};
-    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0] && (g_tests & T_SIZED); i++) {
         if (sizes[i] > g_max_bytes)
             break;
         size_tests(sizes[i], 0);
         size_tests(sizes[i], 1);
     }
-    if (quick) {
-        fault_tests(64 * MB, 0);
-        fault_tests(64 * MB, 1);
-        bw_tests(64 * MB, 0);
-        bw_tests(64 * MB, 1);
-    } else {
-        fault_tests(1 * GB, 0);
-        fault_tests(1 * GB, 1);
-        fault_tests(4 * GB, 0);
-        fault_tests(4 * GB, 1);
-        bw_tests(1 * GB, 0);
-        bw_tests(1 * GB, 1);
+    static const uint64_t fault_quick[] = {64 * MB}, fault_full[] = {1 * GB, 4 * GB};
+    for (int i = 0; i < (quick ? 1 : 2) && (g_tests & T_FAULT); i++) {
+        uint64_t bytes = quick ? fault_quick[i] : fault_full[i];
+        fault_tests(bytes, 0);
+        fault_tests(bytes, 1);
+    }
+    if (g_tests & T_BW) {
+        bw_tests(quick ? 64 * MB : 1 * GB, 0);
+        bw_tests(quick ? 64 * MB : 1 * GB, 1);
+    }
+    if (!quick && (g_tests & T_DIAG)) {
         printf("\n== fault diagnostic (not in CSV): first touch of long-idle free memory ==\n");
         cold_fault_diag(1 * GB, 0, 5);
         cold_fault_diag(1 * GB, 1, 5);
