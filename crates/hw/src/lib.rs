@@ -19,6 +19,7 @@ pub mod error;
 mod lrulist;
 mod lruset;
 pub mod mmu;
+mod nested;
 pub mod plru;
 pub mod pmu;
 pub mod prefetch;
@@ -32,7 +33,7 @@ pub use error::ProfileError;
 pub use mmu::{AccessCost, Mmu, Reference, TlbOutcome};
 pub use pmu::{Pmu, Skipped};
 pub use profile::{
-    AssocProfile, CacheLevelProfile, KernelCosts, L1TlbProfile, MachineProfile, PerSize,
+    AssocProfile, CacheLevelProfile, GuestProfile, KernelCosts, L1TlbProfile, MachineProfile, PerSize,
     PwcProfile, StlbProfile, TlbProfile,
 };
 pub use units::*;

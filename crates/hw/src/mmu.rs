@@ -42,6 +42,16 @@
 //!   out-of-order execution overlaps up to `mlp` data misses (the line fill buffers) and
 //!   `page_walkers` walks; the slowest resource bounds throughput.
 //!
+//! What overlaps, for independent references: one reference's translation and its data
+//! access stay serial, but consecutive references overlap, and two resources bound how
+//! many are in flight. Each walk holds a page walker for all of its cycles (its
+//! page-table loads and, in a guest, its host walks), so walks overlap up to
+//! `page_walkers`; each data miss holds a fill buffer, so data misses overlap up to
+//! `mlp`. The page-table loads of a walk are counted against the walker, not against
+//! `mlp`. Throughput is set by whichever resource is busier per reference. This is
+//! checked against membench's independent loads and GUPS updates in
+//! `docs/calibration.md`.
+//!
 //! The walk time reported to the PMU ([`AccessCost::walk`]) is the cycles a walker is busy
 //! as `DTLB_LOAD_MISSES.WALK_DURATION` counts them: the whole walk for a dependent
 //! reference, `walk / page_walkers` for an independent one. Cycles become integer
@@ -54,11 +64,11 @@
 //!   references are bounded by `page_walkers` like walks, a conservative choice.
 //! * Stores cost like loads (write-allocate, no store buffer); `write` only matters to
 //!   the PMU.
-//! * Nested (two-dimensional) walks of virtual machines are modelled only in their
-//!   simplest form: a guest profile puts the host dimension's fixed part into
-//!   `walk_base_cycles` and adds `nested_dram_walk_cycles` for each page-table line
-//!   fetched from DRAM. The host's own page size (which can splinter guest huge pages in
-//!   the TLB) is not modelled.
+//! * A virtual machine's walks are two-dimensional: a profile with a `[guest]` table
+//!   translates every guest page-table page and the final guest-physical address through
+//!   the host's page table, caches them in a nested TLB and host paging-structure caches,
+//!   and caches the combined translation in the TLBs at the smaller of the guest's and
+//!   the host's page size (`nested.rs` says which hardware this follows).
 //! * Caches have no prefetchers, so sequential streams pay DRAM latency per line divided
 //!   by `mlp`; TLB sets are indexed by low page-number bits (no hashing, no skew).
 //! * ASIDs are reduced modulo 2^16 in tags.
@@ -67,6 +77,7 @@
 //! kernel model resolves a reference to a page size and physical address first.
 
 use crate::cache::{CacheHierarchy, LINE_SHIFT};
+use crate::nested::Nested;
 use crate::profile::{AssocProfile, MachineProfile};
 use crate::setassoc::{SetAssoc, WayLimit};
 use crate::tags::{TagScheme, SIZE_MASK};
@@ -119,7 +130,6 @@ pub struct AccessCost {
 struct Timing {
     stlb_cycles: f64,
     walk_base_cycles: f64,
-    nested_dram_walk_cycles: f64,
     issue_cycles: f64,
     inv_mlp: f64,
     inv_walkers: f64,
@@ -131,7 +141,6 @@ impl Timing {
         Timing {
             stlb_cycles: p.tlb.stlb.hit_cycles,
             walk_base_cycles: p.walk_base_cycles,
-            nested_dram_walk_cycles: p.nested_dram_walk_cycles,
             issue_cycles: p.issue_cycles,
             inv_mlp: 1.0 / p.mlp.max(1.0),
             inv_walkers: 1.0 / p.page_walkers.max(1) as f64,
@@ -201,6 +210,8 @@ pub struct Mmu {
     pwc: [SetAssoc; 3],
     caches: CacheHierarchy,
     timing: Timing,
+    /// The host dimension of a guest's walks; `None` on bare metal.
+    nested: Option<Box<Nested>>,
 }
 
 fn array(a: AssocProfile) -> SetAssoc {
@@ -251,6 +262,10 @@ impl Mmu {
             pwc,
             caches: CacheHierarchy::new(&profile.caches, dram_cycles),
             timing: Timing::new(profile),
+            nested: profile
+                .guest
+                .as_ref()
+                .map(|g| Box::new(Nested::new(g, geometry.levels))),
         }
     }
 
@@ -320,8 +335,13 @@ impl Mmu {
     /// the same and each structure is probed once.
     #[inline]
     fn translate(&mut self, r: &Reference) -> (TlbOutcome, f64) {
-        let s = r.size.index();
-        let tag = self.tags.tlb(r.asid, r.va, r.size);
+        // A guest's TLB caches the smaller of its page and the host's.
+        let cached = match &self.nested {
+            None => r.size,
+            Some(n) => n.effective(r.size, r.pa),
+        };
+        let s = cached.index();
+        let tag = self.tags.tlb(r.asid, r.va, cached);
         if let Some(i) = self.l1_of_size[s] {
             if self.l1[usize::from(i)].access(tag) {
                 return (TlbOutcome::L1Hit, 0.0);
@@ -331,12 +351,14 @@ impl Mmu {
         if limit.max_ways > 0 && self.stlb.access_limited(tag, limit) {
             return (TlbOutcome::StlbHit, 0.0);
         }
-        (TlbOutcome::Walk, self.walk(r.asid, r.va, r.size))
+        (TlbOutcome::Walk, self.walk(r.asid, r.va, r.size, r.pa))
     }
 
-    /// Walks the page table for the `size` page holding `va`; returns the walk cycles.
+    /// Walks the page table for the `size` page holding `va` (mapped at `pa`); returns the
+    /// walk cycles. In a guest each page-table page's address and `pa` itself are
+    /// translated by the host dimension as well (`nested.rs`).
     #[inline]
-    fn walk(&mut self, asid: u32, va: VirtAddr, size: PageSize) -> f64 {
+    fn walk(&mut self, asid: u32, va: VirtAddr, size: PageSize, pa: u64) -> f64 {
         let leaf = size.index() as u32 + 1;
         // The highest level whose entry must be loaded: one below the deepest PWC hit.
         // Deepest first; every PWC that misses caches the entry this walk loads.
@@ -349,11 +371,16 @@ impl Mmu {
         }
         let mut cycles = self.timing.walk_base_cycles;
         for level in (leaf..=start).rev() {
-            let found = self.caches.access_level(self.tags.pt_line(asid, va, level));
-            cycles += self.caches.latency_of(found);
-            if found == self.caches.depth() {
-                cycles += self.timing.nested_dram_walk_cycles;
+            let line = self.tags.pt_line(asid, va, level);
+            if let Some(n) = self.nested.as_deref_mut() {
+                let gpa = Nested::pt_gpa(asid, va, level, self.tags.entry_shift(level));
+                cycles += n.translate(gpa, &self.tags, &mut self.caches);
             }
+            let found = self.caches.access_level(line);
+            cycles += self.caches.latency_of(found);
+        }
+        if let Some(n) = self.nested.as_deref_mut() {
+            cycles += n.translate(pa, &self.tags, &mut self.caches);
         }
         cycles
     }
@@ -400,6 +427,14 @@ impl Mmu {
         self.l1.iter_mut().for_each(SetAssoc::clear);
         self.stlb.clear();
         self.pwc.iter_mut().for_each(SetAssoc::clear);
+        if let Some(n) = self.nested.as_deref_mut() {
+            n.flush();
+        }
+    }
+
+    /// The page size the host maps guest-physical byte `gpa` with; `None` on bare metal.
+    pub fn host_page_size(&self, gpa: u64) -> Option<PageSize> {
+        self.nested.as_ref().map(|n| n.host_size(gpa))
     }
 
     /// Empties the data caches too: a cold core.

@@ -54,16 +54,37 @@ pub struct MachineProfile {
     pub page_walkers: u32,
     /// Fixed cycles of a page walk besides its page-table loads.
     pub walk_base_cycles: f64,
-    /// Nested paging (a virtual machine's two-dimensional walk), in its simplest form:
-    /// cycles added for each page-table line a walk fetches from DRAM, for the host
-    /// translation of that line's guest-physical address (cold along with the line). 0,
-    /// the default, is bare metal.
-    #[serde(default)]
-    pub nested_dram_walk_cycles: f64,
+    /// The machine is a virtual-machine guest: its TLB misses walk two dimensions
+    /// (nested paging). Unset, the default: bare metal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guest: Option<GuestProfile>,
     /// Minimum cycles per reference (throughput bound of independent references).
     pub issue_cycles: f64,
     /// Kernel software costs.
     pub costs: KernelCosts,
+}
+
+/// A guest's second translation dimension: how the host backs guest-physical memory and
+/// the structures that cache host translations (see `mmu.rs`, "Nested translation").
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GuestProfile {
+    /// Fraction of guest-physical 2 MB regions the host maps with a 2 MB page (the rest
+    /// with 4 KB pages), when no host kernel model decides. Which regions are huge is a
+    /// fixed hash of the region number, so it is the same on every run.
+    pub host_huge_fraction: f64,
+    /// Fixed cycles of one host walk (the second dimension) besides its page-table loads.
+    pub host_walk_base_cycles: f64,
+    /// Cycles of a nested-TLB hit (paid for each guest-physical address a walk
+    /// translates through it).
+    #[serde(default)]
+    pub nested_tlb_hit_cycles: f64,
+    /// The nested TLB: guest-physical to host-physical translations of host pages,
+    /// consulted for every guest-physical address a guest walk produces (AMD's NTLB;
+    /// Intel keeps EPT's guest-physical mappings in its TLBs).
+    pub nested_tlb: AssocProfile,
+    /// The host's paging-structure caches, keyed by guest-physical address.
+    pub host_pwc: PwcProfile,
 }
 
 /// One memory tier (a NUMA node without CPUs, or the far socket's memory) as the cores

@@ -6,7 +6,7 @@
 
 use crate::error::{ProfileError, Result};
 use crate::profile::{
-    AssocProfile, CacheLevelProfile, KernelCosts, MachineProfile, MigrationCosts, TierProfile,
+    AssocProfile, CacheLevelProfile, GuestProfile, KernelCosts, MachineProfile, MigrationCosts, TierProfile,
     TlbProfile,
 };
 use crate::units::PageSize;
@@ -44,7 +44,9 @@ pub(crate) fn validate(p: &MachineProfile, origin: &str) -> Result<()> {
     let w = p.page_walkers;
     v.check(w >= 1, "page_walkers", "at least 1", &w.to_string())?;
     v.non_negative("walk_base_cycles", p.walk_base_cycles)?;
-    v.non_negative("nested_dram_walk_cycles", p.nested_dram_walk_cycles)?;
+    if let Some(g) = &p.guest {
+        validate_guest(&v, g)?;
+    }
     v.positive("issue_cycles", p.issue_cycles)?;
     validate_costs(&v, &p.costs)
 }
@@ -119,6 +121,22 @@ fn validate_tiers(v: &Validator, tiers: &[TierProfile], dram_latency_ns: f64) ->
         v.positive(&key("gbps"), t.gbps)?;
     }
     Ok(())
+}
+
+fn validate_guest(v: &Validator, g: &GuestProfile) -> Result<()> {
+    let f = g.host_huge_fraction;
+    v.check(
+        (0.0..=1.0).contains(&f),
+        "guest.host_huge_fraction",
+        "a fraction in [0, 1]",
+        &f.to_string(),
+    )?;
+    v.non_negative("guest.host_walk_base_cycles", g.host_walk_base_cycles)?;
+    v.non_negative("guest.nested_tlb_hit_cycles", g.nested_tlb_hit_cycles)?;
+    v.assoc("guest.nested_tlb", g.nested_tlb)?;
+    v.assoc("guest.host_pwc.pml4e", g.host_pwc.pml4e)?;
+    v.assoc("guest.host_pwc.pdpte", g.host_pwc.pdpte)?;
+    v.assoc("guest.host_pwc.pde", g.host_pwc.pde)
 }
 
 fn validate_migration(v: &Validator, m: &MigrationCosts) -> Result<()> {

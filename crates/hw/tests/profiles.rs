@@ -223,3 +223,39 @@ fn the_nehalem_testbed_keeps_2m_translations_out_of_its_stlb() {
         .sum();
     assert_eq!(l1_2m, 32);
 }
+
+#[test]
+fn bad_guest_values_are_named() {
+    let epyc = include_str!("../../../profiles/epyc-milan-kvm.toml");
+    let line = |key: &str| {
+        epyc.lines()
+            .find(|l| l.starts_with(key))
+            .unwrap_or_else(|| panic!("{key} in the profile"))
+            .split('#')
+            .next()
+            .unwrap()
+            .trim()
+            .to_string()
+    };
+    let fraction = line("host_huge_fraction");
+    let e = err(&epyc.replace(&fraction, "host_huge_fraction = 1.5"));
+    assert_names(&e, "guest.host_huge_fraction");
+    assert!(e.to_string().contains("[0, 1]"), "{e}");
+    let base = line("host_walk_base_cycles");
+    let e = err(&epyc.replace(&base, "host_walk_base_cycles = -3.0"));
+    assert_names(&e, "guest.host_walk_base_cycles");
+    let ntlb = line("nested_tlb =");
+    let e = err(&epyc.replace(&ntlb, "nested_tlb = { entries = 24, ways = 16 }"));
+    assert_names(&e, "guest.nested_tlb.ways");
+    // The retired single-number nested model is an unknown key now.
+    let e = err(&epyc.replace(&fraction, "nested_dram_walk_cycles = 250.0"));
+    assert!(e.to_string().contains("nested_dram_walk_cycles"), "{e}");
+}
+
+#[test]
+fn only_the_kvm_profile_is_a_guest() {
+    for name in MachineProfile::builtin_names() {
+        let p = MachineProfile::builtin(name).unwrap();
+        assert_eq!(p.guest.is_some(), *name == "epyc-milan-kvm", "{name}");
+    }
+}

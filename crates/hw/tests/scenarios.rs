@@ -119,8 +119,9 @@ fn random_4k_references_over_4gb_mostly_walk() {
 
 #[test]
 fn random_2m_references_over_4gb_mostly_hit_the_stlb() {
-    // Zen 3's 2048-entry STLB holds 2 MB pages in every way: 4 GB of 2 MB pages fit.
-    let p = profile("epyc-milan-kvm");
+    // Zen 3's 2048-entry STLB holds 2 MB pages in every way: 4 GB of 2 MB pages fit
+    // (guest 2 MB pages on host 2 MB pages; host 4 KB pages would splinter them).
+    let p = guest(1.0);
     let refs: Vec<_> = random_vas(100_000, 4 * GB, 2)
         .into_iter()
         .map(|va| reference(va, PageSize::Huge, false))
@@ -316,4 +317,89 @@ fn a_tiny_machine_never_panics() {
         }
     }
     m.invalidate(u32::MAX, VirtAddr(0), VirtAddr(u64::MAX));
+}
+
+/// The development machine's profile as a guest whose host maps `fraction` of its memory
+/// with 2 MB pages.
+fn guest(fraction: f64) -> MachineProfile {
+    let mut p = profile("epyc-milan-kvm");
+    p.guest.as_mut().expect("a guest profile").host_huge_fraction = fraction;
+    p
+}
+
+/// Walk cycles of the first reference on a cold MMU.
+fn cold_walk_cycles(p: &MachineProfile, size: PageSize) -> f64 {
+    let mut m = mmu(p);
+    let c = m.access(&reference(BASE_VA, size, true));
+    assert_eq!(c.outcome, TlbOutcome::Walk);
+    c.walk.0 as f64 / p.picos_per_cycle()
+}
+
+#[test]
+fn a_cold_nested_walk_loads_up_to_24_lines() {
+    // Bhargava et al. (ASPLOS'08): a 4 KB guest page on 4 KB host pages needs 4 guest
+    // entries, each behind a 4-level host walk, and a last host walk for the data: 24
+    // loads. Host 2 MB pages end each host walk a level early (4 + 5 x 3 = 19); a 2 MB
+    // guest page on them also ends the guest walk early (3 + 4 x 3 = 15). Cold, every
+    // load comes from DRAM, save the few a host page-walk cache serves within the walk.
+    let dram = {
+        let p = guest(0.0);
+        p.dram_latency_ns * p.freq_ghz
+    };
+    let loads = |fraction, size| {
+        let p = guest(fraction);
+        let g = p.guest.as_ref().unwrap();
+        let host_walks = if size == PageSize::Base { 5.0 } else { 4.0 };
+        let fixed = p.walk_base_cycles
+            + host_walks * (g.host_walk_base_cycles + g.nested_tlb_hit_cycles);
+        (cold_walk_cycles(&p, size) - fixed) / dram
+    };
+    let (l44, l42, l22) = (
+        loads(0.0, PageSize::Base),
+        loads(1.0, PageSize::Base),
+        loads(1.0, PageSize::Huge),
+    );
+    assert!((20.0..=24.01).contains(&l44), "4K/4K: {l44} DRAM loads");
+    assert!((15.0..=19.01).contains(&l42), "4K/2M: {l42} DRAM loads");
+    assert!((11.0..=15.01).contains(&l22), "2M/2M: {l22} DRAM loads");
+    assert!(l44 > l42 && l42 > l22, "{l44} {l42} {l22}");
+    // Bare metal: 4 loads.
+    let mut bare = guest(0.0);
+    bare.guest = None;
+    let native = (cold_walk_cycles(&bare, PageSize::Base) - bare.walk_base_cycles) / dram;
+    assert!((native - 4.0).abs() < 0.01, "bare metal: {native}");
+}
+
+#[test]
+fn host_4k_backing_splinters_guest_huge_pages_in_the_tlb() {
+    // One line in each 4 KB page of 64 MB of guest 2 MB pages: 32 TLB entries if the
+    // host maps them with 2 MB pages, 16,384 (far beyond the 2,048-entry STLB) if it
+    // splinters them into 4 KB.
+    let vas: Vec<u64> = (0..(64u64 << 20) / 4096).map(|i| BASE_VA + i * 4096 + 64 * (i % 64)).collect();
+    let walks = |fraction| {
+        let p = guest(fraction);
+        let mut m = mmu(&p);
+        let refs: Vec<Reference> = vas.iter().map(|&va| reference(va, PageSize::Huge, true)).collect();
+        run(&mut m, &refs).2
+    };
+    let (huge, split) = (walks(1.0), walks(0.0));
+    assert!(huge < 0.001, "host 2 MB: {huge} of references walk");
+    assert!(split > 0.9, "host 4 KB: {split} of references walk");
+    // Half and half lands in between, about half of the references walking.
+    let half = walks(0.5);
+    assert!((0.3..0.7).contains(&half), "host half 2 MB: {half}");
+}
+
+#[test]
+fn a_guest_pays_more_per_walk_than_bare_metal_and_less_with_host_huge_pages() {
+    let refs: Vec<Reference> = random_vas(200_000, 4 * GB, 5)
+        .into_iter()
+        .map(|va| reference(va, PageSize::Base, true))
+        .collect();
+    let mean_walk = |p: &MachineProfile| run(&mut mmu(p), &refs).3;
+    let mut bare = guest(0.0);
+    bare.guest = None;
+    let (native, host4k, host2m) = (mean_walk(&bare), mean_walk(&guest(0.0)), mean_walk(&guest(1.0)));
+    assert!(host4k > 1.3 * native, "4K/4K {host4k} ps vs native {native}");
+    assert!(host2m < host4k && host2m > native, "4K/2M {host2m}: between {native} and {host4k}");
 }

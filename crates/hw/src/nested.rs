@@ -1,0 +1,215 @@
+//! The second dimension of a virtual machine's page walk: translating guest-physical
+//! addresses to host-physical ones (AMD's nested paging, Intel's EPT).
+//!
+//! # Model
+//!
+//! A guest's TLB miss walks the guest's page table as on bare metal (`mmu.rs`), but every
+//! guest page-table page sits at a guest-physical address (gPA) that the host must
+//! translate before the guest entry can be loaded, and so does the final gPA of the data:
+//! up to 4 × 5 + 4 = 24 loads for a 4 KB guest page on 4 KB host pages (Bhargava et al.,
+//! "Accelerating two-dimensional page walks for virtualized systems", ASPLOS'08). Each
+//! such gPA is translated by [`Nested::translate`]:
+//!
+//! 1. the **nested TLB** (AMD's NTLB, 16 entries on early parts; Intel keeps EPT's
+//!    "guest-physical mappings" in its TLBs, SDM vol. 3C §29.4) caches gPA → hPA per host
+//!    page; a hit costs `nested_tlb_hit_cycles`;
+//! 2. on a miss, a **host walk** from the host's root down to the host page's leaf. The
+//!    host's **paging-structure caches** (keyed by gPA, as Intel's EPT paging-structure
+//!    caches and AMD's page-walk cache hold host entries) let it start lower, exactly as
+//!    the guest's PWCs do for the guest dimension; each host page-table line is looked up
+//!    in the core's caches beside data and guest page-table lines. It costs
+//!    `host_walk_base_cycles` plus the latency of each line.
+//!
+//! The guest's own page-walk caches are what Intel calls *combined* paging-structure
+//! caches: keyed by guest-virtual address, they yield the host-physical address of the
+//! next guest table, so a guest PWC hit skips both that guest level and its host
+//! translation. That is how `mmu.rs` uses them already.
+//!
+//! **Page sizes.** The TLB caches the combined gVA → hPA translation at the *smaller* of
+//! the guest's and the host's page size: a guest 2 MB page on host 4 KB pages takes one
+//! TLB entry per 4 KB it touches ("splintering"), while the guest walk still ends at the
+//! guest's PDE. [`Nested::effective`] gives that size. The host maps guest memory with
+//! 4 KB and 2 MB pages only (1 GB host pages are not modelled).
+//!
+//! **Host backing.** Which guest-physical 2 MB regions the host maps with a 2 MB page is
+//! decided here, from the profile's `guest.host_huge_fraction`: a region is huge when a
+//! fixed hash of its number falls below the fraction, so the same regions are huge on
+//! every run and the huge ones are spread evenly over guest memory. Guest page-table pages
+//! are backed by the same rule; their gPAs are laid out by [`Nested::pt_gpa`].
+//!
+//! **Host page-table lines** are tagged like the guest's ([`TagScheme::pt_line`]) in the
+//! reserved address space [`HOST_ASID`], with the gPA as the "virtual" address.
+//!
+//! What this leaves out: host-side page faults (a guest touching guest-physical memory
+//! the host has not backed yet is a kernel cost, not a walk), host TLB shootdowns, and the
+//! NTLB's replacement details (modelled as LRU like every array here).
+
+use crate::cache::CacheHierarchy;
+use crate::profile::{AssocProfile, GuestProfile};
+use crate::setassoc::SetAssoc;
+use crate::tags::TagScheme;
+use crate::units::{PageSize, VirtAddr};
+
+/// The address-space identifier host page-table lines and nested-TLB entries are tagged
+/// with (tags keep 16 ASID bits; guest processes never reach it).
+pub(crate) const HOST_ASID: u32 = 0xFFFF;
+
+/// The highest page-table level with a paging-structure cache (PML4).
+const PWC_TOP: u32 = 4;
+
+/// The host dimension of one guest core's MMU (see the module doc).
+#[derive(Clone, Debug)]
+pub(crate) struct Nested {
+    ntlb: SetAssoc,
+    /// Host paging-structure caches for levels 2 (PDE), 3 (PDPTE), 4 (PML4E).
+    host_pwc: [SetAssoc; 3],
+    /// Regions whose hash is below this (out of 2^32) are backed by host 2 MB pages.
+    huge_threshold: u64,
+    host_walk_base_cycles: f64,
+    ntlb_hit_cycles: f64,
+    levels: u32,
+}
+
+fn array(a: AssocProfile) -> SetAssoc {
+    SetAssoc::new(a.entries as usize, a.ways as usize)
+}
+
+impl Nested {
+    /// The host dimension `guest` describes, for a host of `levels` page-table levels.
+    pub(crate) fn new(guest: &GuestProfile, levels: u32) -> Nested {
+        let fraction = guest.host_huge_fraction.clamp(0.0, 1.0);
+        Nested {
+            ntlb: array(guest.nested_tlb),
+            host_pwc: [
+                array(guest.host_pwc.pde),
+                array(guest.host_pwc.pdpte),
+                array(guest.host_pwc.pml4e),
+            ],
+            huge_threshold: (fraction * 4_294_967_296.0).round() as u64,
+            host_walk_base_cycles: guest.host_walk_base_cycles,
+            ntlb_hit_cycles: guest.nested_tlb_hit_cycles,
+            levels,
+        }
+    }
+
+    /// The page size the host maps guest-physical byte `gpa` with.
+    #[inline]
+    pub(crate) fn host_size(&self, gpa: u64) -> PageSize {
+        if (mix64(gpa >> 21) >> 32) < self.huge_threshold {
+            PageSize::Huge
+        } else {
+            PageSize::Base
+        }
+    }
+
+    /// The size the TLB caches a guest `size` page at gPA `gpa` with: the smaller of the
+    /// guest's and the host's page.
+    #[inline]
+    pub(crate) fn effective(&self, size: PageSize, gpa: u64) -> PageSize {
+        match size {
+            PageSize::Base => PageSize::Base,
+            _ => self.host_size(gpa),
+        }
+    }
+
+    /// The guest-physical address of the page-table page at `level` (1 = PT) that
+    /// translates `va` in `asid`, given `entry_shift`, the log2 of the bytes one entry at
+    /// that level maps. Page-table pages of neighbouring regions are neighbours in
+    /// guest-physical memory, as a guest kernel allocating them at fault time mostly
+    /// places them: the host translations of a walk's tables share host page-table lines
+    /// and paging-structure-cache entries as they would. The area sits at the top of a
+    /// 48-bit guest-physical space: 2^47 + (level - 1) * 2^45 + (asid mod 64) * 2^39 +
+    /// table index * 4 KB (the table index of `va` at that level needs at most 27 bits).
+    #[inline]
+    pub(crate) fn pt_gpa(asid: u32, va: VirtAddr, level: u32, entry_shift: u32) -> u64 {
+        let table = (va.0 & ((1 << 48) - 1)) >> (entry_shift + 9);
+        (1 << 47)
+            | (u64::from(level.saturating_sub(1) & 3) << 45)
+            | (u64::from(asid & 63) << 39)
+            | ((table & ((1 << 27) - 1)) << 12)
+    }
+
+    /// Translates guest-physical byte `gpa` to host-physical: the nested TLB, else a host
+    /// walk. Returns the cycles spent.
+    #[inline]
+    pub(crate) fn translate(&mut self, gpa: u64, tags: &TagScheme, caches: &mut CacheHierarchy) -> f64 {
+        let size = self.host_size(gpa);
+        let ga = VirtAddr(gpa);
+        if self.ntlb.access(tags.tlb(HOST_ASID, ga, size)) {
+            return self.ntlb_hit_cycles;
+        }
+        let leaf = size.index() as u32 + 1;
+        let mut start = self.levels;
+        for level in (leaf + 1)..=self.levels.min(PWC_TOP) {
+            if self.host_pwc[(level - 2) as usize].access(tags.pwc(HOST_ASID, ga, level)) {
+                start = level - 1;
+                break;
+            }
+        }
+        let mut cycles = self.ntlb_hit_cycles + self.host_walk_base_cycles;
+        for level in (leaf..=start).rev() {
+            let found = caches.access_level(tags.pt_line(HOST_ASID, ga, level));
+            cycles += caches.latency_of(found);
+        }
+        cycles
+    }
+
+    /// Drops every cached host translation (a host-side flush, or a cold core).
+    pub(crate) fn flush(&mut self) {
+        self.ntlb.clear();
+        self.host_pwc.iter_mut().for_each(SetAssoc::clear);
+    }
+}
+
+/// A fixed 64-bit mix (SplitMix64's finaliser): region numbers to well-spread hashes.
+#[inline]
+fn mix64(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::PwcProfile;
+
+    fn guest(fraction: f64) -> GuestProfile {
+        let a = |entries| AssocProfile { entries, ways: entries };
+        GuestProfile {
+            host_huge_fraction: fraction,
+            host_walk_base_cycles: 10.0,
+            nested_tlb_hit_cycles: 1.0,
+            nested_tlb: a(16),
+            host_pwc: PwcProfile {
+                pml4e: a(2),
+                pdpte: a(4),
+                pde: a(16),
+            },
+        }
+    }
+
+    #[test]
+    fn the_huge_fraction_is_met_over_many_regions_and_is_stable() {
+        for f in [0.0, 0.25, 0.6, 1.0] {
+            let n = Nested::new(&guest(f), 4);
+            let huge = (0..100_000u64)
+                .filter(|r| n.host_size(r << 21) == PageSize::Huge)
+                .count();
+            let got = huge as f64 / 100_000.0;
+            assert!((got - f).abs() < 0.01, "fraction {f}: {got}");
+            // Every byte of a region shares its region's size.
+            assert_eq!(n.host_size(5 << 21), n.host_size((5 << 21) + 0x1f_ffff));
+        }
+    }
+
+    #[test]
+    fn guest_huge_pages_are_cached_at_the_hosts_size() {
+        let n = Nested::new(&guest(0.0), 4);
+        assert_eq!(n.effective(PageSize::Huge, 0), PageSize::Base);
+        let n = Nested::new(&guest(1.0), 4);
+        assert_eq!(n.effective(PageSize::Huge, 0), PageSize::Huge);
+        assert_eq!(n.effective(PageSize::Base, 0), PageSize::Base);
+    }
+}
