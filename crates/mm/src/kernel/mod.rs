@@ -432,6 +432,30 @@ impl Kernel {
         }
     }
 
+    /// Clear the accessed bits of the region holding `region` as Linux's reverse-map
+    /// walk (`folio_referenced`) does on x86; returns how many base pages had theirs set.
+    /// 4 KB entries are cleared without a flush (`ptep_clear_flush_young`), like
+    /// [`Kernel::clear_accessed`]; a huge entry found young is cleared *and its 2 MB range
+    /// flushed* (`pmdp_clear_flush_young`, arch/x86/mm/pgtable.c, since Linux 2.6.38), so
+    /// its next reference walks and sets the bit again even if the translation was cached.
+    pub fn clear_referenced(&mut self, pid: Pid, region: VirtAddr) -> usize {
+        let huge = matches!(
+            self.space(pid).and_then(|s| s.pt.slot(region.0)),
+            Some(Slot::Huge { .. } | Slot::HugeZero { .. })
+        );
+        let set = self.clear_accessed(pid, region);
+        if huge && set > 0 {
+            let bytes = self.layout.region_bytes();
+            let start = self.layout.region_of(region.0);
+            self.flushes.push(TlbFlush {
+                pid,
+                start: VirtAddr(start),
+                end: VirtAddr(start + bytes),
+            });
+        }
+        set
+    }
+
     /// Translate `va` without touching any bit.
     pub fn translate(&self, pid: Pid, va: VirtAddr) -> Option<Translation> {
         let l = self.layout;
@@ -711,6 +735,31 @@ mod tests {
         assert_eq!(k.region_info(pid, va).accessed, 0);
         assert!(k.mark_accessed(pid, VirtAddr(va.0 + 100)));
         assert_eq!(k.region_info(pid, va).accessed, 512);
+    }
+
+    #[test]
+    fn clearing_a_referenced_huge_entry_flushes_it_and_a_base_one_does_not() {
+        let mut k = kernel(64);
+        let pid = k.create_process();
+        let va = k.mmap(pid, 2 * HUGE, HugeAdvice::Hugepage).unwrap();
+        k.fault(pid, va, true, PageSize::Huge);
+        let base = VirtAddr(va.0 + HUGE);
+        k.fault(pid, base, true, PageSize::Base);
+        k.take_tlb_flushes();
+        // Faults map young: the huge entry's clear flushes its 2 MB, once.
+        assert_eq!(k.clear_referenced(pid, va), 512);
+        let f = k.take_tlb_flushes();
+        assert_eq!(f.len(), 1);
+        assert_eq!((f[0].start, f[0].end), (va, VirtAddr(va.0 + HUGE)));
+        assert_eq!(k.clear_referenced(pid, va), 0);
+        assert!(k.take_tlb_flushes().is_empty(), "nothing was set: no flush");
+        // A 4 KB entry is cleared without a flush, as x86's ptep_clear_flush_young does.
+        assert_eq!(k.clear_referenced(pid, base), 1);
+        assert!(k.take_tlb_flushes().is_empty());
+        // The no-flush clear never flushes.
+        k.mark_accessed(pid, va);
+        assert_eq!(k.clear_accessed(pid, va), 512);
+        assert!(k.take_tlb_flushes().is_empty());
     }
 
     #[test]
