@@ -681,6 +681,33 @@ fn compaction_mode_of_wrong_type() {
     );
 }
 
+#[test]
+fn unknown_accessed_bits_mode_lists_the_valid_ones() {
+    expect_bad(
+        &format!("{BASE}\n[kernel]\naccessed_bits = \"every_reference\"\n"),
+        "kernel.accessed_bits",
+        &[
+            "one of walk, every-reference",
+            "\"every_reference\"",
+            "did you mean \"every-reference\"",
+        ],
+    );
+    expect_bad(
+        &format!("{BASE}\n[kernel]\naccessed_bits = \"always\"\n"),
+        "kernel.accessed_bits",
+        &["one of walk, every-reference", "\"always\""],
+    );
+}
+
+#[test]
+fn accessed_bits_mode_of_wrong_type() {
+    expect_bad(
+        &format!("{BASE}\n[kernel]\naccessed_bits = true\n"),
+        "kernel.accessed_bits",
+        &["invalid type: boolean `true`", "expected a string"],
+    );
+}
+
 /// `BASE` with a `[kernel.prezero]` table of `keys` appended.
 fn with_prezero(keys: &str) -> String {
     format!("{BASE}\n[kernel.prezero]\n{keys}")

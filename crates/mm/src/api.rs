@@ -41,6 +41,10 @@ pub enum Touch {
         pa: u64,
         /// The size of the mapping.
         size: PageSize,
+        /// Whether the entry's accessed bit is set after the touch. Under
+        /// [`AccessedBits::Walk`] the touch leaves it as it was: a caller whose reference
+        /// turns out to walk and finds it clear sets it with `Kernel::mark_accessed`.
+        young: bool,
     },
     /// Inside a VMA but not mapped: a fault is needed.
     NotPresent,
@@ -48,6 +52,43 @@ pub enum Touch {
     WriteToZeroPage,
     /// Outside every VMA (or no such process).
     Segfault,
+}
+
+/// When the hardware model sets a page-table entry's accessed bit (`[kernel]
+/// accessed_bits` in experiment files).
+///
+/// x86 sets it only when a page walk uses the entry (Intel SDM vol. 3A section 4.8; a TLB
+/// entry is only ever cached from an entry whose accessed bit is set, section 4.10.2.3),
+/// so a bit that software clears without a TLB flush stays clear for as long as the
+/// translation stays cached (section 4.10.4.3). The dirty bit is set by every write
+/// that finds it clear under either setting (see `space/pagetable.rs`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AccessedBits {
+    /// As x86 hardware does: only a reference whose translation is a page walk sets the
+    /// bit (the default).
+    #[default]
+    Walk,
+    /// Every reference sets the bit, TLB hits included: hugemm's behaviour before issue
+    /// 20, kept to compare with. A bit cleared without a flush then comes back at the
+    /// next reference, so scans count pages whose translations stayed cached.
+    EveryReference,
+}
+
+impl AccessedBits {
+    /// Every setting with its name in experiment files.
+    pub const NAMED: [(&'static str, AccessedBits); 2] = [
+        ("walk", AccessedBits::Walk),
+        ("every-reference", AccessedBits::EveryReference),
+    ];
+
+    /// The setting's name in experiment files.
+    pub fn name(self) -> &'static str {
+        match self {
+            AccessedBits::Walk => "walk",
+            AccessedBits::EveryReference => "every-reference",
+        }
+    }
 }
 
 /// What the fault path's policy question needs to know about a faulting address.

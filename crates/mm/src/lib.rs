@@ -53,8 +53,9 @@ pub use pressure::{compaction, kmem, movepages, pagecache, reclaim};
 pub use space::{content, pte, vma};
 
 pub use api::{
-    CollapseOutcome, FaultInfo, FaultKind, FaultOutcome, FaultRequest, HugeAdvice, Madvise,
-    RegionInfo, RegionState, ReservationCensus, ReservationInfo, TlbFlush, Touch, Translation,
+    AccessedBits, CollapseOutcome, FaultInfo, FaultKind, FaultOutcome, FaultRequest, HugeAdvice,
+    Madvise, RegionInfo, RegionState, ReservationCensus, ReservationInfo, TlbFlush, Touch,
+    Translation,
 };
 #[doc(no_inline)]
 pub use buddy::{AllocRequest, Block, PhysMem, PrezeroScope, ZeroedFirst};

@@ -74,8 +74,14 @@ pub trait MemoryOps {
     fn huge_regions(&self, pid: Pid) -> Vec<VirtAddr>;
     /// The population and accessed/dirty counts of one region.
     fn region_info(&mut self, pid: Pid, region: VirtAddr) -> RegionInfo;
-    /// Clear the accessed bits of one region; returns how many were set.
+    /// Clear the accessed bits of one region without a TLB flush, as HawkEye's scanner
+    /// and idle-page tracking do; returns how many were set (a huge entry counts 512).
     fn clear_accessed(&mut self, pid: Pid, region: VirtAddr) -> usize;
+    /// Clear them as the kernel's reverse-map walk (`folio_referenced`) does on x86: the
+    /// same for 4 KB entries, but a huge entry found set has its 2 MB range flushed from
+    /// the TLBs, so a translation that stays cached sets the bit again at its next
+    /// reference (`hugemm_mm::Kernel::clear_referenced`).
+    fn clear_referenced(&mut self, pid: Pid, region: VirtAddr) -> usize;
     /// Promote one region to a huge page (khugepaged's collapse, MADV_COLLAPSE).
     fn collapse(&mut self, pid: Pid, region: VirtAddr) -> Result<CollapseOutcome, CollapseError>;
     /// Demote one huge mapping to base pages.

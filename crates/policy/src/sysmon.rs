@@ -397,7 +397,11 @@ impl SysMon {
         let out = cold
             .iter()
             .map(|&(r, n)| {
-                let set = ops.clear_accessed(pid, r) > 0;
+                // SysMon-H's prototype (Linux 3.16) reads a huge page's bit through the
+                // kernel's reverse-map path, which flushes a young huge entry on x86
+                // (`pmdp_clear_flush_young`): phase two exists to find hot pages whose
+                // translations stay in the TLB, which a no-flush clear could never see.
+                let set = ops.clear_referenced(pid, r) > 0;
                 cpu += Picos(per_pte.0 * 2);
                 (r, n + u32::from(count && set))
             })

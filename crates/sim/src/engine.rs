@@ -258,6 +258,7 @@ impl Engine {
         }
         kernel.set_preserve_huge_blocks(exp.kernel.preserve_huge_blocks);
         kernel.set_compaction_mode(exp.kernel.compaction);
+        kernel.set_accessed_bits(exp.kernel.accessed_bits);
         let policy = exp.policy.build();
         let far = far_nodes(&exp);
         let cores = (0..exp.cores)

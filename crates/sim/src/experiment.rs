@@ -5,7 +5,7 @@
 use crate::compaction::KcompactdConfig;
 use crate::prezero::PrezeroConfig;
 use hugemm_hw::{Geometry, MachineProfile, Nanos};
-use hugemm_mm::CompactMode;
+use hugemm_mm::{AccessedBits, CompactMode};
 use hugemm_policy::{PolicyConfig, TieringConfig};
 use hugemm_workload::ProcessSpec;
 use serde::Serialize;
@@ -122,6 +122,9 @@ pub struct KernelConfig {
     /// How compaction chooses what to migrate: Linux's scanners (default) or H-Policy's
     /// hole-aware mode (rule iv: `hugemm_mm`'s `kernel/compaction_holes.rs`).
     pub compaction: CompactMode,
+    /// When references set page-table accessed bits: only when they walk, as x86 does
+    /// (default), or on every reference (hugemm before issue 20; `docs/dev/accessed-bits.md`).
+    pub accessed_bits: AccessedBits,
 }
 
 impl Default for KernelConfig {
@@ -135,6 +138,7 @@ impl Default for KernelConfig {
             prezero: PrezeroConfig::default(),
             preserve_huge_blocks: false,
             compaction: CompactMode::Linux,
+            accessed_bits: AccessedBits::Walk,
         }
     }
 }

@@ -12,6 +12,8 @@
 //! (one per process, one per sampling coin), and ties between events are broken by a fixed
 //! order, so the same experiment and seed give byte-identical results.
 
+#[cfg(test)]
+mod accessed_tests;
 mod bandwidth;
 mod compaction;
 pub mod coverage;

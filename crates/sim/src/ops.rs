@@ -121,6 +121,11 @@ impl MemoryOps for EngineOps<'_> {
         self.kernel.clear_accessed(pid, region)
     }
 
+    fn clear_referenced(&mut self, pid: Pid, region: VirtAddr) -> usize {
+        self.materialise(pid, region);
+        self.kernel.clear_referenced(pid, region)
+    }
+
     fn collapse(&mut self, pid: Pid, region: VirtAddr) -> Result<CollapseOutcome, CollapseError> {
         self.materialise(pid, region);
         let out = self.kernel.collapse(pid, region);

@@ -1,5 +1,24 @@
 //! Running a process on its core: beginning phases, making references (with the faults
 //! they cause), and in sampled mode alternating measured windows with skips.
+//!
+//! # Accessed bits
+//!
+//! A reference ([`Ctx::reference`]) is translated by the kernel model first
+//! ([`Kernel::touch`]: physical address, page size, the dirty bit on a write) and priced by
+//! the core's MMU after ([`Mmu::access`]). Under `[kernel] accessed_bits = "walk"` (the
+//! default, as x86 does) the touch leaves the accessed bit alone and says whether it is
+//! set; only when the MMU reports a page walk ([`TlbOutcome::Walk`]) and the bit is clear
+//! does the engine set it ([`Kernel::mark_accessed`]): one more page-table lookup per
+//! first walk after a clear, none on the other references. A bit a scanner clears without
+//! a flush therefore stays clear while the translation stays in this core's TLBs, and is
+//! set by the walk after the entry is evicted or shot down. Under "every-reference" the
+//! touch sets it, as hugemm did before.
+//!
+//! Skipped references (sampled mode) are not translated: each sets its accessed bit with
+//! the probability that a reference to a page of its size walked in the last measured
+//! window ([`crate::sampling::WalkShares`]). Those drawn from the lookahead ring and those
+//! of sweeps do so here, one coin each; skipped random references do so lazily, when
+//! their region is observed (`coverage.rs`, which gives the reasoning and its bias).
 
 use crate::compaction::{direct_compact, Deferral, Kcompactd};
 use crate::coverage::{coin, key, skipped_touch, LazyCoverage};
@@ -8,11 +27,12 @@ use crate::experiment::Mode;
 use crate::lookahead::{Ahead, AHEAD};
 use crate::ops::{EngineOps, LiveProc, Procs};
 use crate::process::{AccessRun, Activity, Buffer, Proc};
-use crate::sampling::{whole, Sampler, Stage, WindowAcc};
+use crate::sampling::{whole, Sampler, Stage, WalkShares, WindowAcc};
 use crate::Result;
 use hugemm_hw::{AccessCost, Mmu, Picos, Pmu, Reference, TlbOutcome, VirtAddr};
 use hugemm_hw::{Nanos, PageSize, Pid};
-use hugemm_mm::{FaultInfo, FaultKind, FaultRequest, Kernel, Madvise, Touch, WriteContent};
+use hugemm_mm::WriteContent;
+use hugemm_mm::{AccessedBits, FaultInfo, FaultKind, FaultRequest, Kernel, Madvise, Touch};
 use hugemm_policy::{Defrag, Policy, Pressure, Reclaimed};
 use hugemm_workload::{Advice, Amount, MadviseKind, Phase, SkipCoverage, Stream};
 use rand::RngCore;
@@ -45,17 +65,18 @@ pub(crate) struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    /// Resolve `va` to a mapping, faulting as needed; returns the fault time spent.
+    /// Resolve `va` to a mapping, faulting as needed; returns the physical address, the
+    /// page size, whether the entry's accessed bit is set, and the fault time spent.
     #[inline]
     fn resolve(
         &mut self,
         p: &mut Proc,
         va: VirtAddr,
         write: bool,
-    ) -> std::result::Result<(u64, PageSize, Picos), Stop> {
+    ) -> std::result::Result<Resolved, Stop> {
         let pid = p.pid.expect("running process has a pid");
         match self.kernel.touch(pid, va, write) {
-            Touch::Mapped { pa, size } => Ok((pa, size, Picos(0))),
+            Touch::Mapped { pa, size, young } => Ok((pa, size, young, Picos(0))),
             first => self.resolve_faulting(p, va, write, first),
         }
     }
@@ -70,13 +91,13 @@ impl Ctx<'_> {
         va: VirtAddr,
         write: bool,
         first: Touch,
-    ) -> std::result::Result<(u64, PageSize, Picos), Stop> {
+    ) -> std::result::Result<Resolved, Stop> {
         let pid = p.pid.expect("running process has a pid");
         let mut spent = Picos(0);
         let mut touch = first;
         for attempt in 0..3 {
             match touch {
-                Touch::Mapped { pa, size } => return Ok((pa, size, spent)),
+                Touch::Mapped { pa, size, young } => return Ok((pa, size, young, spent)),
                 Touch::NotPresent | Touch::WriteToZeroPage => spent += self.fault(p, va, write)?,
                 Touch::Segfault => {
                     return Err(Stop::Error(format!(
@@ -189,7 +210,8 @@ impl Ctx<'_> {
     }
 
     /// One reference: resolve, price, count (the PMU's cycle counters lag until
-    /// [`Pmu::sync_cycles`]). Returns its cost and the fault time it took.
+    /// [`Pmu::sync_cycles`]), and set the accessed bit if it walked (see the module doc).
+    /// Returns its cost, the fault time it took and the size of the page referenced.
     /// `prefetch_data`: whether to prefetch the data line's cache sets (speed only).
     #[inline]
     pub(crate) fn reference(
@@ -199,10 +221,10 @@ impl Ctx<'_> {
         write: bool,
         dependent: bool,
         prefetch_data: bool,
-    ) -> std::result::Result<(AccessCost, Picos), Stop> {
+    ) -> std::result::Result<(AccessCost, Picos, PageSize), Stop> {
         let pid = p.pid.expect("running process has a pid");
-        let (pa, size, faulted) = match self.kernel.touch(pid, va, write) {
-            Touch::Mapped { pa, size } => (pa, size, Picos(0)),
+        let (pa, size, young, faulted) = match self.kernel.touch(pid, va, write) {
+            Touch::Mapped { pa, size, young } => (pa, size, young, Picos(0)),
             first => self.resolve_faulting(p, va, write, first)?,
         };
         // The data line's sets are looked up last, after the translation: start bringing
@@ -223,13 +245,20 @@ impl Ctx<'_> {
         p.pmu.count(&cost, write);
         self.core.now += cost.time;
         if cost.outcome == TlbOutcome::Walk {
+            if !young {
+                self.kernel.mark_accessed(pid, va);
+            }
             if let Some(s) = p.tlb_sampler.as_deref_mut() {
                 s.walk(va);
             }
         }
-        Ok((cost, faulted))
+        Ok((cost, faulted, size))
     }
 }
+
+/// What [`Ctx::resolve`] found: physical address, page size, whether the entry's accessed
+/// bit is set, fault time spent.
+type Resolved = (u64, PageSize, bool, Picos);
 
 fn count_fault(pmu: &mut Pmu, kind: FaultKind) {
     match kind {
@@ -607,7 +636,7 @@ fn exact_loop(
         let before = ctx.core.now;
         let new_page = off >> 12 != last_page;
         last_page = off >> 12;
-        let (cost, faulted) = ctx.reference(
+        let (cost, faulted, size) = ctx.reference(
             p,
             VirtAddr(base.0 + off),
             write,
@@ -629,10 +658,15 @@ fn exact_loop(
             } else {
                 acc.walk_load += cost.walk;
             }
+            let walked = cost.outcome == TlbOutcome::Walk;
             match cost.outcome {
                 TlbOutcome::L1Hit => acc.l1_hits += 1,
                 TlbOutcome::StlbHit => acc.stlb_hits += 1,
                 TlbOutcome::Walk => acc.walks += 1,
+            }
+            if size == PageSize::Base {
+                acc.base_refs += 1;
+                acc.base_walks += walked as u64;
             }
         }
     }
@@ -754,40 +788,80 @@ fn skip(
         .as_ref()
         .map(|b| b.start)
         .ok_or_else(|| Stop::Error("skip over an unmapped buffer".into()))?;
-    for _ in 0..from_ring {
+    let shares = match ctx.kernel.accessed_bits() {
+        AccessedBits::Walk => Some(m.walk_shares),
+        AccessedBits::EveryReference => None,
+    };
+    let pid = p.pid.expect("running process has a pid");
+    for i in 0..from_ring {
         let Some(Ahead { off, write }) = run.ahead.pop() else {
             unreachable!("counted above")
         };
-        ctx.resolve(p, VirtAddr(base.0 + off), write)?;
+        let va = VirtAddr(base.0 + off);
+        let (_, size, young, _) = ctx.resolve(p, va, write)?;
+        if let (Some(w), false) = (shares, young) {
+            if coin(key(&[p.seed, off, p.pmu.references, i, WALK_COIN])) < w.of(size) {
+                ctx.kernel.mark_accessed(pid, va);
+            }
+        }
     }
     let coverage = run.stream.skip(n - from_ring);
-    apply_footprint(ctx, p, run, coverage)
+    apply_footprint(ctx, p, run, coverage, n - from_ring, shares)
 }
 
-/// Apply what `coverage` touched: first touches (faults) now, accessed bits now for
-/// sequential sweeps and lazily for random patterns.
+/// Salt of the coins that decide whether a skipped reference walked.
+const WALK_COIN: u64 = 0xACCE55ED;
+
+/// Apply what `coverage` (of `refs` skipped references) touched: first touches (faults)
+/// now, accessed bits now for sequential sweeps and lazily for random patterns. `shares`:
+/// the shares of references that walk (`None` when every reference sets the bit).
 fn apply_footprint(
     ctx: &mut Ctx,
     p: &mut Proc,
     run: &mut AccessRun,
     coverage: SkipCoverage,
+    refs: u64,
+    shares: Option<WalkShares>,
 ) -> std::result::Result<(), Stop> {
     match coverage {
         SkipCoverage::Pages {
             first_page,
             pages: n,
-        } => touch_range(ctx, p, run, first_page, n),
-        SkipCoverage::Random { refs } => random_footprint(ctx, p, run, refs),
-        SkipCoverage::Mixed { swept, refs } => {
+        } => {
+            let sweep = shares.map(|w| (w, refs as f64 / n.max(1) as f64));
+            touch_range(ctx, p, run, first_page, n, sweep)
+        }
+        SkipCoverage::Random { refs } => random_footprint(ctx, p, run, refs, shares),
+        SkipCoverage::Mixed {
+            swept,
+            refs: random,
+        } => {
+            let pages: u64 = swept.iter().map(|s| s.1).sum();
+            let per_page = refs.saturating_sub(random) as f64 / pages.max(1) as f64;
             for (first_page, n) in swept {
-                touch_range(ctx, p, run, first_page, n)?;
+                touch_range(ctx, p, run, first_page, n, shares.map(|w| (w, per_page)))?;
             }
-            if refs > 0 {
-                random_footprint(ctx, p, run, refs)?;
+            if random > 0 {
+                random_footprint(ctx, p, run, random, shares)?;
             }
             Ok(())
         }
     }
+}
+
+/// The probability that a sweep's references to one 4 KB page of a mapping of `size` set
+/// the mapping's accessed bit, when `per_page` of them reach each 4 KB page and a share
+/// `walks` of references to pages of that size walk: the walks expected per mapping,
+/// capped at 1 (a sweep over more than the TLBs hold walks each page once per pass, one
+/// they hold walks it never), spread over its 4 KB pages so that a whole 2 MB page swept
+/// draws it once.
+fn sweep_walk_probability(size: PageSize, walks: f64, per_page: f64) -> f64 {
+    let pages = match size {
+        PageSize::Base => 1.0,
+        _ => 512.0,
+    };
+    let per_mapping = (walks * per_page * pages).min(1.0);
+    1.0 - (1.0 - per_mapping).powf(1.0 / pages)
 }
 
 /// The start and the pages of the buffer `run` references.
@@ -799,32 +873,44 @@ fn run_buffer(p: &Proc, run: &AccessRun) -> std::result::Result<(VirtAddr, u64),
 }
 
 /// Touch the `n` pages from `first_page` (modulo the buffer's pages) in order, each a
-/// write with the phase's write fraction.
+/// write with the phase's write fraction. `sweep`: the walk shares and the references
+/// per page, for the accessed bits ([`sweep_walk_probability`]); `None` when the touch
+/// sets them.
 fn touch_range(
     ctx: &mut Ctx,
     p: &mut Proc,
     run: &AccessRun,
     first_page: u64,
     n: u64,
+    sweep: Option<(WalkShares, f64)>,
 ) -> std::result::Result<(), Stop> {
     let (base, pages) = run_buffer(p, run)?;
     let w = run.phase.write_fraction;
     let epoch = p.pmu.references;
+    let pid = p.pid.expect("running process has a pid");
     for k in 0..n {
         let page = (first_page + k) % pages;
         let write = w >= 1.0 || (w > 0.0 && coin(key(&[p.seed, page, epoch])) < w);
-        touch_page(ctx, p, base, page, write)?;
+        let (_, size, young, _) = touch_page(ctx, p, base, page, write)?;
+        if let (Some((shares, per_page)), false) = (sweep, young) {
+            let walk = sweep_walk_probability(size, shares.of(size), per_page);
+            if coin(key(&[p.seed, page, epoch, WALK_COIN])) < walk {
+                ctx.kernel
+                    .mark_accessed(pid, VirtAddr(base.0 + page * 4096));
+            }
+        }
     }
     Ok(())
 }
 
 /// The footprint of `refs` skipped random references: first touches eagerly, accessed
-/// bits lazily.
+/// bits lazily (`shares` of them walk; `None`: the touches set the bits).
 fn random_footprint(
     ctx: &mut Ctx,
     p: &mut Proc,
     run: &mut AccessRun,
     refs: u64,
+    shares: Option<WalkShares>,
 ) -> std::result::Result<(), Stop> {
     let b = run.phase.buffer.0;
     let (base, pages) = run_buffer(p, run)?;
@@ -846,7 +932,9 @@ fn random_footprint(
             }
             let k = key(&[p.seed, page, epoch]);
             match skipped_touch(&run.stream, page, refs, w, k) {
-                Some(write) => touch_page(ctx, p, base, page, write)?,
+                Some(write) => {
+                    touch_page(ctx, p, base, page, write)?;
+                }
                 None => missing = true,
             }
         }
@@ -857,7 +945,7 @@ fn random_footprint(
     let buf = p.buffers[b].as_mut().expect("checked");
     buf.coverage
         .get_or_insert_with(|| LazyCoverage::new(run.stream.clone(), w, regions, seed))
-        .add(refs);
+        .add(refs, shares.unwrap_or(WalkShares::ALL));
     Ok(())
 }
 
@@ -867,7 +955,6 @@ fn touch_page(
     base: VirtAddr,
     page: u64,
     write: bool,
-) -> std::result::Result<(), Stop> {
+) -> std::result::Result<Resolved, Stop> {
     ctx.resolve(p, VirtAddr(base.0 + page * 4096), write)
-        .map(|_| ())
 }

@@ -26,7 +26,7 @@
 //! ([`Sampler::skip_limit`]), so the schedule starts dense and thins out geometrically. Skips are cut at the next engine event (a daemon, a sample, another
 //! core's progress), so daemons observe state at the right simulated time.
 
-use hugemm_hw::{Picos, Skipped};
+use hugemm_hw::{PageSize, Picos, Skipped};
 
 /// Relative change of the mean time per reference between two consecutive windows below
 /// which the later window is trusted.
@@ -66,6 +66,36 @@ pub struct WindowMeans {
     pub stlb_hits: f64,
     /// Share of references that walked.
     pub walks: f64,
+    /// Share of references that walked, by the size of the page referenced.
+    pub walk_shares: WalkShares,
+}
+
+/// The share of references that walked, by the size of the page they referenced: a
+/// skipped reference sets its entry's accessed bit with this probability, as an exact one
+/// does when it walks (`coverage.rs`). A size the window did not reference takes the
+/// window's overall share.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct WalkShares {
+    /// References to 4 KB pages (and the 4 KB zero page).
+    pub base: f64,
+    /// References to 2 MB (and larger) pages.
+    pub huge: f64,
+}
+
+impl WalkShares {
+    /// Every reference counts as a walk: `[kernel] accessed_bits = "every-reference"`.
+    pub const ALL: WalkShares = WalkShares {
+        base: 1.0,
+        huge: 1.0,
+    };
+
+    /// The share for references to pages of `size`.
+    pub fn of(&self, size: PageSize) -> f64 {
+        match size {
+            PageSize::Base => self.base,
+            _ => self.huge,
+        }
+    }
 }
 
 /// The fractions of the PMU's event counts that skips have not yet added, carried to the
@@ -132,6 +162,10 @@ pub struct WindowAcc {
     pub stlb_hits: u64,
     /// Walks.
     pub walks: u64,
+    /// References to 4 KB pages.
+    pub base_refs: u64,
+    /// Walks of references to 4 KB pages.
+    pub base_walks: u64,
 }
 
 impl WindowAcc {
@@ -141,6 +175,14 @@ impl WindowAcc {
             return None;
         }
         let n = self.refs as f64;
+        let share = |walks: u64, refs: u64| match refs {
+            0 => self.walks as f64 / n,
+            _ => walks as f64 / refs as f64,
+        };
+        let walk_shares = WalkShares {
+            base: share(self.base_walks, self.base_refs),
+            huge: share(self.walks - self.base_walks, self.refs - self.base_refs),
+        };
         Some(WindowMeans {
             time_ps: self.time.0 as f64 / n,
             walk_load_ps: self.walk_load.0 as f64 / n,
@@ -148,6 +190,7 @@ impl WindowAcc {
             l1_hits: self.l1_hits as f64 / n,
             stlb_hits: self.stlb_hits as f64 / n,
             walks: self.walks as f64 / n,
+            walk_shares,
         })
     }
 }
@@ -275,6 +318,29 @@ mod tests {
             (10, Picos(1000), Picos(100), 5)
         );
         assert!(WindowAcc::default().means().is_none());
+    }
+
+    #[test]
+    fn walk_shares_are_per_page_size_with_the_overall_share_for_a_size_not_seen() {
+        let acc = WindowAcc {
+            refs: 10,
+            walks: 5,
+            base_refs: 4,
+            base_walks: 4,
+            ..Default::default()
+        };
+        let w = acc.means().unwrap().walk_shares;
+        assert_eq!(
+            (w.of(PageSize::Base), w.of(PageSize::Huge)),
+            (1.0, 1.0 / 6.0)
+        );
+        let only_huge = WindowAcc {
+            base_refs: 0,
+            base_walks: 0,
+            ..acc
+        };
+        let w = only_huge.means().unwrap().walk_shares;
+        assert_eq!((w.base, w.huge), (0.5, 0.5));
     }
 
     /// A walk every 1,024 references, skipped 256 at a time: every skip's share is a

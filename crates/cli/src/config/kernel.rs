@@ -6,7 +6,7 @@
 use super::raw::*;
 use super::validate::{Phases, Validator, R};
 use hugemm_hw::Nanos;
-use hugemm_mm::CompactMode;
+use hugemm_mm::{AccessedBits, CompactMode};
 use hugemm_sim::{KcompactdConfig, KernelConfig, PrezeroConfig, Stores, ZeroLists};
 use hugemm_workload::kbuild::{self, FileIds, KernelBuild};
 use hugemm_workload::{KernelMem, Lifetime, Phase, ProcessSpec};
@@ -67,6 +67,13 @@ impl Validator<'_> {
             &CompactMode::NAMED,
         )?;
         k.compaction = Some(compaction.name().into());
+        let accessed_bits = self.choice(
+            "kernel.accessed_bits",
+            k.accessed_bits.as_deref(),
+            AccessedBits::default().name(),
+            &AccessedBits::NAMED,
+        )?;
+        k.accessed_bits = Some(accessed_bits.name().into());
         let raw = k.prezero.get_or_insert_with(Default::default);
         let prezero = self.prezero(raw, policy == "hawkeye")?;
         Ok(KernelConfig {
@@ -78,6 +85,7 @@ impl Validator<'_> {
             prezero,
             preserve_huge_blocks,
             compaction,
+            accessed_bits,
         })
     }
 

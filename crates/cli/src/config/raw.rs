@@ -212,6 +212,8 @@ pub struct RawKernel {
     pub preserve_huge_blocks: Option<bool>,
     /// Compaction mode: linux or hole-aware (H-Policy).
     pub compaction: Option<String>,
+    /// When references set accessed bits: walk (as x86 does) or every-reference.
+    pub accessed_bits: Option<String>,
 }
 
 /// `[kernel.prezero]` (see `hugemm_sim::PrezeroConfig`).

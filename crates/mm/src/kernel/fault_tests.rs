@@ -109,7 +109,8 @@ fn a_read_fault_maps_the_zero_page_without_a_frame() {
         zero,
         Touch::Mapped {
             pa: (64 << 20) + 8,
-            size: PageSize::Base
+            size: PageSize::Base,
+            young: true,
         }
     );
     assert_eq!(k.touch(pid, va, true), Touch::WriteToZeroPage);

@@ -22,7 +22,7 @@ mod mmap;
 mod movepages;
 mod pressure;
 
-use crate::api::{FaultInfo, RegionInfo, RegionState, TlbFlush, Touch, Translation};
+use crate::api::{AccessedBits, FaultInfo, RegionInfo, RegionState, TlbFlush, Touch, Translation};
 use crate::costs::{FragCosts, MmCosts};
 use crate::error::{MmError, Result};
 use crate::phys::buddy::{AllocRequest, Block, PhysMem, PrezeroScope, ZeroedFirst};
@@ -90,6 +90,8 @@ pub struct Kernel {
     pub(crate) tier_stats: TierStats,
     /// Bytes migration has read and written on each node (index = node).
     pub(crate) migration_traffic: Vec<u64>,
+    /// When references set accessed bits (see [`Kernel::set_accessed_bits`]).
+    pub(crate) accessed_bits: AccessedBits,
 }
 
 impl Kernel {
@@ -159,6 +161,7 @@ impl Kernel {
             migration: None,
             tier_stats: TierStats::default(),
             migration_traffic: Vec::new(),
+            accessed_bits: AccessedBits::Walk,
         })
     }
 
@@ -272,14 +275,31 @@ impl Kernel {
         Some((space, mech))
     }
 
-    /// The hot path, once per simulated reference: translate `va`, setting the accessed
-    /// bit (and the dirty bit on a write). O(1) on the cached chunk, allocation-free.
+    /// When references set accessed bits from now on: [`AccessedBits::Walk`] (the
+    /// default, as x86 does: only a walk sets the bit, and the caller, which knows
+    /// whether the reference walked, sets it with [`Kernel::mark_accessed`]) or
+    /// [`AccessedBits::EveryReference`] ([`Kernel::touch`] sets it).
+    pub fn set_accessed_bits(&mut self, mode: AccessedBits) {
+        self.accessed_bits = mode;
+    }
+
+    /// When references set accessed bits.
+    pub fn accessed_bits(&self) -> AccessedBits {
+        self.accessed_bits
+    }
+
+    /// The hot path, once per simulated reference: translate `va`, setting the dirty bit
+    /// on a write, and the accessed bit under [`AccessedBits::EveryReference`] only;
+    /// [`Touch::Mapped`]'s `young` says whether the accessed bit is set (under
+    /// [`AccessedBits::Walk`], a reference that walks and finds it clear must call
+    /// [`Kernel::mark_accessed`]). O(1) on the cached chunk, allocation-free.
     #[inline(always)]
     pub fn touch(&mut self, pid: Pid, va: VirtAddr, write: bool) -> Touch {
         let Some(Some(space)) = self.procs.get_mut(pid.0 as usize) else {
             return Touch::Segfault;
         };
-        match space.pt.touch(va.0, write, self.zero) {
+        let every = self.accessed_bits == AccessedBits::EveryReference;
+        match space.pt.touch(va.0, write, every, self.zero) {
             Walked::Hit(t) => t,
             Walked::FirstWrite(t) => {
                 record_first_write(space, &mut self.phys, self.layout, va.0);
@@ -287,6 +307,15 @@ impl Kernel {
             }
             Walked::Miss if space.vmas.find(va.0).is_some() => Touch::NotPresent,
             Walked::Miss => Touch::Segfault,
+        }
+    }
+
+    /// Set the accessed bit of the entry mapping `va` in `pid`, as a page walk does (the
+    /// dirty bit is [`Kernel::touch`]'s). Returns whether anything maps `va`.
+    pub fn mark_accessed(&mut self, pid: Pid, va: VirtAddr) -> bool {
+        match self.procs.get_mut(pid.0 as usize) {
+            Some(Some(space)) => space.pt.mark_accessed(va.0),
+            _ => false,
         }
     }
 
@@ -387,7 +416,8 @@ impl Kernel {
 
     /// Clear the accessed bits of the region holding `region`; returns how many base
     /// pages had theirs set (a huge entry counts 512). No TLB flush, as x86's
-    /// `ptep_clear_flush_young` skips it.
+    /// `ptep_clear_flush_young` skips it: under [`AccessedBits::Walk`] a page whose
+    /// translation stays in a TLB keeps its bit clear until its next walk.
     pub fn clear_accessed(&mut self, pid: Pid, region: VirtAddr) -> usize {
         let n = self.layout.fanout as usize;
         let Some(Some(space)) = self.procs.get_mut(pid.0 as usize) else {
@@ -400,6 +430,30 @@ impl Kernel {
             }
             None | Some(Slot::Empty) => 0,
         }
+    }
+
+    /// Clear the accessed bits of the region holding `region` as Linux's reverse-map
+    /// walk (`folio_referenced`) does on x86; returns how many base pages had theirs set.
+    /// 4 KB entries are cleared without a flush (`ptep_clear_flush_young`), like
+    /// [`Kernel::clear_accessed`]; a huge entry found young is cleared *and its 2 MB range
+    /// flushed* (`pmdp_clear_flush_young`, arch/x86/mm/pgtable.c, since Linux 2.6.38), so
+    /// its next reference walks and sets the bit again even if the translation was cached.
+    pub fn clear_referenced(&mut self, pid: Pid, region: VirtAddr) -> usize {
+        let huge = matches!(
+            self.space(pid).and_then(|s| s.pt.slot(region.0)),
+            Some(Slot::Huge { .. } | Slot::HugeZero { .. })
+        );
+        let set = self.clear_accessed(pid, region);
+        if huge && set > 0 {
+            let bytes = self.layout.region_bytes();
+            let start = self.layout.region_of(region.0);
+            self.flushes.push(TlbFlush {
+                pid,
+                start: VirtAddr(start),
+                end: VirtAddr(start + bytes),
+            });
+        }
+        set
     }
 
     /// Translate `va` without touching any bit.
@@ -676,8 +730,57 @@ mod tests {
         assert_eq!(k.clear_accessed(pid, va), 512);
         assert_eq!(k.clear_accessed(pid, va), 0);
         assert_eq!(k.clear_accessed(pid, VirtAddr(va.0 + HUGE + 5)), 1);
+        // A reference whose translation is cached sets nothing; its walk does.
         k.touch(pid, VirtAddr(va.0 + 100), false);
+        assert_eq!(k.region_info(pid, va).accessed, 0);
+        assert!(k.mark_accessed(pid, VirtAddr(va.0 + 100)));
         assert_eq!(k.region_info(pid, va).accessed, 512);
+    }
+
+    #[test]
+    fn clearing_a_referenced_huge_entry_flushes_it_and_a_base_one_does_not() {
+        let mut k = kernel(64);
+        let pid = k.create_process();
+        let va = k.mmap(pid, 2 * HUGE, HugeAdvice::Hugepage).unwrap();
+        k.fault(pid, va, true, PageSize::Huge);
+        let base = VirtAddr(va.0 + HUGE);
+        k.fault(pid, base, true, PageSize::Base);
+        k.take_tlb_flushes();
+        // Faults map young: the huge entry's clear flushes its 2 MB, once.
+        assert_eq!(k.clear_referenced(pid, va), 512);
+        let f = k.take_tlb_flushes();
+        assert_eq!(f.len(), 1);
+        assert_eq!((f[0].start, f[0].end), (va, VirtAddr(va.0 + HUGE)));
+        assert_eq!(k.clear_referenced(pid, va), 0);
+        assert!(k.take_tlb_flushes().is_empty(), "nothing was set: no flush");
+        // A 4 KB entry is cleared without a flush, as x86's ptep_clear_flush_young does.
+        assert_eq!(k.clear_referenced(pid, base), 1);
+        assert!(k.take_tlb_flushes().is_empty());
+        // The no-flush clear never flushes.
+        k.mark_accessed(pid, va);
+        assert_eq!(k.clear_accessed(pid, va), 512);
+        assert!(k.take_tlb_flushes().is_empty());
+    }
+
+    #[test]
+    fn touch_sets_accessed_bits_only_when_every_reference_does() {
+        let mut k = kernel(64);
+        let pid = k.create_process();
+        let va = k.mmap(pid, HUGE, HugeAdvice::None).unwrap();
+        k.fault(pid, va, true, PageSize::Base);
+        let young = |t: Touch| matches!(t, Touch::Mapped { young: true, .. });
+        assert!(young(k.touch(pid, va, false)), "faults map entries young");
+        k.clear_accessed(pid, va);
+        assert!(!young(k.touch(pid, va, true)));
+        let info = k.region_info(pid, va);
+        assert_eq!((info.accessed, info.dirty), (0, 1));
+        k.set_accessed_bits(AccessedBits::EveryReference);
+        assert!(young(k.touch(pid, va, false)));
+        assert_eq!(k.region_info(pid, va).accessed, 1);
+        assert!(
+            !k.mark_accessed(pid, VirtAddr(va.0 + 4 * PAGE)),
+            "not mapped"
+        );
     }
 
     #[test]

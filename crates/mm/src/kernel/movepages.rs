@@ -455,9 +455,11 @@ impl Kernel {
 impl Kernel {
     /// The pages mapped to frames in the 2 MB region at `region` of `pid` (zero-page
     /// entries have no frame and are left out), appended to `out`, each with its node and
-    /// whether its accessed bit was set; the bits are cleared (`page_referenced` with
-    /// `ptep_test_and_clear_young`: x86 Linux does not flush the TLB for it). Returns the
-    /// entries examined.
+    /// whether its accessed bit was set; the bits are cleared as x86 Linux's
+    /// `page_referenced` clears them: a 4 KB entry without a flush
+    /// (`ptep_clear_flush_young` skips it), a huge entry found young with a flush of its
+    /// 2 MB range (`pmdp_clear_flush_young`; see [`Kernel::clear_referenced`]). Returns
+    /// the entries examined.
     pub fn scan_pages(&mut self, pid: Pid, region: VirtAddr, out: &mut Vec<PageScan>) -> u32 {
         let l = self.layout;
         let start = l.region_of(region.0);
@@ -467,12 +469,16 @@ impl Kernel {
         let phys = &self.phys;
         match space.pt.slot_mut_uncached(start) {
             Some(Slot::Huge { pfn, accessed, .. }) => {
+                let referenced = std::mem::take(accessed);
                 out.push(PageScan {
                     va: VirtAddr(start),
                     huge: true,
                     node: phys.node_of(*pfn),
-                    referenced: std::mem::take(accessed),
+                    referenced,
                 });
+                if referenced {
+                    self.record_flush(pid, start, l.region_bytes());
+                }
                 1
             }
             Some(Slot::Table(t)) => {

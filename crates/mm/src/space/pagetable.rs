@@ -7,6 +7,34 @@
 //! path ([`PageTable::touch`]) hits a cached chunk and does no hashing or allocation. This
 //! module must not allocate frames: the page-table pages a [`PteTable`] records are
 //! allocated and freed by the mechanisms.
+//!
+//! # Accessed and dirty bits
+//!
+//! They follow x86 (Intel SDM vol. 3A sections 4.8, 4.10.2.3 and 4.10.4.3) under the
+//! default [`crate::AccessedBits::Walk`]:
+//!
+//! * **Accessed**: only a page walk sets it. A TLB entry is only ever cached from an
+//!   entry whose bit is set, so a reference that hits the TLB finds nothing to set, and a
+//!   bit cleared without a flush (`Kernel::clear_accessed`, `Kernel::scan_pages`, as
+//!   Linux's `ptep_clear_flush_young` and `ptep_test_and_clear_young` do on x86) stays
+//!   clear for as long as the translation stays cached. This module does not know
+//!   whether a reference walks (the hardware model decides, after translation), so
+//!   [`PageTable::touch`] leaves the bit as it is and reports it in
+//!   [`Touch::Mapped`]'s `young`; the engine calls [`PageTable::mark_accessed`] (through
+//!   `Kernel::mark_accessed`) when the reference walked and the bit was clear — a second
+//!   lookup only for the first walk after a clear. Faults map entries young, as x86
+//!   Linux does (`vm_page_prot` carries `_PAGE_ACCESSED`): the retried access would walk.
+//! * **Dirty**: every write sets it if it is clear. The hardware sets it on a write
+//!   through a TLB entry whose cached dirty bit is clear, re-reading the entry; a TLB
+//!   entry can only hold a clear dirty bit where the entry's bit is clear too, unless
+//!   software cleared the bit without a flush — and the kernel model never clears a dirty
+//!   bit at all (frames are mapped dirty by faults and collapses; splits, migrations and
+//!   exchanges copy the bit), so "a write sets D if D is clear" is exact here. Whether
+//!   the hardware's re-read for D also sets A is not modelled (it would only matter for
+//!   an entry mapped clean, which the model never makes).
+//!
+//! Under [`crate::AccessedBits::EveryReference`] every reference sets the accessed bit,
+//! as hugemm did before issue 20.
 
 use crate::api::Touch;
 use crate::error::{MmError, Result};
@@ -219,33 +247,37 @@ impl PageTable {
         }
     }
 
-    /// The hot path: translate `va` and set the accessed (and, on a write, dirty) bit.
+    /// The hot path: translate `va`, setting the dirty bit on a write and the accessed bit
+    /// only if `accessed` says so (see the module doc: under [`crate::AccessedBits::Walk`]
+    /// the caller sets it afterwards with [`PageTable::mark_accessed`] if the reference
+    /// walks and [`Touch::Mapped`]'s `young` says it is clear).
     /// [`Walked::FirstWrite`] when a write goes through a mapping whose frame may not
     /// record a write yet (the caller records the page's content); [`Walked::Miss`] when
     /// nothing is mapped there.
     #[inline(always)]
-    pub fn touch(&mut self, va: u64, write: bool, zero: ZeroPages) -> Walked {
+    pub fn touch(&mut self, va: u64, write: bool, accessed: bool, zero: ZeroPages) -> Walked {
         let l = self.layout;
         let Some(slot) = self.slot_mut(va) else {
             return Walked::Miss;
         };
         match slot {
             Slot::Table(t) => match t.ptes.get_mut(l.page_index(va)) {
-                Some(pte) => touch_pte(pte, &l, va, write, zero),
+                Some(pte) => touch_pte(pte, &l, va, write, accessed, zero),
                 None => Walked::Miss,
             },
             Slot::Huge {
                 pfn,
-                accessed,
+                accessed: a,
                 dirty,
                 unwritten,
             } => {
-                *accessed = true;
+                *a |= accessed;
                 *dirty |= write;
                 let pa = (pfn.0 << l.base_shift) | (va & (l.region_bytes() - 1));
                 let t = Touch::Mapped {
                     pa,
                     size: PageSize::Huge,
+                    young: *a,
                 };
                 if write && *unwritten > 0 {
                     Walked::FirstWrite(t)
@@ -254,14 +286,37 @@ impl PageTable {
                 }
             }
             Slot::HugeZero { .. } if write => Walked::Hit(Touch::WriteToZeroPage),
-            Slot::HugeZero { accessed } => {
-                *accessed = true;
+            Slot::HugeZero { accessed: a } => {
+                *a |= accessed;
                 Walked::Hit(Touch::Mapped {
                     pa: zero.huge + (va & (l.region_bytes() - 1)),
                     size: PageSize::Huge,
+                    young: *a,
                 })
             }
             Slot::Empty => Walked::Miss,
+        }
+    }
+
+    /// Set the accessed bit of the entry mapping `va` (a huge entry, a base-page PTE or a
+    /// zero-page PTE): what a page walk that uses the entry does. Returns whether an entry
+    /// maps `va`. Off the hot path: called once per walk that finds the bit clear.
+    #[inline(never)]
+    pub fn mark_accessed(&mut self, va: u64) -> bool {
+        let l = self.layout;
+        match self.slot_mut(va) {
+            Some(Slot::Table(t)) => match t.ptes.get_mut(l.page_index(va)) {
+                Some(pte) if pte.is_present() => {
+                    pte.reference(false, true);
+                    true
+                }
+                _ => false,
+            },
+            Some(Slot::Huge { accessed, .. } | Slot::HugeZero { accessed }) => {
+                *accessed = true;
+                true
+            }
+            Some(Slot::Empty) | None => false,
         }
     }
 
@@ -421,13 +476,21 @@ impl PageTable {
 }
 
 #[inline]
-fn touch_pte(pte: &mut Pte, l: &VaLayout, va: u64, write: bool, zero: ZeroPages) -> Walked {
+fn touch_pte(
+    pte: &mut Pte,
+    l: &VaLayout,
+    va: u64,
+    write: bool,
+    accessed: bool,
+    zero: ZeroPages,
+) -> Walked {
     let off = va & (l.base_bytes() - 1);
     if pte.is_frame() {
-        pte.mark(write);
+        let young = pte.reference(write, accessed);
         let t = Touch::Mapped {
             pa: (pte.pfn().0 << l.base_shift) | off,
             size: PageSize::Base,
+            young,
         };
         if write && !pte.written() {
             *pte = pte.with_written(true);
@@ -441,10 +504,11 @@ fn touch_pte(pte: &mut Pte, l: &VaLayout, va: u64, write: bool, zero: ZeroPages)
     if write {
         return Walked::Hit(Touch::WriteToZeroPage);
     }
-    pte.mark(false);
+    let young = pte.reference(false, accessed);
     Walked::Hit(Touch::Mapped {
         pa: zero.base + off,
         size: PageSize::Base,
+        young,
     })
 }
 
@@ -481,7 +545,7 @@ mod tests {
     fn touch_translates_and_sets_bits() {
         let mut p = pt();
         let va = 0x7f00_0000_0000;
-        assert_eq!(p.touch(va, false, ZERO), Walked::Miss);
+        assert_eq!(p.touch(va, false, true, ZERO), Walked::Miss);
         let t = PteTable::filled(Pfn(9), 512, |i| {
             if i == 1 {
                 Pte::frame(Pfn(100), false, false)
@@ -493,19 +557,20 @@ mod tests {
         let mapped = Touch::Mapped {
             pa: 100 * 4096 + 8,
             size: PageSize::Base,
+            young: true,
         };
-        assert_eq!(p.touch(va + 0x1008, false, ZERO), Walked::Hit(mapped));
+        assert_eq!(p.touch(va + 0x1008, false, true, ZERO), Walked::Hit(mapped));
         assert_eq!(
-            p.touch(va + 0x1008, true, ZERO),
+            p.touch(va + 0x1008, true, true, ZERO),
             Walked::FirstWrite(mapped),
             "the first write through an entry looks at the frame"
         );
-        assert_eq!(p.touch(va + 0x1008, true, ZERO), Walked::Hit(mapped));
+        assert_eq!(p.touch(va + 0x1008, true, true, ZERO), Walked::Hit(mapped));
         let Some(Slot::Table(t)) = p.slot(va) else {
             panic!()
         };
         assert!(t.get(1).accessed() && t.get(1).dirty() && t.get(1).written());
-        assert_eq!(p.touch(va, false, ZERO), Walked::Miss);
+        assert_eq!(p.touch(va, false, true, ZERO), Walked::Miss);
     }
 
     #[test]
@@ -522,21 +587,61 @@ mod tests {
         let t = Touch::Mapped {
             pa: 512 * 4096 + 0x1234,
             size: PageSize::Huge,
+            young: true,
         };
-        assert_eq!(p.touch(va + 0x1234, false, ZERO), Walked::Hit(t));
-        assert_eq!(p.touch(va + 0x1234, true, ZERO), Walked::FirstWrite(t));
+        assert_eq!(p.touch(va + 0x1234, false, true, ZERO), Walked::Hit(t));
+        assert_eq!(
+            p.touch(va + 0x1234, true, true, ZERO),
+            Walked::FirstWrite(t)
+        );
         assert_eq!(p.slot(va), Some(&huge(true, true, 1)));
         p.replace(va, huge(true, true, 0));
-        assert_eq!(p.touch(va + 0x1234, true, ZERO), Walked::Hit(t));
+        assert_eq!(p.touch(va + 0x1234, true, true, ZERO), Walked::Hit(t));
         p.replace(va, Slot::HugeZero { accessed: false });
-        assert_eq!(p.touch(va, true, ZERO), Walked::Hit(Touch::WriteToZeroPage));
         assert_eq!(
-            p.touch(va + 5, false, ZERO),
+            p.touch(va, true, true, ZERO),
+            Walked::Hit(Touch::WriteToZeroPage)
+        );
+        assert_eq!(
+            p.touch(va + 5, false, true, ZERO),
             Walked::Hit(Touch::Mapped {
                 pa: ZERO.huge + 5,
-                size: PageSize::Huge
+                size: PageSize::Huge,
+                young: true,
             })
         );
+    }
+
+    #[test]
+    fn a_touch_that_does_not_walk_sets_dirty_but_not_accessed() {
+        let mut p = pt();
+        let va = 0x7f00_0000_0000;
+        let t = PteTable::filled(Pfn(9), 512, |i| match i {
+            0 => Pte::frame(Pfn(100), false, false).with_written(true),
+            _ => Pte::zero_page(false),
+        });
+        p.replace(va, Slot::Table(t));
+        let young = |w: Walked| match w {
+            Walked::Hit(Touch::Mapped { young, .. }) => young,
+            other => panic!("{other:?}"),
+        };
+        assert!(!young(p.touch(va, true, false, ZERO)));
+        assert!(!young(p.touch(va + 0x1000, false, false, ZERO)));
+        let Some(Slot::Table(t)) = p.slot(va) else {
+            panic!()
+        };
+        assert!(!t.get(0).accessed() && t.get(0).dirty());
+        assert!(!t.get(1).accessed());
+        assert!(p.mark_accessed(va) && p.mark_accessed(va + 0x1000));
+        assert!(young(p.touch(va, false, false, ZERO)));
+        assert!(
+            !p.mark_accessed(va + (2 << 20)),
+            "nothing maps the next region"
+        );
+        p.replace(va, Slot::HugeZero { accessed: false });
+        assert!(!young(p.touch(va + 5, false, false, ZERO)));
+        assert!(p.mark_accessed(va + 5));
+        assert_eq!(p.slot(va), Some(&Slot::HugeZero { accessed: true }));
     }
 
     #[test]

@@ -78,10 +78,13 @@ impl Pte {
         Pfn(self.0 >> PFN_SHIFT)
     }
 
-    /// Set the accessed bit, and the dirty bit on a write (the MMU's update on a walk).
+    /// A reference through this entry: the dirty bit on a write, the accessed bit only
+    /// when `accessed` says (the caller knows whether the reference walks, see
+    /// `pagetable.rs`). Returns whether the accessed bit is now set.
     #[inline]
-    pub(crate) fn mark(&mut self, write: bool) {
-        self.0 |= ACCESSED | ((write as u64) * DIRTY);
+    pub(crate) fn reference(&mut self, write: bool, accessed: bool) -> bool {
+        self.0 |= ((accessed as u64) * ACCESSED) | ((write as u64) * DIRTY);
+        self.accessed()
     }
 
     /// Clear the accessed bit; returns whether it was set.
@@ -101,10 +104,17 @@ mod tests {
         let mut p = Pte::frame(Pfn(0x12345), false, false);
         assert!(p.is_present() && p.is_frame() && !p.is_zero_page());
         assert_eq!(p.pfn(), Pfn(0x12345));
-        p.mark(false);
+        p.reference(false, true);
         assert!(p.accessed() && !p.dirty());
-        p.mark(true);
+        p.reference(true, true);
         assert!(p.dirty());
+        let mut q = Pte::frame(Pfn(7), false, false);
+        assert!(
+            !q.reference(true, false),
+            "a write through a cached entry sets no A"
+        );
+        assert!(q.dirty() && !q.accessed());
+        assert!(q.reference(false, true) && q.accessed());
         assert!(p.clear_accessed());
         assert!(!p.accessed() && p.dirty());
         assert!(!p.written() && p.with_written(true).written());
