@@ -107,8 +107,11 @@ fn node(k: &Kernel, pid: Pid, va: VirtAddr) -> NodeId {
 
 /// Touch `pages`, run the policy once.
 fn period(p: &mut NimblePolicy, k: &mut Kernel, pid: Pid, touched: &[VirtAddr]) -> TierRun {
+    // No MMU here: a reference to a page whose young huge entry the last scan flushed
+    // walks, and the walk sets the accessed bit (a touch alone no longer does).
     for &va in touched {
         k.touch(pid, va, false);
+        k.mark_accessed(pid, va);
     }
     p.run(&mut KernelOps { k, pids: vec![pid] })
 }
