@@ -252,7 +252,12 @@ fn refs_per_s_on(
     guest: Option<&GuestProfile>,
 ) -> anyhow::Result<f64> {
     let build = |refs| -> anyhow::Result<Experiment> {
-        let mut exp = experiment(6 * GIB, thp, vec![access_process(4 * GIB, pattern, refs)], Mode::Exact)?;
+        let mut exp = experiment(
+            6 * GIB,
+            thp,
+            vec![access_process(4 * GIB, pattern, refs)],
+            Mode::Exact,
+        )?;
         exp.profile.guest = guest.cloned();
         Ok(exp)
     };

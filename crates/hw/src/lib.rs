@@ -33,7 +33,7 @@ pub use error::ProfileError;
 pub use mmu::{AccessCost, Mmu, Reference, TlbOutcome};
 pub use pmu::{Pmu, Skipped};
 pub use profile::{
-    AssocProfile, CacheLevelProfile, GuestProfile, KernelCosts, L1TlbProfile, MachineProfile, PerSize,
-    PwcProfile, StlbProfile, TlbProfile,
+    AssocProfile, CacheLevelProfile, GuestProfile, KernelCosts, L1TlbProfile, MachineProfile,
+    PerSize, PwcProfile, StlbProfile, TlbProfile,
 };
 pub use units::*;

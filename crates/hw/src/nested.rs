@@ -132,7 +132,12 @@ impl Nested {
     /// Translates guest-physical byte `gpa` to host-physical: the nested TLB, else a host
     /// walk. Returns the cycles spent.
     #[inline]
-    pub(crate) fn translate(&mut self, gpa: u64, tags: &TagScheme, caches: &mut CacheHierarchy) -> f64 {
+    pub(crate) fn translate(
+        &mut self,
+        gpa: u64,
+        tags: &TagScheme,
+        caches: &mut CacheHierarchy,
+    ) -> f64 {
         let size = self.host_size(gpa);
         let ga = VirtAddr(gpa);
         if self.ntlb.access(tags.tlb(HOST_ASID, ga, size)) {
@@ -176,7 +181,10 @@ mod tests {
     use crate::profile::PwcProfile;
 
     fn guest(fraction: f64) -> GuestProfile {
-        let a = |entries| AssocProfile { entries, ways: entries };
+        let a = |entries| AssocProfile {
+            entries,
+            ways: entries,
+        };
         GuestProfile {
             host_huge_fraction: fraction,
             host_walk_base_cycles: 10.0,

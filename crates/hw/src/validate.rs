@@ -6,8 +6,8 @@
 
 use crate::error::{ProfileError, Result};
 use crate::profile::{
-    AssocProfile, CacheLevelProfile, GuestProfile, KernelCosts, MachineProfile, MigrationCosts, TierProfile,
-    TlbProfile,
+    AssocProfile, CacheLevelProfile, GuestProfile, KernelCosts, MachineProfile, MigrationCosts,
+    TierProfile, TlbProfile,
 };
 use crate::units::PageSize;
 

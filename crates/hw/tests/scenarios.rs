@@ -323,7 +323,10 @@ fn a_tiny_machine_never_panics() {
 /// with 2 MB pages.
 fn guest(fraction: f64) -> MachineProfile {
     let mut p = profile("epyc-milan-kvm");
-    p.guest.as_mut().expect("a guest profile").host_huge_fraction = fraction;
+    p.guest
+        .as_mut()
+        .expect("a guest profile")
+        .host_huge_fraction = fraction;
     p
 }
 
@@ -350,8 +353,8 @@ fn a_cold_nested_walk_loads_up_to_24_lines() {
         let p = guest(fraction);
         let g = p.guest.as_ref().unwrap();
         let host_walks = if size == PageSize::Base { 5.0 } else { 4.0 };
-        let fixed = p.walk_base_cycles
-            + host_walks * (g.host_walk_base_cycles + g.nested_tlb_hit_cycles);
+        let fixed =
+            p.walk_base_cycles + host_walks * (g.host_walk_base_cycles + g.nested_tlb_hit_cycles);
         (cold_walk_cycles(&p, size) - fixed) / dram
     };
     let (l44, l42, l22) = (
@@ -375,11 +378,16 @@ fn host_4k_backing_splinters_guest_huge_pages_in_the_tlb() {
     // One line in each 4 KB page of 64 MB of guest 2 MB pages: 32 TLB entries if the
     // host maps them with 2 MB pages, 16,384 (far beyond the 2,048-entry STLB) if it
     // splinters them into 4 KB.
-    let vas: Vec<u64> = (0..(64u64 << 20) / 4096).map(|i| BASE_VA + i * 4096 + 64 * (i % 64)).collect();
+    let vas: Vec<u64> = (0..(64u64 << 20) / 4096)
+        .map(|i| BASE_VA + i * 4096 + 64 * (i % 64))
+        .collect();
     let walks = |fraction| {
         let p = guest(fraction);
         let mut m = mmu(&p);
-        let refs: Vec<Reference> = vas.iter().map(|&va| reference(va, PageSize::Huge, true)).collect();
+        let refs: Vec<Reference> = vas
+            .iter()
+            .map(|&va| reference(va, PageSize::Huge, true))
+            .collect();
         run(&mut m, &refs).2
     };
     let (huge, split) = (walks(1.0), walks(0.0));
@@ -399,7 +407,17 @@ fn a_guest_pays_more_per_walk_than_bare_metal_and_less_with_host_huge_pages() {
     let mean_walk = |p: &MachineProfile| run(&mut mmu(p), &refs).3;
     let mut bare = guest(0.0);
     bare.guest = None;
-    let (native, host4k, host2m) = (mean_walk(&bare), mean_walk(&guest(0.0)), mean_walk(&guest(1.0)));
-    assert!(host4k > 1.3 * native, "4K/4K {host4k} ps vs native {native}");
-    assert!(host2m < host4k && host2m > native, "4K/2M {host2m}: between {native} and {host4k}");
+    let (native, host4k, host2m) = (
+        mean_walk(&bare),
+        mean_walk(&guest(0.0)),
+        mean_walk(&guest(1.0)),
+    );
+    assert!(
+        host4k > 1.3 * native,
+        "4K/4K {host4k} ps vs native {native}"
+    );
+    assert!(
+        host2m < host4k && host2m > native,
+        "4K/2M {host2m}: between {native} and {host4k}"
+    );
 }

@@ -61,9 +61,7 @@ impl Case {
     fn fitted(&self) -> bool {
         const FIT_SIZES: [u64; 3] = [16 << 20, 256 << 20, 4 << 30];
         match self.test.as_str() {
-            "dep_random" | "indep_random" | "host_probe_k4096" => {
-                FIT_SIZES.contains(&self.bytes)
-            }
+            "dep_random" | "indep_random" | "host_probe_k4096" => FIT_SIZES.contains(&self.bytes),
             "fault_touch" => self.bytes == 1 << 30,
             _ => false,
         }
@@ -175,7 +173,11 @@ fn predict(profile: &MachineProfile, c: &Case, refs: u64) -> Result<f64, Error> 
     }
     let touch = run(profile, c, 0)?;
     if c.test == "fault_touch" {
-        let faults = if c.huge() { c.bytes >> 21 } else { c.bytes >> 12 };
+        let faults = if c.huge() {
+            c.bytes >> 21
+        } else {
+            c.bytes >> 12
+        };
         return Ok(touch as f64 / faults as f64);
     }
     let full = run(profile, c, refs + 1)?;
@@ -296,11 +298,18 @@ fn params() -> Vec<Param> {
         },
         Param {
             name: "guest.nested_tlb.entries",
-            get: |p| p.guest.as_ref().map_or(0.0, |g| g.nested_tlb.entries as f64),
+            get: |p| {
+                p.guest
+                    .as_ref()
+                    .map_or(0.0, |g| g.nested_tlb.entries as f64)
+            },
             set: |p, x| {
                 if let Some(g) = p.guest.as_mut() {
                     let n = (x as u32).next_power_of_two();
-                    g.nested_tlb = hugemm_hw::AssocProfile { entries: n, ways: n.min(64) };
+                    g.nested_tlb = hugemm_hw::AssocProfile {
+                        entries: n,
+                        ways: n.min(64),
+                    };
                 }
             },
             range: (4.0, 64.0),
@@ -347,7 +356,11 @@ fn fit(profile: &mut MachineProfile, fit: &[(Case, f64)]) -> Result<(), Error> {
                     (p.set)(&mut q, y);
                     let loss = fit_loss(&q, fit)?;
                     if loss < best - 1e-4 {
-                        eprintln!("fit: {} {} -> {y}, loss {loss:.4}", p.name, (p.get)(profile));
+                        eprintln!(
+                            "fit: {} {} -> {y}, loss {loss:.4}",
+                            p.name,
+                            (p.get)(profile)
+                        );
                         *profile = q;
                         best = loss;
                     }
@@ -442,7 +455,10 @@ fn main() -> Result<(), Error> {
     if do_fit && !below.is_empty() {
         if let Some(g) = profile.guest.as_mut() {
             g.host_huge_fraction = ((1.0 - median(&below)) * 100.0).round() / 100.0;
-            println!("host_huge_fraction = {} (from the probe)", g.host_huge_fraction);
+            println!(
+                "host_huge_fraction = {} (from the probe)",
+                g.host_huge_fraction
+            );
         }
     }
     if do_fit {
@@ -464,7 +480,9 @@ fn main() -> Result<(), Error> {
         }
         let v = &runs[c];
         let spread = if v.len() > 1 {
-            let (lo, hi) = v.iter().fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
+            let (lo, hi) = v
+                .iter()
+                .fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
             format!("{:.0}%", (hi - lo) / m * 100.0)
         } else {
             "-".into()
