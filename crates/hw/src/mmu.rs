@@ -432,11 +432,6 @@ impl Mmu {
         }
     }
 
-    /// The page size the host maps guest-physical byte `gpa` with; `None` on bare metal.
-    pub fn host_page_size(&self, gpa: u64) -> Option<PageSize> {
-        self.nested.as_ref().map(|n| n.host_size(gpa))
-    }
-
     /// Empties the data caches too: a cold core.
     pub fn flush_caches(&mut self) {
         self.caches.flush();
