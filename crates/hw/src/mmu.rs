@@ -269,6 +269,29 @@ impl Mmu {
         }
     }
 
+    /// A guest's host page sizes are decided by a host model from now on (see
+    /// `nested.rs`): `regions` guest-physical 2 MB regions, all on host 4 KB pages until
+    /// [`Mmu::set_host_huge`] says otherwise. Nothing on bare metal.
+    pub fn use_host_map(&mut self, regions: u64) {
+        if let Some(n) = self.nested.as_deref_mut() {
+            n.use_host_map(regions);
+        }
+    }
+
+    /// The host now maps guest-physical 2 MB region `region` with a 2 MB page (`huge`) or
+    /// 4 KB pages. Returns whether that changed the map; the caller flushes what the
+    /// hypervisor would (KVM flushes the guest's TLBs when it changes a mapping it had).
+    pub fn set_host_huge(&mut self, region: u64, huge: bool) -> bool {
+        self.nested
+            .as_deref_mut()
+            .is_some_and(|n| n.set_host_huge(region, huge))
+    }
+
+    /// Whether this MMU translates in two dimensions (its profile is a guest's).
+    pub fn is_guest(&self) -> bool {
+        self.nested.is_some()
+    }
+
     /// Another core's caching stores wrote `bytes` from physical byte address `pa`
     /// through the shared last-level cache: fill each line into this core's last level.
     pub fn fill_llc(&mut self, pa: u64, bytes: u64) {

@@ -32,10 +32,17 @@
 //! 4 KB and 2 MB pages only (1 GB host pages are not modelled).
 //!
 //! **Host backing.** Which guest-physical 2 MB regions the host maps with a 2 MB page is
-//! decided here, from the profile's `guest.host_huge_fraction`: a region is huge when a
-//! fixed hash of its number falls below the fraction, so the same regions are huge on
-//! every run and the huge ones are spread evenly over guest memory. Guest page-table pages
-//! are backed by the same rule; their gPAs are laid out by [`Nested::pt_gpa`].
+//! decided in one of two ways:
+//!
+//! - by the profile's `guest.host_huge_fraction` alone (no host model): a region is huge
+//!   when a fixed hash of its number falls below the fraction, so the same regions are
+//!   huge on every run and the huge ones are spread evenly over guest memory;
+//! - by a **host model** (`hugemm-sim`'s `host.rs`): a host kernel and its policy decide,
+//!   and the engine writes each region's size into a map here
+//!   ([`Nested::set_host_huge`]). Guest page-table pages, whose gPAs are synthetic
+//!   ([`Nested::pt_gpa`]), then follow the hash rule at the share of the guest's backed
+//!   regions the host currently maps huge: the guest kernel allocates its page tables
+//!   from the same memory as data, so they get the same share of host huge pages.
 //!
 //! **Host page-table lines** are tagged like the guest's ([`TagScheme::pt_line`]) in the
 //! reserved address space [`HOST_ASID`], with the gPA as the "virtual" address.
@@ -63,8 +70,12 @@ pub(crate) struct Nested {
     ntlb: SetAssoc,
     /// Host paging-structure caches for levels 2 (PDE), 3 (PDPTE), 4 (PML4E).
     host_pwc: [SetAssoc; 3],
-    /// Regions whose hash is below this (out of 2^32) are backed by host 2 MB pages.
+    /// Regions whose hash is below this (out of 2^32) are backed by host 2 MB pages
+    /// (with a host map: only the regions outside it).
     huge_threshold: u64,
+    /// With a host model: one bit per guest-physical 2 MB region, set when the host maps
+    /// it with a 2 MB page.
+    map: Option<HostMap>,
     host_walk_base_cycles: f64,
     ntlb_hit_cycles: f64,
     levels: u32,
@@ -77,7 +88,7 @@ fn array(a: AssocProfile) -> SetAssoc {
 impl Nested {
     /// The host dimension `guest` describes, for a host of `levels` page-table levels.
     pub(crate) fn new(guest: &GuestProfile, levels: u32) -> Nested {
-        let fraction = guest.host_huge_fraction.clamp(0.0, 1.0);
+        let fraction = guest.host_huge_fraction;
         Nested {
             ntlb: array(guest.nested_tlb),
             host_pwc: [
@@ -85,16 +96,62 @@ impl Nested {
                 array(guest.host_pwc.pdpte),
                 array(guest.host_pwc.pml4e),
             ],
-            huge_threshold: (fraction * 4_294_967_296.0).round() as u64,
+            huge_threshold: threshold(fraction),
+            map: None,
             host_walk_base_cycles: guest.host_walk_base_cycles,
             ntlb_hit_cycles: guest.nested_tlb_hit_cycles,
             levels,
         }
     }
 
+    /// Let a host model decide the host's page sizes from now on, for `regions` 2 MB
+    /// regions of guest-physical memory, all on 4 KB host pages until
+    /// [`Nested::set_host_huge`] says otherwise.
+    pub(crate) fn use_host_map(&mut self, regions: u64) {
+        self.map = Some(HostMap {
+            bits: vec![0; regions.div_ceil(64) as usize],
+            regions,
+            huge: 0,
+        });
+        self.huge_threshold = 0;
+    }
+
+    /// With a host map: the host now maps guest-physical 2 MB region `region` with a
+    /// page of 2 MB (`huge`) or 4 KB. Returns whether that changed anything.
+    pub(crate) fn set_host_huge(&mut self, region: u64, huge: bool) -> bool {
+        let Some(m) = self.map.as_mut() else {
+            return false;
+        };
+        if region >= m.regions {
+            return false;
+        }
+        let (word, bit) = ((region / 64) as usize, 1u64 << (region % 64));
+        if (m.bits[word] & bit != 0) == huge {
+            return false;
+        }
+        m.bits[word] ^= bit;
+        if huge {
+            m.huge += 1;
+        } else {
+            m.huge -= 1;
+        }
+        self.huge_threshold = threshold(m.huge as f64 / m.regions.max(1) as f64);
+        true
+    }
+
     /// The page size the host maps guest-physical byte `gpa` with.
     #[inline]
     pub(crate) fn host_size(&self, gpa: u64) -> PageSize {
+        if let Some(m) = &self.map {
+            let region = gpa >> 21;
+            if region < m.regions {
+                return if m.bits[(region / 64) as usize] >> (region % 64) & 1 != 0 {
+                    PageSize::Huge
+                } else {
+                    PageSize::Base
+                };
+            }
+        }
         if (mix64(gpa >> 21) >> 32) < self.huge_threshold {
             PageSize::Huge
         } else {
@@ -166,6 +223,20 @@ impl Nested {
     }
 }
 
+/// The host's page sizes as a host model decides them.
+#[derive(Clone, Debug)]
+struct HostMap {
+    bits: Vec<u64>,
+    regions: u64,
+    /// Regions set.
+    huge: u64,
+}
+
+/// The hash threshold (out of 2^32) below which a region is huge, for a share `fraction`.
+fn threshold(fraction: f64) -> u64 {
+    (fraction.clamp(0.0, 1.0) * 4_294_967_296.0).round() as u64
+}
+
 /// A fixed 64-bit mix (SplitMix64's finaliser): region numbers to well-spread hashes.
 #[inline]
 fn mix64(x: u64) -> u64 {
@@ -210,6 +281,36 @@ mod tests {
             // Every byte of a region shares its region's size.
             assert_eq!(n.host_size(5 << 21), n.host_size((5 << 21) + 0x1f_ffff));
         }
+    }
+
+    #[test]
+    fn a_host_map_decides_regions_and_page_tables_follow_its_share() {
+        let mut n = Nested::new(&guest(1.0), 4);
+        n.use_host_map(1000);
+        assert_eq!(
+            n.host_size(7 << 21),
+            PageSize::Base,
+            "a map starts all 4 KB"
+        );
+        assert_eq!(
+            n.host_size(1 << 47),
+            PageSize::Base,
+            "page tables at share 0"
+        );
+        assert!(n.set_host_huge(7, true));
+        assert!(!n.set_host_huge(7, true), "no change the second time");
+        assert!(!n.set_host_huge(1000, true), "outside the map");
+        assert_eq!(n.host_size((7 << 21) + 4096), PageSize::Huge);
+        assert_eq!(n.host_size(8 << 21), PageSize::Base);
+        for r in 0..500 {
+            n.set_host_huge(r, true);
+        }
+        let pt_huge = (0..10_000u64)
+            .filter(|i| n.host_size((1 << 47) + (i << 21)) == PageSize::Huge)
+            .count();
+        assert!((4_500..5_500).contains(&pt_huge), "{pt_huge} of 10000");
+        assert!(n.set_host_huge(7, false));
+        assert_eq!(n.host_size(7 << 21), PageSize::Base);
     }
 
     #[test]

@@ -168,6 +168,8 @@ pub struct Engine {
     policy_reclaim_freed: u64,
     /// The nodes' shared bandwidth, on a machine of several nodes.
     pub(crate) bandwidth: Option<Bandwidth>,
+    /// The host, when this engine runs a VM's guest (`host.rs`).
+    pub(crate) host: Option<crate::host::GuestHost>,
 }
 
 fn ns(x: f64) -> Nanos {
@@ -359,6 +361,7 @@ impl Engine {
             policy_reclaim_cpu: Nanos::ZERO,
             policy_reclaim_freed: 0,
             bandwidth: Bandwidth::new(&exp.profile, exp.node_bytes.len()),
+            host: None,
             exp,
         })
     }
@@ -503,6 +506,11 @@ impl Engine {
         let end = self.now;
         let stopped_by = self.live().then(|| self.stop_requested()).flatten();
         self.finish(end, stopped_by)
+    }
+
+    /// The experiment's time limit is reached.
+    pub fn at_limit(&self) -> bool {
+        self.now >= Picos::from(self.exp.time_limit)
     }
 
     /// Every process has ended.
@@ -728,6 +736,9 @@ impl Engine {
 
     /// Carry out TLB shootdowns the kernel recorded, on every core.
     pub(crate) fn apply_tlb_flushes(&mut self) {
+        if self.host.is_some() {
+            self.apply_host_populates();
+        }
         for f in self.kernel.take_tlb_flushes() {
             for core in &mut self.cores {
                 core.mmu.invalidate(f.pid.0, f.start, f.end);

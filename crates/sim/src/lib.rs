@@ -19,6 +19,7 @@ mod compaction;
 pub mod coverage;
 mod engine;
 pub mod experiment;
+pub mod host;
 mod kactivity;
 mod kvrun;
 mod lookahead;
@@ -34,6 +35,7 @@ mod tlbsample;
 pub use compaction::KcompactdConfig;
 pub use engine::{migration_costs, mm_costs, Engine, StopFlag, TimeseriesSink};
 pub use experiment::{Experiment, KernelConfig, Mode, SampledConfig};
+pub use host::{HostedResult, HostedRun, VmResult};
 pub use prezero::{PrezeroConfig, Stores, ZeroLists};
 pub use results::{
     HighAllocResult, KvPhaseResult, PhaseTwo, ProcessSummary, RunResult, StopReason, Summary,
@@ -57,6 +59,9 @@ pub enum SimError {
         /// What is wrong.
         what: String,
     },
+    /// A host and its guests do not fit together (`host.rs`).
+    #[error("virtual machines: {0}")]
+    Host(String),
     /// Writing the time series as the run went failed.
     #[error("writing the time series")]
     Output(#[source] std::io::Error),

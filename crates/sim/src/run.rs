@@ -62,13 +62,15 @@ pub(crate) struct Ctx<'a> {
     /// The live processes, for the policy's direct reclaim.
     pub live: &'a [LiveProc],
     pub scan_cost: Picos,
+    /// The host, when this engine runs a VM's guest.
+    pub host: Option<&'a mut crate::host::GuestHost>,
 }
 
 impl Ctx<'_> {
     /// Resolve `va` to a mapping, faulting as needed; returns the physical address, the
     /// page size, whether the entry's accessed bit is set, and the fault time spent.
     #[inline]
-    fn resolve(
+    pub(crate) fn resolve(
         &mut self,
         p: &mut Proc,
         va: VirtAddr,
@@ -173,9 +175,29 @@ impl Ctx<'_> {
         if out.kind == FaultKind::HugeFallback {
             p.faults_huge_fallback += 1;
         }
+        if self.host.is_some() && !matches!(out.kind, FaultKind::ZeroPage | FaultKind::HugeZeroPage)
+        {
+            cost += self.host_populate(p, pid, va);
+        }
         let t = Picos::from(cost);
         self.core.now += t;
         Ok(t)
+    }
+
+    /// In a guest: the host backs the frame a fault just mapped at `va`, and the fault
+    /// pays the host's time (`host.rs`).
+    #[cold]
+    fn host_populate(&mut self, p: &mut Proc, pid: Pid, va: VirtAddr) -> Nanos {
+        let (Some(h), Some((pa, size))) = (self.host.as_deref_mut(), self.kernel.peek(pid, va))
+        else {
+            return Nanos::ZERO;
+        };
+        let bytes = self.kernel.geometry().bytes(size);
+        let done = h.populate(pa & !(bytes - 1), bytes);
+        self.core.mmu.set_host_huge(pa >> 21, done.huge);
+        p.fault_time += done.time;
+        p.fault_alloc += done.time;
+        done.time
     }
 
     /// The policy's direct reclaim, for a fault that found no frame.
@@ -250,6 +272,9 @@ impl Ctx<'_> {
             }
             if let Some(s) = p.tlb_sampler.as_deref_mut() {
                 s.walk(va);
+            }
+            if let Some(h) = self.host.as_deref_mut() {
+                h.walked(pa);
             }
         }
         Ok((cost, faulted, size))
@@ -516,6 +541,7 @@ impl Engine {
             kcompactd: &mut self.kcompactd,
             live: &self.live,
             scan_cost: self.scan_cost,
+            host: self.host.as_mut(),
         };
         (&mut self.procs, ctx)
     }

@@ -1,0 +1,479 @@
+//! Virtual machines under a host kernel: a host [`Engine`] whose processes are VMs, and
+//! one guest [`Engine`] per VM, run in lockstep ([`HostedRun`]).
+//!
+//! # Model
+//!
+//! A VM is what KVM makes it: a process of the host (QEMU) whose anonymous memory is the
+//! guest's physical memory. Guest-physical byte `gpa` of VM `v` is host-virtual byte
+//! `gpa` of VM `v`'s one buffer, mapped with `MADV_HUGEPAGE` as QEMU maps guest RAM.
+//! Two kernels, two policies:
+//!
+//! - the **guest** engine runs the guest's processes over the guest's kernel and policy on
+//!   a guest machine profile (one with a `[guest]` table, whose walks are two-dimensional,
+//!   `hugemm-hw`'s `nested.rs`);
+//! - the **host** engine runs the host's kernel and policy (linux, ingens, hawkeye...) on
+//!   the bare-metal version of the same profile. Its policy's daemons scan, promote and
+//!   demote the VMs' memory as they would any process's, with their own CPU time.
+//!
+//! What flows between them:
+//!
+//! 1. **First touch.** A guest fault that maps a new guest frame (the guest kernel zeroes
+//!    it) touches every 4 KB of it in the host, synchronously ([`HostMemory::populate`]):
+//!    host faults, sized by the host's policy, whose time the guest's fault pays. A guest
+//!    2 MB fault on a host that answers with 4 KB pages costs 512 host faults.
+//! 2. **Accessed bits.** Only a walk sets an accessed bit, and in a guest every walk ends
+//!    with the host translation of the data's gPA. The guest engine records the gPA page
+//!    of every walk; at each lockstep the host sets those pages' accessed bits
+//!    ([`hugemm_mm::Kernel::mark_accessed`]). A page the guest kernel wrote without a
+//!    fault (a guest collapse's copy, a migration) is first seen here and is populated
+//!    then, at the host's cost. The nested TLB is ignored for this purpose: a walk whose
+//!    host translation hit the NTLB sets no host bit on real hardware; here it does.
+//! 3. **Host page sizes.** After each lockstep the host's page size of every
+//!    guest-physical 2 MB region is written into the guest cores' MMUs
+//!    ([`Engine::set_host_regions`]); if any mapping changed, every guest core's TLBs are
+//!    flushed, as KVM flushes a VM's TLBs when it changes a mapping the VM may have cached.
+//!
+//! Time: each lockstep lets every guest run [`HostedRun::quantum`] of simulated time in
+//! turn, then the host. Host daemons run on the host's own core: their CPU is reported, not
+//! taken from the vCPUs (the host is assumed to have cores the vCPUs do not use).
+//!
+//! What this leaves out: ballooning and same-page merging at the host (HawkEye's Figure
+//! 11), host memory overcommit and host swap, and host access bits from references the
+//! guest skipped in sampled mode (only measured windows and first touches reach the host;
+//! the host's view of every VM is thinned by the same factor, so its rankings keep their
+//! order).
+
+use crate::engine::Engine;
+use crate::experiment::Experiment;
+use crate::results::RunResult;
+use crate::{Result, SimError};
+use hugemm_hw::{Nanos, PageSize, VirtAddr};
+use hugemm_workload::{Advice, BufferId, Phase, ProcessSpec};
+use std::cell::{RefCell, RefMut};
+use std::rc::Rc;
+
+/// How long a VM process sleeps in the host: past any run (and within the picosecond
+/// clock's range, about 213 days).
+const VM_LIFETIME: Nanos = Nanos(10_000_000 * 1_000_000_000);
+
+/// The bytes of one guest-physical region the host can map with one huge page.
+const REGION_SHIFT: u32 = 21;
+
+/// What a guest engine asks of its host.
+pub trait HostMemory {
+    /// The guest kernel wrote guest-physical `[gpa, gpa + bytes)` for the first time
+    /// (`bytes` within one 2 MB region): the host backs it. Returns the host's time and
+    /// whether the host now maps that region with a huge page.
+    fn populate(&mut self, gpa: u64, bytes: u64) -> Populated;
+}
+
+/// What [`HostMemory::populate`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Populated {
+    /// Host fault time, paid by the guest's fault.
+    pub time: Nanos,
+    /// The region is now on a host huge page.
+    pub huge: bool,
+}
+
+/// A guest engine's side of its host: the link, and what it gathered since the last
+/// lockstep.
+pub(crate) struct GuestHost {
+    link: Box<dyn HostMemory>,
+    /// One bit per guest-physical 4 KB page: walked since the last lockstep.
+    young: Vec<u64>,
+    /// Regions whose host size a populate changed, for the other cores.
+    pub changed: Vec<(u64, bool)>,
+    /// Host fault time the guest's faults paid.
+    pub fault_time: Nanos,
+}
+
+impl GuestHost {
+    fn new(link: Box<dyn HostMemory>, guest_bytes: u64) -> GuestHost {
+        GuestHost {
+            link,
+            young: vec![0; (guest_bytes >> 12).div_ceil(64) as usize],
+            changed: Vec::new(),
+            fault_time: Nanos::ZERO,
+        }
+    }
+
+    /// A guest walk ended at guest-physical byte `gpa`.
+    #[inline]
+    pub fn walked(&mut self, gpa: u64) {
+        let page = gpa >> 12;
+        if let Some(w) = self.young.get_mut((page / 64) as usize) {
+            *w |= 1 << (page % 64);
+        }
+    }
+
+    /// The host backs `[gpa, gpa + bytes)`.
+    pub fn populate(&mut self, gpa: u64, bytes: u64) -> Populated {
+        let p = self.link.populate(gpa, bytes);
+        self.fault_time += p.time;
+        self.changed.push((gpa >> REGION_SHIFT, p.huge));
+        p
+    }
+
+    /// The guest-physical pages walked since the last call, ascending.
+    fn take_young(&mut self) -> Vec<u64> {
+        let mut pages = Vec::new();
+        for (w, word) in self.young.iter_mut().enumerate() {
+            let mut bits = std::mem::take(word);
+            while bits != 0 {
+                pages.push(w as u64 * 64 + u64::from(bits.trailing_zeros()));
+                bits &= bits - 1;
+            }
+        }
+        pages
+    }
+}
+
+impl Engine {
+    /// Run this engine as a guest of a host model: faults that map new guest frames ask
+    /// `link` to back them, walks are recorded for the host's accessed bits, and the MMUs
+    /// take their host page sizes from [`Engine::set_host_regions`]. The profile must be a
+    /// guest's (one with a `[guest]` table).
+    pub fn attach_host(&mut self, link: Box<dyn HostMemory>) -> Result<()> {
+        if !self.cores.iter().all(|c| c.mmu.is_guest()) {
+            return Err(SimError::Host(format!(
+                "profile '{}' is not a guest's (it has no [guest] table)",
+                self.exp.profile.name
+            )));
+        }
+        let regions = self.exp.memory_bytes.div_ceil(1 << REGION_SHIFT);
+        for core in &mut self.cores {
+            core.mmu.use_host_map(regions);
+        }
+        self.host = Some(GuestHost::new(link, self.exp.memory_bytes));
+        Ok(())
+    }
+
+    /// The host now maps each `(region, huge)`: set every core's MMU, and flush every
+    /// core's TLBs if any region changed. Returns whether any did.
+    pub fn set_host_regions(&mut self, regions: &[(u64, bool)]) -> bool {
+        let mut changed = false;
+        for core in &mut self.cores {
+            for &(r, huge) in regions {
+                changed |= core.mmu.set_host_huge(r, huge);
+            }
+        }
+        if changed {
+            for core in &mut self.cores {
+                core.mmu.flush_all();
+            }
+        }
+        changed
+    }
+
+    /// Regions populates changed since the last call reach every core (no flush: a region
+    /// just backed had no translation to keep).
+    pub(crate) fn apply_host_populates(&mut self) {
+        let Some(h) = self.host.as_mut() else {
+            return;
+        };
+        for (r, huge) in h.changed.drain(..) {
+            for core in &mut self.cores {
+                core.mmu.set_host_huge(r, huge);
+            }
+        }
+    }
+
+    /// A reference by process `i` into its buffer `b` at byte `offset`, made from outside
+    /// the engine (a VM's guest touching its memory): it faults as the process's own
+    /// would, the policy choosing the page size. Returns the fault time (zero when mapped)
+    /// and the size now mapping it. The process's core's clock is left as it was.
+    pub fn external_touch(
+        &mut self,
+        i: usize,
+        b: usize,
+        offset: u64,
+        write: bool,
+    ) -> std::result::Result<(Nanos, PageSize), String> {
+        let (start, bytes) = self
+            .buffer(i, b)
+            .ok_or_else(|| format!("process {i} has no buffer {b} mapped"))?;
+        if offset >= bytes {
+            return Err(format!(
+                "offset {offset:#x} past buffer {b} ({bytes} bytes)"
+            ));
+        }
+        let c = self.procs[i].core;
+        let before = self.cores[c].now;
+        let va = VirtAddr(start.0 + offset);
+        let (procs, mut ctx) = self.split_ctx(c);
+        let r = ctx.resolve(&mut procs[i], va, write);
+        self.cores[c].now = before;
+        match r {
+            Ok((_, size, _, spent)) => Ok((spent.to_nanos(), size)),
+            Err(crate::run::Stop::Oom) => Err("the host ran out of memory".into()),
+            Err(crate::run::Stop::Error(e)) => Err(e),
+        }
+    }
+
+    /// Start and length of process `i`'s buffer `b`, if mapped.
+    pub fn buffer(&self, i: usize, b: usize) -> Option<(VirtAddr, u64)> {
+        let buf = self.procs.get(i)?.buffers.get(b)?.as_ref()?;
+        Some((buf.start, buf.bytes))
+    }
+
+    /// Host fault time this guest's faults have paid so far.
+    pub fn host_fault_time(&self) -> Nanos {
+        self.host.as_ref().map_or(Nanos::ZERO, |h| h.fault_time)
+    }
+}
+
+/// The host engine, shared by the guests' links.
+type SharedHost = Rc<RefCell<Engine>>;
+
+/// The host engine, borrowed for one step of a guest or of the lockstep (never twice at
+/// once: a guest's populate runs inside the guest's step, the host's own steps outside
+/// every guest's).
+fn lock(host: &SharedHost) -> RefMut<'_, Engine> {
+    host.borrow_mut()
+}
+
+/// VM `proc`'s link to the host engine.
+struct HostPort {
+    host: SharedHost,
+    proc: usize,
+}
+
+impl HostMemory for HostPort {
+    fn populate(&mut self, gpa: u64, bytes: u64) -> Populated {
+        let mut host = lock(&self.host);
+        let mut time = Nanos::ZERO;
+        let mut huge = false;
+        let mut off = gpa & !0xfff;
+        while off < gpa + bytes {
+            match host.external_touch(self.proc, 0, off, true) {
+                Ok((t, size)) => {
+                    time += t;
+                    huge = size == PageSize::Huge;
+                    if huge {
+                        // The rest of the region came with it.
+                        off = (off | ((1 << REGION_SHIFT) - 1)) + 1;
+                        continue;
+                    }
+                }
+                // A host out of memory leaves the page unbacked; the host's own summary
+                // reports its processes' faults.
+                Err(_) => break,
+            }
+            off += 4096;
+        }
+        Populated { time, huge }
+    }
+}
+
+/// One VM: its guest engine and its process in the host.
+struct Vm {
+    name: String,
+    guest: Engine,
+    /// The VM's process index in the host engine.
+    proc: usize,
+    regions: u64,
+    /// Each region's host size as last written into the guest's MMUs.
+    huge: Vec<bool>,
+    /// Times the guest's TLBs were flushed for a host mapping change.
+    flushes: u64,
+}
+
+/// What one VM did, with its host's view.
+#[derive(Clone, Debug)]
+pub struct VmResult {
+    /// The VM's name.
+    pub name: String,
+    /// The guest's run.
+    pub guest: RunResult,
+    /// Host fault time the guest's faults paid (ns).
+    pub host_fault_ns: u64,
+    /// Guest-physical 2 MB regions on host huge pages at the end.
+    pub host_huge_regions: u64,
+    /// Guest-physical 2 MB regions the host backs at all at the end.
+    pub host_backed_regions: u64,
+    /// Guest TLB flushes for host mapping changes.
+    pub host_flushes: u64,
+}
+
+/// What a hosted run produced.
+#[derive(Clone, Debug)]
+pub struct HostedResult {
+    /// Each VM, in the order given.
+    pub vms: Vec<VmResult>,
+    /// The host's run (its processes are the VMs, and whatever else it ran).
+    pub host: RunResult,
+}
+
+/// Guests under one host, run in lockstep (see the module doc).
+pub struct HostedRun {
+    host: SharedHost,
+    vms: Vec<Vm>,
+    quantum: Nanos,
+}
+
+impl HostedRun {
+    /// The lockstep period: guests and host each run this long in turn.
+    pub const QUANTUM: Nanos = Nanos(1_000_000);
+
+    /// `host` (its processes run as the host's own: a fragmenter, say) with `guests` as
+    /// its VMs, each a process of `guest.memory_bytes` of host memory started at host
+    /// time 0, under `names`.
+    pub fn new(host: Experiment, guests: Vec<(String, Experiment)>) -> Result<HostedRun> {
+        if host.profile.guest.is_some() {
+            return Err(SimError::Host(format!(
+                "the host's profile '{}' is itself a guest's; give the bare-metal one",
+                host.profile.name
+            )));
+        }
+        let host = Rc::new(RefCell::new(Engine::new(host)?));
+        let mut vms = Vec::new();
+        for (name, exp) in guests {
+            let bytes = exp.memory_bytes;
+            let proc = {
+                let mut h = lock(&host);
+                h.spawn(ProcessSpec {
+                    name: format!("vm:{name}"),
+                    start: Nanos::ZERO,
+                    core: None,
+                    phases: vec![
+                        Phase::Mmap {
+                            buffer: BufferId(0),
+                            bytes,
+                            advice: Advice::Hugepage,
+                        },
+                        Phase::Sleep(VM_LIFETIME),
+                    ],
+                });
+                h.procs.len() - 1
+            };
+            let mut guest = Engine::new(exp)?;
+            guest.attach_host(Box::new(HostPort {
+                host: Rc::clone(&host),
+                proc,
+            }))?;
+            let regions = bytes.div_ceil(1 << REGION_SHIFT);
+            vms.push(Vm {
+                name,
+                guest,
+                proc,
+                regions,
+                huge: vec![false; regions as usize],
+                flushes: 0,
+            });
+        }
+        // Let the VM processes map their memory before any guest touches it (each maps,
+        // then sleeps; they share the host's cores in turn).
+        for _ in 0..1000 {
+            let h = lock(&host);
+            if vms.iter().all(|vm| h.buffer(vm.proc, 0).is_some()) {
+                break;
+            }
+            drop(h);
+            lock(&host).advance(Nanos(100_000))?;
+        }
+        for vm in &vms {
+            if lock(&host).buffer(vm.proc, 0).is_none() {
+                return Err(SimError::Host(format!(
+                    "VM '{}' could not map its memory in the host",
+                    vm.name
+                )));
+            }
+        }
+        Ok(HostedRun {
+            host,
+            vms,
+            quantum: HostedRun::QUANTUM,
+        })
+    }
+
+    /// Run until every guest's processes have ended (or its time limit).
+    pub fn run(mut self) -> Result<HostedResult> {
+        while self
+            .vms
+            .iter()
+            .any(|vm| !vm.guest.idle() && !vm.guest.at_limit())
+        {
+            self.step()?;
+        }
+        let host = lock(&self.host);
+        let pids: Vec<_> = self.vms.iter().map(|vm| vm.proc).collect();
+        let mut backed = Vec::new();
+        for (vm, &i) in self.vms.iter().zip(&pids) {
+            let (start, _) = host.buffer(i, 0).expect("mapped at start");
+            let pid = host.procs[i].pid.expect("started");
+            let n = (0..vm.regions)
+                .filter(|r| {
+                    host.kernel()
+                        .peek(pid, VirtAddr(start.0 + (r << REGION_SHIFT)))
+                        .is_some()
+                })
+                .count() as u64;
+            backed.push(n);
+        }
+        drop(host);
+        let mut vms = Vec::new();
+        for (vm, backed) in self.vms.into_iter().zip(backed) {
+            vms.push(VmResult {
+                host_fault_ns: vm.guest.host_fault_time().0,
+                host_huge_regions: vm.huge.iter().filter(|&&h| h).count() as u64,
+                host_backed_regions: backed,
+                host_flushes: vm.flushes,
+                name: vm.name,
+                // Consumes the guest and with it its link to the host.
+                guest: vm.guest.results(),
+            });
+        }
+        let host = Rc::try_unwrap(self.host)
+            .map_err(|_| SimError::Host("a guest still holds the host".into()))?
+            .into_inner();
+        Ok(HostedResult {
+            vms,
+            host: host.results(),
+        })
+    }
+
+    /// One lockstep: every guest, then the host, then the host's page sizes to the guests.
+    fn step(&mut self) -> Result<()> {
+        for vm in &mut self.vms {
+            vm.guest.advance(self.quantum)?;
+        }
+        let mut host = lock(&self.host);
+        for vm in &mut self.vms {
+            let young = vm
+                .guest
+                .host
+                .as_mut()
+                .map(GuestHost::take_young)
+                .unwrap_or_default();
+            let (start, _) = host.buffer(vm.proc, 0).expect("mapped at start");
+            let pid = host.procs[vm.proc].pid.expect("started");
+            for page in young {
+                let va = VirtAddr(start.0 + (page << 12));
+                if !host.kernel.mark_accessed(pid, va) {
+                    // Written by the guest kernel without a fault: backed now.
+                    let _ = host.external_touch(vm.proc, 0, page << 12, true);
+                    host.kernel.mark_accessed(pid, va);
+                }
+            }
+        }
+        host.advance(self.quantum)?;
+        for vm in &mut self.vms {
+            let (start, _) = host.buffer(vm.proc, 0).expect("mapped at start");
+            let pid = host.procs[vm.proc].pid.expect("started");
+            let mut changes = Vec::new();
+            for r in 0..vm.regions {
+                let va = VirtAddr(start.0 + (r << REGION_SHIFT));
+                let huge = matches!(host.kernel().peek(pid, va), Some((_, PageSize::Huge)));
+                if huge != vm.huge[r as usize] {
+                    vm.huge[r as usize] = huge;
+                    changes.push((r, huge));
+                }
+            }
+            if vm.guest.set_host_regions(&changes) {
+                vm.flushes += 1;
+            }
+        }
+        Ok(())
+    }
+}
