@@ -273,6 +273,16 @@ fn run(
         }
         .into());
     }
+    if !loaded.vms.is_empty() {
+        return Err(config::ConfigError::Invalid {
+            file: file.display().to_string(),
+            at: None,
+            key: "vm".into(),
+            expected: "no [[vm]] tables in an experiment file: virtual machines run in                        reproductions (`hugemm reproduce`, e.g. experiments/hawkeye/fig9.toml)"
+                .into(),
+        }
+        .into());
+    }
     if let Some(s) = seed {
         loaded.experiment.seed = s;
         loaded.resolved.sim.seed = Some(s as i64);

@@ -1776,3 +1776,54 @@ fn hpolicy_no_access_scans() {
         &["an integer from 1 to 100000", "found 0"],
     );
 }
+
+/// BASE on a bare-metal profile with `[guest]` and `vm` (a `[[vm]]` table's body).
+fn with_vm(guest: &str, vm: &str) -> String {
+    let text = edit(
+        "profile = \"epyc-milan-kvm\"",
+        "profile = \"haswell-e5-2690v3\"",
+    );
+    format!("{text}\n{guest}\n[[vm]]\n{vm}\n")
+}
+
+const GUEST: &str = "[guest]\nhost_huge_fraction = 0.0\nhost_walk_base_cycles = 13.0\n\
+nested_tlb_hit_cycles = 1.0\nnested_tlb = { entries = 32, ways = 32 }\n\
+host_pwc = { pml4e = { entries = 2, ways = 2 }, pdpte = { entries = 4, ways = 4 }, \
+pde = { entries = 32, ways = 32 } }\n";
+
+#[test]
+fn virtual_machines_are_validated() {
+    let ok_vm = "name = \"vm\"\nmemory = \"32MiB\"\nprocesses = [\"p\"]";
+    // A guest profile cannot host VMs.
+    expect_bad(
+        &format!("{BASE}\n{GUEST}\n[[vm]]\n{ok_vm}\n"),
+        "machine.profile",
+        &["bare-metal", "epyc-milan-kvm"],
+    );
+    expect_bad(&with_vm("", ok_vm), "guest", &["[guest] table"]);
+    expect_bad(
+        &with_vm(&GUEST.replace("= 0.0", "= 2.0"), ok_vm),
+        "guest",
+        &["host_huge_fraction"],
+    );
+    expect_bad(
+        &with_vm(GUEST, &ok_vm.replace("[\"p\"]", "[\"q\"]")),
+        "vm[0].processes",
+        &["found \"q\""],
+    );
+    expect_bad(
+        &with_vm(GUEST, &ok_vm.replace("32MiB", "3MiB")),
+        "vm[0].memory",
+        &["multiple of 2 MiB"],
+    );
+    expect_bad(
+        &with_vm(
+            GUEST,
+            &format!("{ok_vm}\n\n[[vm]]\n{}", ok_vm.replace("\"vm\"", "\"vm2\"")),
+        ),
+        "vm[1].processes",
+        &["\"p\" runs in \"vm\""],
+    );
+    // Valid, but `hugemm run` runs no VMs: it says where they run.
+    expect_bad(&with_vm(GUEST, ok_vm), "vm", &["hugemm reproduce"]);
+}

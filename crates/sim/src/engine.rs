@@ -170,6 +170,9 @@ pub struct Engine {
     pub(crate) bandwidth: Option<Bandwidth>,
     /// The host, when this engine runs a VM's guest (`host.rs`).
     pub(crate) host: Option<crate::host::GuestHost>,
+    /// When this engine is a host of VMs: every TLB flush its kernel asked for since the
+    /// last look, i.e. every mapping it changed (`host.rs`).
+    pub(crate) mapping_log: Option<Vec<hugemm_mm::TlbFlush>>,
 }
 
 fn ns(x: f64) -> Nanos {
@@ -362,6 +365,7 @@ impl Engine {
             policy_reclaim_freed: 0,
             bandwidth: Bandwidth::new(&exp.profile, exp.node_bytes.len()),
             host: None,
+            mapping_log: None,
             exp,
         })
     }
@@ -742,6 +746,9 @@ impl Engine {
         for f in self.kernel.take_tlb_flushes() {
             for core in &mut self.cores {
                 core.mmu.invalidate(f.pid.0, f.start, f.end);
+            }
+            if let Some(log) = &mut self.mapping_log {
+                log.push(f);
             }
         }
     }

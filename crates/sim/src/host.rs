@@ -82,6 +82,8 @@ pub(crate) struct GuestHost {
     link: Box<dyn HostMemory>,
     /// One bit per guest-physical 4 KB page: walked since the last lockstep.
     young: Vec<u64>,
+    /// The pages whose bit is set, in the order first walked.
+    young_pages: Vec<u64>,
     /// Regions whose host size a populate changed, for the other cores.
     pub changed: Vec<(u64, bool)>,
     /// Host fault time the guest's faults paid.
@@ -93,6 +95,7 @@ impl GuestHost {
         GuestHost {
             link,
             young: vec![0; (guest_bytes >> 12).div_ceil(64) as usize],
+            young_pages: Vec::new(),
             changed: Vec::new(),
             fault_time: Nanos::ZERO,
         }
@@ -103,7 +106,11 @@ impl GuestHost {
     pub fn walked(&mut self, gpa: u64) {
         let page = gpa >> 12;
         if let Some(w) = self.young.get_mut((page / 64) as usize) {
-            *w |= 1 << (page % 64);
+            let bit = 1 << (page % 64);
+            if *w & bit == 0 {
+                *w |= bit;
+                self.young_pages.push(page);
+            }
         }
     }
 
@@ -115,17 +122,12 @@ impl GuestHost {
         p
     }
 
-    /// The guest-physical pages walked since the last call, ascending.
+    /// The guest-physical pages walked since the last call, in the order first walked.
     fn take_young(&mut self) -> Vec<u64> {
-        let mut pages = Vec::new();
-        for (w, word) in self.young.iter_mut().enumerate() {
-            let mut bits = std::mem::take(word);
-            while bits != 0 {
-                pages.push(w as u64 * 64 + u64::from(bits.trailing_zeros()));
-                bits &= bits - 1;
-            }
+        for &page in &self.young_pages {
+            self.young[(page / 64) as usize] = 0;
         }
-        pages
+        std::mem::take(&mut self.young_pages)
     }
 }
 
@@ -164,6 +166,16 @@ impl Engine {
             }
         }
         changed
+    }
+
+    /// The host backed `regions` outside a guest fault (`(region, huge)`): every core's
+    /// MMU learns their size, with no flush (nothing cached them at the host's size).
+    pub fn host_backed(&mut self, regions: &[(u64, bool)]) {
+        for core in &mut self.cores {
+            for &(r, huge) in regions {
+                core.mmu.set_host_huge(r, huge);
+            }
+        }
     }
 
     /// Regions populates changed since the last call reach every core (no flush: a region
@@ -273,8 +285,6 @@ struct Vm {
     /// The VM's process index in the host engine.
     proc: usize,
     regions: u64,
-    /// Each region's host size as last written into the guest's MMUs.
-    huge: Vec<bool>,
     /// Times the guest's TLBs were flushed for a host mapping change.
     flushes: u64,
 }
@@ -326,7 +336,9 @@ impl HostedRun {
                 host.profile.name
             )));
         }
-        let host = Rc::new(RefCell::new(Engine::new(host)?));
+        let mut host = Engine::new(host)?;
+        host.mapping_log = Some(Vec::new());
+        let host = Rc::new(RefCell::new(host));
         let mut vms = Vec::new();
         for (name, exp) in guests {
             let bytes = exp.memory_bytes;
@@ -358,7 +370,6 @@ impl HostedRun {
                 guest,
                 proc,
                 regions,
-                huge: vec![false; regions as usize],
                 flushes: 0,
             });
         }
@@ -398,25 +409,28 @@ impl HostedRun {
         }
         let host = lock(&self.host);
         let pids: Vec<_> = self.vms.iter().map(|vm| vm.proc).collect();
-        let mut backed = Vec::new();
+        let mut census = Vec::new();
         for (vm, &i) in self.vms.iter().zip(&pids) {
             let (start, _) = host.buffer(i, 0).expect("mapped at start");
             let pid = host.procs[i].pid.expect("started");
-            let n = (0..vm.regions)
-                .filter(|r| {
-                    host.kernel()
-                        .peek(pid, VirtAddr(start.0 + (r << REGION_SHIFT)))
-                        .is_some()
+            let sizes: Vec<PageSize> = (0..vm.regions)
+                .filter_map(|r| {
+                    // The region's size, from its first page the host backs.
+                    (0..1u64 << (REGION_SHIFT - 12)).find_map(|k| {
+                        let va = VirtAddr(start.0 + (r << REGION_SHIFT) + (k << 12));
+                        host.kernel().peek(pid, va).map(|(_, size)| size)
+                    })
                 })
-                .count() as u64;
-            backed.push(n);
+                .collect();
+            let huge = sizes.iter().filter(|&&s| s == PageSize::Huge).count() as u64;
+            census.push((sizes.len() as u64, huge));
         }
         drop(host);
         let mut vms = Vec::new();
-        for (vm, backed) in self.vms.into_iter().zip(backed) {
+        for (vm, (backed, huge)) in self.vms.into_iter().zip(census) {
             vms.push(VmResult {
                 host_fault_ns: vm.guest.host_fault_time().0,
-                host_huge_regions: vm.huge.iter().filter(|&&h| h).count() as u64,
+                host_huge_regions: huge,
                 host_backed_regions: backed,
                 host_flushes: vm.flushes,
                 name: vm.name,
@@ -448,25 +462,39 @@ impl HostedRun {
                 .unwrap_or_default();
             let (start, _) = host.buffer(vm.proc, 0).expect("mapped at start");
             let pid = host.procs[vm.proc].pid.expect("started");
+            let mut backed = Vec::new();
             for page in young {
                 let va = VirtAddr(start.0 + (page << 12));
                 if !host.kernel.mark_accessed(pid, va) {
                     // Written by the guest kernel without a fault: backed now.
-                    let _ = host.external_touch(vm.proc, 0, page << 12, true);
+                    if let Ok((_, size)) = host.external_touch(vm.proc, 0, page << 12, true) {
+                        backed.push((page >> (REGION_SHIFT - 12), size == PageSize::Huge));
+                    }
                     host.kernel.mark_accessed(pid, va);
                 }
             }
+            vm.guest.host_backed(&backed);
         }
         host.advance(self.quantum)?;
+        let log = host
+            .mapping_log
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default();
         for vm in &mut self.vms {
-            let (start, _) = host.buffer(vm.proc, 0).expect("mapped at start");
+            let (start, bytes) = host.buffer(vm.proc, 0).expect("mapped at start");
             let pid = host.procs[vm.proc].pid.expect("started");
             let mut changes = Vec::new();
-            for r in 0..vm.regions {
-                let va = VirtAddr(start.0 + (r << REGION_SHIFT));
-                let huge = matches!(host.kernel().peek(pid, va), Some((_, PageSize::Huge)));
-                if huge != vm.huge[r as usize] {
-                    vm.huge[r as usize] = huge;
+            for f in log.iter().filter(|f| f.pid == pid) {
+                let lo = f.start.0.max(start.0) - start.0;
+                let hi = f.end.0.min(start.0 + bytes).saturating_sub(start.0);
+                if hi <= lo {
+                    continue;
+                }
+                for r in (lo >> REGION_SHIFT)..=((hi - 1) >> REGION_SHIFT) {
+                    let va = VirtAddr(start.0 + (r << REGION_SHIFT));
+                    // Compared with what the guest's MMUs hold, which populates also set.
+                    let huge = matches!(host.kernel().peek(pid, va), Some((_, PageSize::Huge)));
                     changes.push((r, huge));
                 }
             }

@@ -149,7 +149,19 @@ impl Engine {
         if out.oom {
             return Err(Stop::Oom);
         }
-        Ok(Picos::from(out.cost))
+        let mut cost = out.cost;
+        if out.inserted > 0 && self.host.is_some() {
+            // In a guest: the frames read into are written for the first time as far as
+            // the host knows (a frame it backs already costs a page-table lookup).
+            let f = mm_file(file);
+            for index in first..last {
+                if let Some(pfn) = self.kernel.page_cache_frame(f, index) {
+                    let h = self.host.as_mut().expect("checked");
+                    cost += h.populate(pfn.0 * page, page).time;
+                }
+            }
+        }
+        Ok(Picos::from(cost))
     }
 
     fn kernel_alloc(

@@ -4,7 +4,7 @@
 mod common;
 
 use common::{Scenario, GIB, MIB};
-use hugemm_hw::{MachineProfile, Nanos};
+use hugemm_hw::MachineProfile;
 use hugemm_policy::{IngensConfig, KhugepagedConfig, PolicyConfig, ThpMode};
 use hugemm_sim::{Experiment, HostedResult, HostedRun};
 use hugemm_workload::{builtin, Advice};
@@ -78,7 +78,10 @@ fn a_guest_huge_fault_on_host_base_pages_pays_512_host_faults() {
     let (h, b) = (huge.vms[0].host_fault_ns, base.vms[0].host_fault_ns);
     // Zeroing 2 MB dominates both; 512 traps and allocations make the difference
     // (measured here: 230 us per host 2 MB fault, 2.6 us per 4 KB one, 5.7x).
-    assert!(h > 0 && b > 3 * h, "host fault time: huge {h} ns, base {b} ns");
+    assert!(
+        h > 0 && b > 3 * h,
+        "host fault time: huge {h} ns, base {b} ns"
+    );
     // The host's 4 KB faults are the VM process's faults in the host's summary.
     let vm = &base.host.summary.processes[0];
     assert!(

@@ -14,6 +14,7 @@ pub mod raw;
 pub mod size;
 mod tiering;
 pub mod validate;
+pub mod vms;
 
 use std::path::Path;
 

@@ -123,6 +123,30 @@ pub struct RawExperiment {
     /// Redis-like key-value servers (generated processes).
     #[serde(default, rename = "kv_server", skip_serializing_if = "Vec::is_empty")]
     pub kv_servers: Vec<RawKvServer>,
+    /// `[guest]`: the machine's nested-paging hardware, for its `[[vm]]`s (the keys of a
+    /// profile's `[guest]` table).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guest: Option<hugemm_hw::GuestProfile>,
+    /// Virtual machines the machine hosts.
+    #[serde(default, rename = "vm", skip_serializing_if = "Vec::is_empty")]
+    pub vms: Vec<RawVm>,
+}
+
+/// `[[vm]]`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawVm {
+    /// Its name.
+    pub name: Option<String>,
+    /// The layout it belongs to (reproductions run each layout on its own).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub layout: Option<String>,
+    /// Guest-physical memory.
+    pub memory: Option<RawSize>,
+    /// vCPUs (default 1).
+    pub cores: Option<i64>,
+    /// Names of the file's processes it runs.
+    pub processes: Option<Vec<String>>,
 }
 
 /// `[[kv_server]]` (see `hugemm_workload::kv`).

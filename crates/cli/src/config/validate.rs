@@ -175,6 +175,10 @@ pub struct Loaded {
     pub source: Source,
     /// Notes for stderr: deprecated key names the file uses.
     pub notes: Vec<String>,
+    /// With `[[vm]]` tables: the guests' profile (the machine's with `[guest]`).
+    pub guest_profile: Option<MachineProfile>,
+    /// The `[[vm]]` tables.
+    pub vms: Vec<super::vms::VmSpec>,
 }
 
 /// The configuration of every policy an experiment file can name.
@@ -422,6 +426,7 @@ impl Validator<'_> {
             self.one_node_features(&kernel)?;
         }
         raw.machine.cores = Some(cores as i64);
+        let (guest_profile, vms) = self.vms(&raw.guest, &mut raw.vms, &profile, &processes)?;
         let experiment = Experiment {
             profile,
             cores,
@@ -450,6 +455,8 @@ impl Validator<'_> {
                 overrides: Vec::new(),
             },
             notes: Vec::new(),
+            guest_profile,
+            vms,
         })
     }
 

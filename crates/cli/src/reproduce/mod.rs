@@ -9,6 +9,7 @@
 pub mod apsys16;
 pub mod hawkeye;
 pub mod hawkeye_table3;
+pub mod hawkeye_vm;
 pub mod nimble;
 pub mod nimble_micro;
 pub mod output;
@@ -80,6 +81,7 @@ pub const KINDS: &[&str] = &[
     "hawkeye-fig5",
     "hawkeye-fig7",
     "hawkeye-fig8",
+    "hawkeye-fig9",
     "hawkeye-table9",
     "hawkeye-fig1",
     "hawkeye-table1",
@@ -249,6 +251,10 @@ pub struct Reproduction {
     pub resolved: config::raw::RawExperiment,
     /// Notes for stderr (deprecated key names the file uses).
     pub notes: Vec<String>,
+    /// The guests' profile, with `[[vm]]` tables.
+    pub guest_profile: Option<hugemm_hw::MachineProfile>,
+    /// The file's `[[vm]]` tables.
+    pub vms: Vec<config::vms::VmSpec>,
 }
 
 /// The version of `reproduction.json`'s shape (`docs/output.md`): raised when a field
@@ -482,7 +488,10 @@ pub fn load_with(path: &Path, overrides: &[config::Override]) -> Result<Reproduc
     let end_to_end = NIMBLE_END_TO_END.contains(&kind.as_str());
     let combined = kind == "combined-promotion-x-tiering";
     let sysmon = kind.starts_with("sysmon-");
-    let (allowed, what, default): (&[&str], &str, &str) = if kind == "sysmon-fig1" {
+    let vm_kind = kind == "hawkeye-fig9";
+    let (allowed, what, default): (&[&str], &str, &str) = if vm_kind {
+        (hawkeye_vm::LAYOUTS, "layouts of Table 6", "host")
+    } else if kind == "sysmon-fig1" {
         (sysmon::FIG1_VARIANTS, "monitors", "tlb-misses")
     } else if kind == "sysmon-overhead" {
         (sysmon::OVERHEAD_VARIANTS, "monitors", "tlb-misses")
@@ -548,6 +557,36 @@ pub fn load_with(path: &Path, overrides: &[config::Override]) -> Result<Reproduc
             "no sets: they are for HawkEye's reproductions".into(),
         ));
     }
+    if vm_kind {
+        for v in &variants {
+            if !loaded
+                .vms
+                .iter()
+                .any(|vm| vm.layout.as_deref() == Some(v.as_str()))
+            {
+                return Err(bad(
+                    "vm",
+                    format!("a [[vm]] table with layout = \"{v}\" (a variant to run)"),
+                ));
+            }
+        }
+    } else if kind == "hawkeye-table3" {
+        if loaded.vms.len() > 1 || loaded.vms.iter().any(|v| v.layout.is_some()) {
+            return Err(bad(
+                "vm",
+                "at most one [[vm]] table, with no layout (the VM of Table 3's virtual column)"
+                    .into(),
+            ));
+        }
+    } else if !loaded.vms.is_empty() {
+        return Err(bad(
+            "vm",
+            format!(
+                "no [[vm]] tables: \"{kind}\" runs on bare metal (hawkeye-fig9 and \
+                 hawkeye-table3 run VMs)"
+            ),
+        ));
+    }
     let settle_s = r.settle_s.unwrap_or(60.0);
     if !settle_s.is_finite() || !(0.0..=1e6).contains(&settle_s) {
         return Err(bad(
@@ -579,6 +618,8 @@ pub fn load_with(path: &Path, overrides: &[config::Override]) -> Result<Reproduc
         experiment: loaded.experiment,
         resolved: loaded.resolved,
         notes: loaded.notes,
+        guest_profile: loaded.guest_profile,
+        vms: loaded.vms,
     })
 }
 
@@ -587,13 +628,13 @@ impl Reproduction {
     /// Table 3: its two page sizes).
     pub fn runs(&self) -> usize {
         match self.kind.as_str() {
-            "hawkeye-table3" => 2,
+            "hawkeye-table3" => 2 + 2 * self.vms.len().min(1),
             k if MICROBENCHMARKS.contains(&k) => 1,
             "nimble-fig13" => {
                 let migrating = self.variants.iter().filter(|v| *v != "all-remote").count();
                 self.sets.len() * (1 + 7 * migrating)
             }
-            "hawkeye-fig8" => 2 * self.variants.len() * self.sets.len(),
+            "hawkeye-fig8" | "hawkeye-fig9" => 2 * self.variants.len() * self.sets.len(),
             _ => self.variants.len() * self.sets.len().max(1),
         }
     }
@@ -676,6 +717,7 @@ pub fn run(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Report> {
         "hawkeye-fig5" => hawkeye::figure5(r, progress)?,
         "hawkeye-fig7" => hawkeye::figure7(r, progress)?,
         "hawkeye-fig8" => hawkeye::figure8(r, progress)?,
+        "hawkeye-fig9" => hawkeye_vm::figure9(r, progress)?,
         "hawkeye-table9" => hawkeye::table9(r, progress)?,
         "hawkeye-fig1" => zeroing::figure1(r, progress)?,
         "hawkeye-table1" => zeroing::table1(r, progress)?,

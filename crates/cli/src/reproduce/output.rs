@@ -34,6 +34,7 @@ pub fn paper_item(kind: &str) -> &'static str {
         "hawkeye-fig5" => "HawkEye Figures 5-6",
         "hawkeye-fig7" => "HawkEye Figure 7, Table 5",
         "hawkeye-fig8" => "HawkEye Figure 8",
+        "hawkeye-fig9" => "HawkEye Figure 9, Table 6 (virtual machines)",
         "hawkeye-table9" => "HawkEye Table 9",
         "hawkeye-fig1" => "HawkEye Figure 1",
         "hawkeye-table1" => "HawkEye Table 1",

@@ -1,0 +1,151 @@
+//! Stage two for `[guest]` and `[[vm]]`: the machine as a host of virtual machines
+//! (`hugemm_sim::host`). `[guest]` is the machine's nested-paging hardware, as a profile's
+//! `[guest]` table would give it; each `[[vm]]` is a VM of `memory` and `cores` vCPUs
+//! that runs the file's processes it names (the rest run on the host). A VM may belong
+//! to a `layout`: a reproduction runs each layout on its own (HawkEye's Table 6 has three).
+
+use super::raw::RawVm;
+use super::validate::{Validator, R};
+use hugemm_hw::{GuestProfile, MachineProfile};
+use hugemm_workload::ProcessSpec;
+
+/// Most VMs one file may declare.
+const MAX_VMS: usize = 64;
+
+/// A validated `[[vm]]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VmSpec {
+    /// Its name.
+    pub name: String,
+    /// The layout it belongs to (`None`: every run has it).
+    pub layout: Option<String>,
+    /// Guest-physical memory (bytes).
+    pub memory: u64,
+    /// vCPUs.
+    pub cores: u32,
+    /// The processes it runs: names of the file's processes (a name also stands for its
+    /// `count` instances).
+    pub processes: Vec<String>,
+}
+
+/// Whether process `name` is entry `entry` or one of its numbered instances.
+pub fn member(name: &str, entry: &str) -> bool {
+    name == entry
+        || name
+            .strip_prefix(entry)
+            .and_then(|rest| rest.strip_prefix('-'))
+            .is_some_and(|k| !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()))
+}
+
+impl Validator<'_> {
+    /// `[guest]` and the `[[vm]]` tables: the guests' profile (the machine's with the
+    /// `[guest]` table) and the VMs, checked against the file's processes.
+    pub(super) fn vms(
+        &self,
+        guest: &Option<GuestProfile>,
+        raw: &mut [RawVm],
+        host: &MachineProfile,
+        processes: &[ProcessSpec],
+    ) -> R<(Option<MachineProfile>, Vec<VmSpec>)> {
+        if host.guest.is_some() && (guest.is_some() || !raw.is_empty()) {
+            return Err(self.bad(
+                "machine.profile",
+                format!(
+                    "a bare-metal profile for a host of VMs; '{}' is itself a guest's",
+                    host.name
+                ),
+            ));
+        }
+        let guest_profile = match guest {
+            None if raw.is_empty() => return Ok((None, Vec::new())),
+            None => {
+                return Err(self.bad(
+                    "guest",
+                    "a [guest] table (the host's nested-paging hardware) for the [[vm]] tables",
+                ))
+            }
+            Some(g) => {
+                let mut p = host.clone();
+                p.guest = Some(g.clone());
+                p.name = format!("{}-guest", host.name);
+                p.validate("the [guest] table")
+                    .map_err(|e| self.bad("guest", e.to_string()))?;
+                p
+            }
+        };
+        if raw.len() > MAX_VMS {
+            return Err(self.bad("vm", format!("at most {MAX_VMS} [[vm]] tables")));
+        }
+        let mut vms: Vec<VmSpec> = Vec::new();
+        for (i, v) in raw.iter_mut().enumerate() {
+            let key = |k: &str| format!("vm[{i}].{k}");
+            let name = self.name(&key("name"), &v.name)?;
+            let layout = v.layout.clone();
+            if layout.as_deref().is_some_and(str::is_empty) {
+                return Err(self.bad(&key("layout"), "a non-empty layout name"));
+            }
+            let memory = match &v.memory {
+                Some(m) => self.size(&key("memory"), m)?,
+                None => return Err(self.bad(&key("memory"), "the VM's memory, e.g. \"4GiB\"")),
+            };
+            if memory < 1 << 21 || memory % (1 << 21) != 0 {
+                return Err(self.bad(
+                    &key("memory"),
+                    format!("a positive multiple of 2 MiB, found {memory} bytes"),
+                ));
+            }
+            let cores = self.int(&key("cores"), v.cores, 1, 1, 1024)? as u32;
+            v.cores = Some(i64::from(cores));
+            let names = v.processes.clone().unwrap_or_default();
+            if names.is_empty() {
+                return Err(self.bad(
+                    &key("processes"),
+                    "a list of the processes the VM runs (names of the file's processes)",
+                ));
+            }
+            for n in &names {
+                if !processes.iter().any(|p| member(&p.name, n)) {
+                    return Err(self.bad(
+                        &key("processes"),
+                        format!("names of processes in the file, found \"{n}\""),
+                    ));
+                }
+            }
+            // Within a layout (or across VMs of none), names and processes are each
+            // VM's own.
+            let same_run =
+                |o: &VmSpec| o.layout.is_none() || layout.is_none() || o.layout == layout;
+            if let Some(o) = vms.iter().find(|o| o.name == name && same_run(o)) {
+                return Err(self.bad(
+                    &key("name"),
+                    format!(
+                        "a name no other VM of its layout has; \"{}\" is taken",
+                        o.name
+                    ),
+                ));
+            }
+            for n in &names {
+                if let Some(o) = vms
+                    .iter()
+                    .find(|o| same_run(o) && o.processes.iter().any(|m| m == n))
+                {
+                    return Err(self.bad(
+                        &key("processes"),
+                        format!(
+                            "processes no other VM of its layout runs; \"{n}\" runs in \"{}\"",
+                            o.name
+                        ),
+                    ));
+                }
+            }
+            vms.push(VmSpec {
+                name,
+                layout,
+                memory,
+                cores,
+                processes: names,
+            });
+        }
+        Ok((Some(guest_profile), vms))
+    }
+}
