@@ -315,6 +315,32 @@ pub struct HostedResult {
     pub host: RunResult,
 }
 
+/// A VM to run: its name, its guest's experiment, and the advice QEMU gives the host for
+/// its memory.
+#[derive(Clone, Debug)]
+pub struct GuestVm {
+    /// The VM's name.
+    pub name: String,
+    /// The guest: its machine (a guest profile), memory, policy and processes.
+    pub guest: Experiment,
+    /// How the VM's memory is advised in the host: QEMU maps guest RAM with
+    /// `MADV_HUGEPAGE` ([`Advice::Hugepage`], the default), so a Linux host with THP
+    /// `defrag = madvise` compacts at its faults; [`Advice::Default`] is a VMM that
+    /// does not.
+    pub advice: Advice,
+}
+
+impl GuestVm {
+    /// VM `name` running `guest`, its memory advised as QEMU advises it.
+    pub fn new(name: impl Into<String>, guest: Experiment) -> GuestVm {
+        GuestVm {
+            name: name.into(),
+            guest,
+            advice: Advice::Hugepage,
+        }
+    }
+}
+
 /// Guests under one host, run in lockstep (see the module doc).
 pub struct HostedRun {
     host: SharedHost,
@@ -327,9 +353,9 @@ impl HostedRun {
     pub const QUANTUM: Nanos = Nanos(1_000_000);
 
     /// `host` (its processes run as the host's own: a fragmenter, say) with `guests` as
-    /// its VMs, each a process of `guest.memory_bytes` of host memory started at host
-    /// time 0, under `names`.
-    pub fn new(host: Experiment, guests: Vec<(String, Experiment)>) -> Result<HostedRun> {
+    /// its VMs, each a process of its guest's `memory_bytes` of host memory started at
+    /// host time 0.
+    pub fn new(host: Experiment, guests: Vec<GuestVm>) -> Result<HostedRun> {
         if host.profile.guest.is_some() {
             return Err(SimError::Host(format!(
                 "the host's profile '{}' is itself a guest's; give the bare-metal one",
@@ -340,7 +366,12 @@ impl HostedRun {
         host.mapping_log = Some(Vec::new());
         let host = Rc::new(RefCell::new(host));
         let mut vms = Vec::new();
-        for (name, exp) in guests {
+        for GuestVm {
+            name,
+            guest: exp,
+            advice,
+        } in guests
+        {
             let bytes = exp.memory_bytes;
             let proc = {
                 let mut h = lock(&host);
@@ -352,7 +383,7 @@ impl HostedRun {
                         Phase::Mmap {
                             buffer: BufferId(0),
                             bytes,
-                            advice: Advice::Hugepage,
+                            advice,
                         },
                         Phase::Sleep(VM_LIFETIME),
                     ],

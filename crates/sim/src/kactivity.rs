@@ -150,13 +150,12 @@ impl Engine {
             return Err(Stop::Oom);
         }
         let mut cost = out.cost;
-        if out.inserted > 0 && self.host.is_some() {
+        if let (true, Some(h)) = (out.inserted > 0, self.host.as_mut()) {
             // In a guest: the frames read into are written for the first time as far as
             // the host knows (a frame it backs already costs a page-table lookup).
             let f = mm_file(file);
             for index in first..last {
                 if let Some(pfn) = self.kernel.page_cache_frame(f, index) {
-                    let h = self.host.as_mut().expect("checked");
                     cost += h.populate(pfn.0 * page, page).time;
                 }
             }

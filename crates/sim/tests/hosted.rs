@@ -6,7 +6,7 @@ mod common;
 use common::{Scenario, GIB, MIB};
 use hugemm_hw::MachineProfile;
 use hugemm_policy::{IngensConfig, KhugepagedConfig, PolicyConfig, ThpMode};
-use hugemm_sim::{Experiment, HostedResult, HostedRun};
+use hugemm_sim::{Experiment, GuestVm, HostedResult, HostedRun};
 use hugemm_workload::{builtin, Advice};
 
 /// A guest of `memory` on the KVM profile, Linux THP `thp` inside, running `procs`.
@@ -33,7 +33,7 @@ fn run(host: Experiment, guests: Vec<Experiment>) -> HostedResult {
     let named = guests
         .into_iter()
         .enumerate()
-        .map(|(i, g)| (format!("vm{i}"), g))
+        .map(|(i, g)| GuestVm::new(format!("vm{i}"), g))
         .collect();
     HostedRun::new(host, named)
         .expect("set-up")
@@ -137,13 +137,13 @@ fn a_guest_profile_is_required_and_a_bare_metal_host() {
     let bare = Scenario::new(512 * MIB, ThpMode::Always).exp;
     let e = HostedRun::new(
         host(GIB, ThpMode::Always, no_khugepaged()),
-        vec![("vm".into(), bare)],
+        vec![GuestVm::new("vm", bare)],
     )
     .err()
     .expect("a bare-metal guest is refused");
     assert!(e.to_string().contains("not a guest"), "{e}");
     let g = guest(512 * MIB, ThpMode::Always, vec![]);
-    let e = HostedRun::new(g.clone(), vec![("vm".into(), g)])
+    let e = HostedRun::new(g.clone(), vec![GuestVm::new("vm", g)])
         .err()
         .expect("a guest host is refused");
     assert!(e.to_string().contains("itself a guest"), "{e}");

@@ -147,6 +147,9 @@ pub struct RawVm {
     pub cores: Option<i64>,
     /// Names of the file's processes it runs.
     pub processes: Option<Vec<String>>,
+    /// How the VMM advises the VM's memory in the host: "hugepage" (QEMU, the default) or
+    /// "none".
+    pub host_advice: Option<String>,
 }
 
 /// `[[kv_server]]` (see `hugemm_workload::kv`).

@@ -1,13 +1,15 @@
 //! Stage two for `[guest]` and `[[vm]]`: the machine as a host of virtual machines
 //! (`hugemm_sim::host`). `[guest]` is the machine's nested-paging hardware, as a profile's
 //! `[guest]` table would give it; each `[[vm]]` is a VM of `memory` and `cores` vCPUs
-//! that runs the file's processes it names (the rest run on the host). A VM may belong
-//! to a `layout`: a reproduction runs each layout on its own (HawkEye's Table 6 has three).
+//! that runs the file's processes it names (the rest run on the host). `host_advice` is
+//! how the VMM advises the VM's memory in the host: "hugepage" (`MADV_HUGEPAGE`, what
+//! QEMU does; the default) or "none". A VM may belong to a `layout`: a reproduction runs
+//! each layout on its own (HawkEye's Table 6 has three).
 
 use super::raw::RawVm;
 use super::validate::{Validator, R};
 use hugemm_hw::{GuestProfile, MachineProfile};
-use hugemm_workload::ProcessSpec;
+use hugemm_workload::{Advice, ProcessSpec};
 
 /// Most VMs one file may declare.
 const MAX_VMS: usize = 64;
@@ -26,6 +28,8 @@ pub struct VmSpec {
     /// The processes it runs: names of the file's processes (a name also stands for its
     /// `count` instances).
     pub processes: Vec<String>,
+    /// How the VMM advises the VM's memory in the host.
+    pub host_advice: Advice,
 }
 
 /// Whether process `name` is entry `entry` or one of its numbered instances.
@@ -95,6 +99,19 @@ impl Validator<'_> {
                 ));
             }
             let cores = self.int(&key("cores"), v.cores, 1, 1, 1024)? as u32;
+            let host_advice = self.choice(
+                &key("host_advice"),
+                v.host_advice.as_deref(),
+                "hugepage",
+                &[("hugepage", Advice::Hugepage), ("none", Advice::Default)],
+            )?;
+            v.host_advice = Some(
+                match host_advice {
+                    Advice::Hugepage => "hugepage",
+                    _ => "none",
+                }
+                .into(),
+            );
             v.cores = Some(i64::from(cores));
             let names = v.processes.clone().unwrap_or_default();
             if names.is_empty() {
@@ -144,6 +161,7 @@ impl Validator<'_> {
                 memory,
                 cores,
                 processes: names,
+                host_advice,
             });
         }
         Ok((Some(guest_profile), vms))

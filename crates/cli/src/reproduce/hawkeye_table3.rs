@@ -27,7 +27,7 @@ use super::hawkeye::member;
 use super::{engine, table, Claim, Progress, Report, Reproduction, Value, VariantRun};
 use crate::plot::Figure;
 use hugemm_policy::{LinuxConfig, PolicyConfig, ThpMode};
-use hugemm_sim::{Experiment, HostedResult, HostedRun, ProcessSummary, RunResult};
+use hugemm_sim::{Experiment, GuestVm, HostedResult, HostedRun, ProcessSummary, RunResult};
 use hugemm_workload::{Phase, ProcessSpec, Stream};
 use serde::Serialize;
 use serde_json::json;
@@ -176,7 +176,9 @@ fn run_virtual(
             _ => "table 3: in a VM, 2 MB pages at both levels",
         };
         progress.start(what);
-        Ok(HostedRun::new(host, vec![(vm.name.clone(), guest)])?.run()?)
+        let mut g = GuestVm::new(vm.name.clone(), guest);
+        g.advice = vm.host_advice;
+        Ok(HostedRun::new(host, vec![g])?.run()?)
     };
     let (small, huge) = rayon::join(|| hosted(ThpMode::Never), || hosted(ThpMode::Always));
     Ok(Some((small?, huge?)))

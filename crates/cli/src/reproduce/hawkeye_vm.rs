@@ -24,7 +24,7 @@
 use super::hawkeye::{member, policy};
 use super::{par_map, table, Claim, Progress, Report, Reproduction, VariantRun};
 use crate::config::vms::VmSpec;
-use hugemm_sim::{Experiment, HostedResult, HostedRun, ProcessSummary};
+use hugemm_sim::{Experiment, GuestVm, HostedResult, HostedRun, ProcessSummary};
 use serde_json::json;
 
 /// The layouts of Table 6, in the paper's order.
@@ -64,7 +64,7 @@ pub(crate) fn hosted_experiments(
     layout: &str,
     host_policy: &str,
     guest_policy: &str,
-) -> anyhow::Result<(Experiment, Vec<(String, Experiment)>)> {
+) -> anyhow::Result<(Experiment, Vec<GuestVm>)> {
     let guest_profile = r
         .guest_profile
         .clone()
@@ -92,7 +92,9 @@ pub(crate) fn hosted_experiments(
         for p in &mut g.processes {
             p.core = None;
         }
-        guests.push((v.name.clone(), g));
+        let mut vm = GuestVm::new(v.name.clone(), g);
+        vm.advice = v.host_advice;
+        guests.push(vm);
     }
     Ok((host, guests))
 }
