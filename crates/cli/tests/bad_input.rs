@@ -1827,3 +1827,25 @@ fn virtual_machines_are_validated() {
     // Valid, but `hugemm run` runs no VMs: it says where they run.
     expect_bad(&with_vm(GUEST, ok_vm), "vm", &["hugemm reproduce"]);
 }
+
+#[test]
+fn a_balloon_phase_is_validated() {
+    let with =
+        |size: &str| format!("{BASE}\n[[process.phase]]\nop = \"balloon\"\nsize = \"{size}\"\n");
+    hugemm_cli::config::parse(&with("32MiB"), "b.toml", Path::new(".")).expect("a valid balloon");
+    expect_bad(
+        &with("1GiB"),
+        "process[0].phase[3].size",
+        &["machine's memory"],
+    );
+    expect_bad(
+        &with("6KiB"),
+        "process[0].phase[3].size",
+        &["whole 4 KiB pages"],
+    );
+    expect_bad(
+        &format!("{BASE}\n[[process.phase]]\nop = \"balloon\"\n"),
+        "process[0].phase[3].size",
+        &["target size"],
+    );
+}

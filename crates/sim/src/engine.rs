@@ -173,6 +173,8 @@ pub struct Engine {
     /// When this engine is a host of VMs: every TLB flush its kernel asked for since the
     /// last look, i.e. every mapping it changed (`host.rs`).
     pub(crate) mapping_log: Option<Vec<hugemm_mm::TlbFlush>>,
+    /// The frames the balloon driver holds (`Phase::Balloon`).
+    pub(crate) balloon: Vec<hugemm_hw::Pfn>,
 }
 
 fn ns(x: f64) -> Nanos {
@@ -366,6 +368,7 @@ impl Engine {
             bandwidth: Bandwidth::new(&exp.profile, exp.node_bytes.len()),
             host: None,
             mapping_log: None,
+            balloon: Vec::new(),
             exp,
         })
     }

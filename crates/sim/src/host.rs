@@ -37,8 +37,13 @@
 //! turn, then the host. Host daemons run on the host's own core: their CPU is reported, not
 //! taken from the vCPUs (the host is assumed to have cores the vCPUs do not use).
 //!
-//! What this leaves out: ballooning and same-page merging at the host (HawkEye's Figure
-//! 11), host memory overcommit and host swap, and host access bits from references the
+//! 4. **Ballooning.** A guest's balloon driver (`Phase::Balloon`) hands guest pages to the
+//!    host, which discards their backing at once ([`HostMemory::discard`]: `MADV_DONTNEED`
+//!    per 4 KB page, as QEMU's virtio-balloon does, so a host huge page a balloon page
+//!    falls in is split).
+//!
+//! What this leaves out: same-page merging at the host (HawkEye's Figure 11), host memory
+//! overcommit and host swap, and host access bits from references the
 //! guest skipped in sampled mode (only measured windows and first touches reach the host;
 //! the host's view of every VM is thinned by the same factor, so its rankings keep their
 //! order).
@@ -65,6 +70,11 @@ pub trait HostMemory {
     /// (`bytes` within one 2 MB region): the host backs it. Returns the host's time and
     /// whether the host now maps that region with a huge page.
     fn populate(&mut self, gpa: u64, bytes: u64) -> Populated;
+
+    /// The guest's balloon driver gave up guest-physical `[gpa, gpa + bytes)`: the host
+    /// discards its backing (`MADV_DONTNEED`, as QEMU does for each page the balloon
+    /// reports). Returns the host's time.
+    fn discard(&mut self, gpa: u64, bytes: u64) -> Nanos;
 }
 
 /// What [`HostMemory::populate`] did.
@@ -88,6 +98,8 @@ pub(crate) struct GuestHost {
     pub changed: Vec<(u64, bool)>,
     /// Host fault time the guest's faults paid.
     pub fault_time: Nanos,
+    /// Host time discarding balloon pages.
+    pub balloon_time: Nanos,
 }
 
 impl GuestHost {
@@ -98,6 +110,7 @@ impl GuestHost {
             young_pages: Vec::new(),
             changed: Vec::new(),
             fault_time: Nanos::ZERO,
+            balloon_time: Nanos::ZERO,
         }
     }
 
@@ -120,6 +133,13 @@ impl GuestHost {
         self.fault_time += p.time;
         self.changed.push((gpa >> REGION_SHIFT, p.huge));
         p
+    }
+
+    /// The host discards `[gpa, gpa + bytes)` (a balloon page).
+    pub fn discard(&mut self, gpa: u64, bytes: u64) -> Nanos {
+        let t = self.link.discard(gpa, bytes);
+        self.balloon_time += t;
+        t
     }
 
     /// The guest-physical pages walked since the last call, in the order first walked.
@@ -223,10 +243,47 @@ impl Engine {
         }
     }
 
+    /// `MADV_DONTNEED` on `[offset, offset + len)` of process `i`'s buffer `b`, made from
+    /// outside the engine (a VM's balloon page): its frames are freed, a huge page it cuts
+    /// is split. Returns the kernel's time.
+    pub fn external_discard(
+        &mut self,
+        i: usize,
+        b: usize,
+        offset: u64,
+        len: u64,
+    ) -> std::result::Result<Nanos, String> {
+        let (start, bytes) = self
+            .buffer(i, b)
+            .ok_or_else(|| format!("process {i} has no buffer {b} mapped"))?;
+        if offset.checked_add(len).is_none_or(|end| end > bytes) {
+            return Err(format!(
+                "range {offset:#x}+{len:#x} past buffer {b} ({bytes} bytes)"
+            ));
+        }
+        let pid = self.procs[i].pid.ok_or("the process has not started")?;
+        let t = self
+            .kernel
+            .madvise(
+                pid,
+                VirtAddr(start.0 + offset),
+                len,
+                hugemm_mm::Madvise::DontNeed,
+            )
+            .map_err(|e| e.to_string())?;
+        self.apply_tlb_flushes();
+        Ok(t)
+    }
+
     /// Start and length of process `i`'s buffer `b`, if mapped.
     pub fn buffer(&self, i: usize, b: usize) -> Option<(VirtAddr, u64)> {
         let buf = self.procs.get(i)?.buffers.get(b)?.as_ref()?;
         Some((buf.start, buf.bytes))
+    }
+
+    /// Bytes the balloon driver holds.
+    pub fn balloon_bytes(&self) -> u64 {
+        self.balloon.len() as u64 * self.exp.geometry.base_bytes()
     }
 
     /// Host fault time this guest's faults have paid so far.
@@ -276,6 +333,13 @@ impl HostMemory for HostPort {
         }
         Populated { time, huge }
     }
+
+    fn discard(&mut self, gpa: u64, bytes: u64) -> Nanos {
+        // A range the host never backed, or past the VM's memory, costs nothing.
+        lock(&self.host)
+            .external_discard(self.proc, 0, gpa, bytes)
+            .unwrap_or(Nanos::ZERO)
+    }
 }
 
 /// One VM: its guest engine and its process in the host.
@@ -304,6 +368,10 @@ pub struct VmResult {
     pub host_backed_regions: u64,
     /// Guest TLB flushes for host mapping changes.
     pub host_flushes: u64,
+    /// Bytes the guest's balloon held at the end.
+    pub balloon_bytes: u64,
+    /// Host memory backing the VM at the end (its process's resident bytes).
+    pub host_rss_bytes: u64,
 }
 
 /// What a hosted run produced.
@@ -454,12 +522,15 @@ impl HostedRun {
                 })
                 .collect();
             let huge = sizes.iter().filter(|&&s| s == PageSize::Huge).count() as u64;
-            census.push((sizes.len() as u64, huge));
+            let rss = host.kernel().rss_bytes(pid);
+            census.push((sizes.len() as u64, huge, rss));
         }
         drop(host);
         let mut vms = Vec::new();
-        for (vm, (backed, huge)) in self.vms.into_iter().zip(census) {
+        for (vm, (backed, huge, rss)) in self.vms.into_iter().zip(census) {
             vms.push(VmResult {
+                balloon_bytes: vm.guest.balloon_bytes(),
+                host_rss_bytes: rss,
                 host_fault_ns: vm.guest.host_fault_time().0,
                 host_huge_regions: huge,
                 host_backed_regions: backed,

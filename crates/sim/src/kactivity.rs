@@ -130,6 +130,7 @@ impl Engine {
                 Ok(Picos::from(out.cost))
             }
             Phase::HighAlloc { label, share } => Ok(self.high_alloc(i, now, label, *share)),
+            Phase::Balloon { target } => Ok(self.balloon_to(*target)),
             _ => unreachable!("kernel_phase called with a user phase"),
         }
     }
@@ -191,6 +192,37 @@ impl Engine {
             self.ledger.hold(i, h, life, now, draw);
         }
         Ok(Picos::from(cost))
+    }
+
+    /// Inflate or deflate the balloon to `target` bytes (`Phase::Balloon`); in a guest each
+    /// page inflated is discarded by the host (`host.rs`). Returns the time, charged to
+    /// the driver's process.
+    fn balloon_to(&mut self, target: u64) -> Picos {
+        let page = self.kernel.geometry().base_bytes();
+        let want = (target / page) as usize;
+        // GFP_HIGHUSER_MOVABLE (balloon pages are movable), held by the driver.
+        let req = AllocRequest::new(Order(0))
+            .migrate(MigrateType::Movable)
+            .owner(OwnerKind::KernelUnmovable);
+        let mut cost = Nanos::ZERO;
+        while self.balloon.len() < want {
+            let Ok(block) = self.kernel.alloc_pages(&req) else {
+                break;
+            };
+            cost += self.kernel.costs().alloc;
+            if let Some(h) = self.host.as_mut() {
+                cost += h.discard(block.pfn.0 * page, page);
+            }
+            self.balloon.push(block.pfn);
+        }
+        while self.balloon.len() > want {
+            let pfn = self.balloon.pop().expect("longer than want");
+            cost += self.kernel.costs().alloc;
+            if self.kernel.free_pages(pfn, Order(0)).is_err() {
+                self.kmem_errors += 1;
+            }
+        }
+        Picos::from(cost)
     }
 
     /// One stress-highalloc attempt: request `share` of memory as order-9 blocks, each

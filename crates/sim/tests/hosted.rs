@@ -4,7 +4,7 @@
 mod common;
 
 use common::{Scenario, GIB, MIB};
-use hugemm_hw::MachineProfile;
+use hugemm_hw::{MachineProfile, Nanos};
 use hugemm_policy::{IngensConfig, KhugepagedConfig, PolicyConfig, ThpMode};
 use hugemm_sim::{Experiment, GuestVm, HostedResult, HostedRun};
 use hugemm_workload::{builtin, Advice};
@@ -147,4 +147,57 @@ fn a_guest_profile_is_required_and_a_bare_metal_host() {
         .err()
         .expect("a guest host is refused");
     assert!(e.to_string().contains("itself a guest"), "{e}");
+}
+
+/// Touch `bytes`, free them, then set the balloon to `balloon` bytes.
+fn touch_free_balloon(bytes: u64, balloon: u64) -> hugemm_workload::ProcessSpec {
+    use hugemm_workload::{BufferId, Phase, ProcessSpec};
+    let b = BufferId(0);
+    ProcessSpec {
+        name: "driver".into(),
+        start: Nanos::ZERO,
+        core: None,
+        phases: vec![
+            Phase::Mmap {
+                buffer: b,
+                bytes,
+                advice: Advice::Default,
+            },
+            Phase::Access(builtin::touch(b, bytes)),
+            Phase::Munmap { buffer: b },
+            Phase::Balloon { target: balloon },
+        ],
+    }
+}
+
+#[test]
+fn a_balloon_returns_guest_memory_to_the_host_and_splits_its_huge_pages() {
+    let run_with = |balloon: u64| {
+        let g = guest(
+            512 * MIB,
+            ThpMode::Always,
+            vec![touch_free_balloon(256 * MIB, balloon)],
+        );
+        run(host(GIB, ThpMode::Always, no_khugepaged()), vec![g])
+    };
+    let (none, some) = (run_with(0), run_with(128 * MIB));
+    let (a, b) = (&none.vms[0], &some.vms[0]);
+    assert_eq!((a.balloon_bytes, b.balloon_bytes), (0, 128 * MIB));
+    // Without a balloon the host keeps backing what the guest freed.
+    assert!(a.host_rss_bytes >= 256 * MIB, "{}", a.host_rss_bytes);
+    // The balloon's pages came from the freed memory, and the host dropped them.
+    let returned = a.host_rss_bytes - b.host_rss_bytes;
+    assert!(
+        returned >= 120 * MIB,
+        "host RSS {} without a balloon, {} with one",
+        a.host_rss_bytes,
+        b.host_rss_bytes
+    );
+    // 4 KB discards split the host huge pages they fall in.
+    assert!(
+        b.host_huge_regions < a.host_huge_regions,
+        "{} vs {}",
+        b.host_huge_regions,
+        a.host_huge_regions
+    );
 }

@@ -217,6 +217,15 @@ pub enum Phase {
     /// on the process's heap (one VMA of `server.heap_bytes`, mapped at the first such
     /// phase).
     Kv(crate::kv::KvPhase),
+    /// Set the machine's balloon to `target` bytes, as a virtio-balloon driver does when
+    /// its host asks: inflating allocates base pages one at a time (movable, no reclaim:
+    /// it stops at the first failure, as the driver's `__GFP_NORETRY` allocation gives
+    /// up) and hands each to the host, which discards its backing; deflating frees them
+    /// back to the guest. On a machine with no host the pages are only held.
+    Balloon {
+        /// The balloon's size to reach, in bytes (whole base pages).
+        target: u64,
+    },
     /// One attempt of mmtests' stress-highalloc: allocate huge pages (order 9, as the
     /// benchmark's kernel module does) until `share` of memory is requested, each failed
     /// allocation trying direct compaction first; report the success rate and free them.
@@ -280,6 +289,7 @@ impl Phase {
                 | Phase::DropCaches
                 | Phase::CompactMemory
                 | Phase::HighAlloc { .. }
+                | Phase::Balloon { .. }
         )
     }
 }
@@ -301,7 +311,8 @@ impl ProcessSpec {
                 | Phase::KernelAlloc { .. }
                 | Phase::DropCaches
                 | Phase::CompactMemory
-                | Phase::HighAlloc { .. } => 0,
+                | Phase::HighAlloc { .. }
+                | Phase::Balloon { .. } => 0,
             })
             .max()
             .unwrap_or(0)

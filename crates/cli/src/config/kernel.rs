@@ -378,6 +378,7 @@ impl Phases<'_, '_> {
             "drop_caches" => self.only(j, ph, op, &[]).map(|()| Phase::DropCaches),
             "compact_memory" => self.only(j, ph, op, &[]).map(|()| Phase::CompactMemory),
             "highalloc" => self.highalloc(j, ph),
+            "balloon" => self.balloon(j, ph),
             _ => return None,
         })
     }
@@ -415,6 +416,27 @@ impl Phases<'_, '_> {
             offset,
             bytes,
         })
+    }
+
+    /// `op = "balloon"`: the balloon's target size.
+    fn balloon(&mut self, j: usize, ph: &mut RawPhase) -> R<Phase> {
+        self.only(j, ph, "balloon", &["size"])?;
+        let size = ph.size.as_ref().ok_or_else(|| {
+            self.v.bad(
+                &self.key(j, "size"),
+                "the balloon's target size, e.g. \"1GiB\" (0 deflates it)",
+            )
+        })?;
+        let target = self.v.size(&self.key(j, "size"), size)?;
+        if target > self.memory || target % 4096 != 0 {
+            return Err(self.v.bad(
+                &self.key(j, "size"),
+                format!(
+                    "whole 4 KiB pages no more than the machine's memory, found {target} bytes"
+                ),
+            ));
+        }
+        Ok(Phase::Balloon { target })
     }
 
     fn kernel_alloc(&mut self, j: usize, ph: &mut RawPhase) -> R<Phase> {
