@@ -273,22 +273,15 @@ fn run(
         }
         .into());
     }
-    if !loaded.vms.is_empty() {
-        return Err(config::ConfigError::Invalid {
-            file: file.display().to_string(),
-            at: None,
-            key: "vm".into(),
-            expected: "no [[vm]] tables in an experiment file: virtual machines run in                        reproductions (`hugemm reproduce`, e.g. experiments/hawkeye/fig9.toml)"
-                .into(),
-        }
-        .into());
-    }
     if let Some(s) = seed {
         loaded.experiment.seed = s;
         loaded.resolved.sim.seed = Some(s as i64);
     }
     let out =
         out.unwrap_or_else(|| PathBuf::from("results").join(file.file_stem().unwrap_or_default()));
+    if !loaded.vms.is_empty() {
+        return run_hosted(&file, loaded, &out, print, &provenance);
+    }
     let time_limit_s = loaded.experiment.time_limit.0 as f64 / 1e9;
     let stop = StopFlag::new();
     stop_on_signals(&stop)?;
@@ -333,6 +326,94 @@ fn run(
     }
     print.json(&serde_json::json!({"out": out, "summary": summary}))?;
     Ok(code)
+}
+
+/// `hugemm run` of a file with `[[vm]]` tables: the machine hosts the VMs
+/// (`docs/virtualization.md`). Writes the host's run to `OUT/host/` and each VM's guest to
+/// `OUT/vm-NAME/` (each as a plain run's directory), and `OUT/vms.json`: what each VM
+/// cost the host.
+fn run_hosted(
+    file: &Path,
+    loaded: config::Loaded,
+    out: &Path,
+    print: Print,
+    provenance: &Provenance,
+) -> anyhow::Result<ExitCode> {
+    if let Some(i) = loaded.vms.iter().position(|v| v.layout.is_some()) {
+        return Err(config::ConfigError::Invalid {
+            file: file.display().to_string(),
+            at: None,
+            key: format!("vm[{i}].layout"),
+            expected: "no layout in an experiment file (layouts are for reproductions, \
+                       `hugemm reproduce`)"
+                .into(),
+        }
+        .into());
+    }
+    let profile = loaded
+        .guest_profile
+        .as_ref()
+        .context("validation gives [[vm]] tables a guest profile")?;
+    let run: Vec<&config::vms::VmSpec> = loaded.vms.iter().collect();
+    let (host, guests) = config::vms::hosted(&loaded.experiment, profile, &run, &loaded.vms);
+    if print.text() {
+        eprintln!(
+            "run: {} with {} VM(s) under a host model (no progress display)",
+            file.display(),
+            guests.len()
+        );
+    }
+    let result = hugemm_sim::HostedRun::new(host, guests)?
+        .run()
+        .context("running the experiment")?;
+    report::write_dir(
+        &out.join("host"),
+        &loaded.resolved,
+        &result.host,
+        provenance,
+    )?;
+    let mut vms = Vec::new();
+    for vm in &result.vms {
+        report::write_dir(
+            &out.join(format!("vm-{}", vm.name)),
+            &loaded.resolved,
+            &vm.guest,
+            provenance,
+        )?;
+        vms.push(serde_json::json!({
+            "name": vm.name,
+            "host_fault_ns": vm.host_fault_ns,
+            "host_huge_regions": vm.host_huge_regions,
+            "host_backed_regions": vm.host_backed_regions,
+            "host_flushes": vm.host_flushes,
+            "host_rss_bytes": vm.host_rss_bytes,
+            "balloon_bytes": vm.balloon_bytes,
+            "complete": vm.guest.summary.stopped_by.is_none(),
+        }));
+    }
+    let doc = serde_json::json!({ "vms": vms });
+    std::fs::write(
+        out.join("vms.json"),
+        serde_json::to_string_pretty(&doc)? + "\n",
+    )
+    .with_context(|| format!("writing {}", out.join("vms.json").display()))?;
+    if print.text() {
+        outln!("host:");
+        out!("{}", report::table(&result.host.summary));
+        for vm in &result.vms {
+            outln!(
+                "VM {}: host backs {} of its 2 MB regions, {} with huge pages; host faults {:.1} ms",
+                vm.name,
+                vm.host_backed_regions,
+                vm.host_huge_regions,
+                vm.host_fault_ns as f64 / 1e6
+            );
+            out!("{}", report::table(&vm.guest.summary));
+        }
+        outln!("results written to {}", out.display());
+    }
+    print.json(&serde_json::json!({"out": out, "vms": doc["vms"]}))?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn run_report(dir: &Path, print: Print) -> anyhow::Result<()> {

@@ -1824,8 +1824,34 @@ fn virtual_machines_are_validated() {
         "vm[1].processes",
         &["\"p\" runs in \"vm\""],
     );
-    // Valid, but `hugemm run` runs no VMs: it says where they run.
-    expect_bad(&with_vm(GUEST, ok_vm), "vm", &["hugemm reproduce"]);
+    // Layouts are for reproductions.
+    expect_bad(
+        &with_vm(GUEST, &format!("{ok_vm}\nlayout = \"host\"")),
+        "vm[0].layout",
+        &["reproductions"],
+    );
+}
+
+#[test]
+fn a_file_with_a_vm_runs_under_the_host_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let vm = "name = \"vm\"\nmemory = \"32MiB\"\nprocesses = [\"p\"]";
+    let (_, o) = run_text(&dir, &with_vm(GUEST, vm));
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+    let out = dir.path().join("out");
+    for f in ["host/summary.json", "vm-vm/summary.json", "vms.json"] {
+        assert!(out.join(f).exists(), "{f} missing");
+    }
+    let vms: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("vms.json")).unwrap()).unwrap();
+    let v = &vms["vms"][0];
+    // The guest's process ran in the VM and its touches were backed by the host.
+    assert!(v["host_backed_regions"].as_u64().unwrap() >= 2, "{v}");
+    assert!(v["host_fault_ns"].as_u64().unwrap() > 0, "{v}");
+    let guest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("vm-vm/summary.json")).unwrap())
+            .unwrap();
+    assert_eq!(guest["processes"][0]["name"], "p");
 }
 
 #[test]

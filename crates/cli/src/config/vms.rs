@@ -9,6 +9,7 @@
 use super::raw::RawVm;
 use super::validate::{Validator, R};
 use hugemm_hw::{GuestProfile, MachineProfile};
+use hugemm_sim::{Experiment, GuestVm};
 use hugemm_workload::{Advice, ProcessSpec};
 
 /// Most VMs one file may declare.
@@ -30,6 +31,44 @@ pub struct VmSpec {
     pub processes: Vec<String>,
     /// How the VMM advises the VM's memory in the host.
     pub host_advice: Advice,
+}
+
+/// The host's experiment and one guest per VM of `run`, from `base`: each VM's guest
+/// runs `base` on `guest_profile` with the VM's memory and vCPUs and the processes it
+/// names; the host runs the processes no VM of `claimed` names (a process of a VM that is
+/// not run is not run at all). Both run `base`'s policy until the caller sets theirs.
+pub fn hosted(
+    base: &Experiment,
+    guest_profile: &MachineProfile,
+    run: &[&VmSpec],
+    claimed: &[VmSpec],
+) -> (Experiment, Vec<GuestVm>) {
+    let in_vm = |v: &VmSpec, name: &str| v.processes.iter().any(|e| member(name, e));
+    let mut host = base.clone();
+    host.processes
+        .retain(|p| !claimed.iter().any(|v| in_vm(v, &p.name)));
+    let guests = run
+        .iter()
+        .map(|v| {
+            let mut g = base.clone();
+            g.profile = guest_profile.clone();
+            g.memory_bytes = v.memory;
+            g.node_bytes.clear();
+            g.home_node = 0;
+            g.tiering = None;
+            g.cores = v.cores;
+            g.daemon_core = 0;
+            g.kernel.min_free_kbytes = None;
+            g.processes.retain(|p| in_vm(v, &p.name));
+            for p in &mut g.processes {
+                p.core = None;
+            }
+            let mut vm = GuestVm::new(v.name.clone(), g);
+            vm.advice = v.host_advice;
+            vm
+        })
+        .collect();
+    (host, guests)
 }
 
 /// Whether process `name` is entry `entry` or one of its numbered instances.

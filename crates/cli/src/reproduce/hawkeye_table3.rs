@@ -23,11 +23,10 @@
 //!   (the paper does not say how its VM was set up; 2 MB at both levels is what THP gives
 //!   a KVM guest by default, and 4 KB at both is the baseline the native column uses).
 
-use super::hawkeye::member;
 use super::{engine, table, Claim, Progress, Report, Reproduction, Value, VariantRun};
 use crate::plot::Figure;
 use hugemm_policy::{LinuxConfig, PolicyConfig, ThpMode};
-use hugemm_sim::{Experiment, GuestVm, HostedResult, HostedRun, ProcessSummary, RunResult};
+use hugemm_sim::{Experiment, HostedResult, HostedRun, ProcessSummary, RunResult};
 use hugemm_workload::{Phase, ProcessSpec, Stream};
 use serde::Serialize;
 use serde_json::json;
@@ -157,28 +156,14 @@ fn run_virtual(
         return Ok(None);
     };
     let hosted = |mode: ThpMode| -> anyhow::Result<HostedResult> {
-        let in_vm = |name: &str| vm.processes.iter().any(|e| member(name, e));
-        let mut host = with_thp(r, mode);
-        host.processes.retain(|p| !in_vm(&p.name));
-        let mut guest = with_thp(r, mode);
-        guest.profile = profile.clone();
-        guest.memory_bytes = vm.memory;
-        guest.node_bytes.clear();
-        guest.cores = vm.cores;
-        guest.daemon_core = 0;
-        guest.kernel.min_free_kbytes = None;
-        guest.processes.retain(|p| in_vm(&p.name));
-        for p in &mut guest.processes {
-            p.core = None;
-        }
+        // Both levels run with_thp's policy.
+        let (host, guests) = crate::config::vms::hosted(&with_thp(r, mode), profile, &[vm], &r.vms);
         let what = match mode {
             ThpMode::Never => "table 3: in a VM, 4 KB pages at both levels",
             _ => "table 3: in a VM, 2 MB pages at both levels",
         };
         progress.start(what);
-        let mut g = GuestVm::new(vm.name.clone(), guest);
-        g.advice = vm.host_advice;
-        Ok(HostedRun::new(host, vec![g])?.run()?)
+        Ok(HostedRun::new(host, guests)?.run()?)
     };
     let (small, huge) = rayon::join(|| hosted(ThpMode::Never), || hosted(ThpMode::Always));
     Ok(Some((small?, huge?)))

@@ -23,7 +23,7 @@
 
 use super::hawkeye::{member, policy};
 use super::{par_map, table, Claim, Progress, Report, Reproduction, VariantRun};
-use crate::config::vms::VmSpec;
+use crate::config::vms::{hosted, VmSpec};
 use hugemm_sim::{Experiment, GuestVm, HostedResult, HostedRun, ProcessSummary};
 use serde_json::json;
 
@@ -69,32 +69,12 @@ pub(crate) fn hosted_experiments(
         .guest_profile
         .clone()
         .ok_or_else(|| anyhow::anyhow!("the file has no [guest] table"))?;
-    let vms = vms_of(r, layout);
-    let in_vm = |v: &VmSpec, name: &str| v.processes.iter().any(|e| member(name, e));
-    // The host runs what no VM of any layout runs (a process of another layout's VM is
-    // not run at all).
-    let mut host = r.experiment.clone();
+    let mut base = r.experiment.clone();
+    base.processes.retain(|p| in_set(r, set, &p.name));
+    let (mut host, mut guests) = hosted(&base, &guest_profile, &vms_of(r, layout), &r.vms);
     host.policy = policy(host_policy, &r.policies).expect("a known variant");
-    host.processes
-        .retain(|p| in_set(r, set, &p.name) && !r.vms.iter().any(|v| in_vm(v, &p.name)));
-    let mut guests = Vec::new();
-    for v in vms {
-        let mut g = r.experiment.clone();
-        g.profile = guest_profile.clone();
-        g.memory_bytes = v.memory;
-        g.node_bytes.clear();
-        g.cores = v.cores;
-        g.daemon_core = 0;
-        g.policy = policy(guest_policy, &r.policies).expect("a known variant");
-        g.kernel.min_free_kbytes = None;
-        g.processes
-            .retain(|p| in_set(r, set, &p.name) && in_vm(v, &p.name));
-        for p in &mut g.processes {
-            p.core = None;
-        }
-        let mut vm = GuestVm::new(v.name.clone(), g);
-        vm.advice = v.host_advice;
-        guests.push(vm);
+    for g in &mut guests {
+        g.guest.policy = policy(guest_policy, &r.policies).expect("a known variant");
     }
     Ok((host, guests))
 }
