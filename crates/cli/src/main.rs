@@ -388,6 +388,7 @@ fn run_hosted(
             "host_flushes": vm.host_flushes,
             "host_rss_bytes": vm.host_rss_bytes,
             "balloon_bytes": vm.balloon_bytes,
+            "host_balloon_ns": vm.host_balloon_ns,
             "complete": vm.guest.summary.stopped_by.is_none(),
         }));
     }

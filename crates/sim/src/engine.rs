@@ -642,7 +642,21 @@ impl Engine {
     /// and DRAM latency until the next run (see `prezero.rs`).
     fn run_prezero(&mut self, t: Picos) -> DaemonRun {
         let cfg = self.exp.kernel.prezero;
-        let run = self.prezero.run(&mut self.kernel, &cfg);
+        let mut run = self.prezero.run(&mut self.kernel, &cfg);
+        if let Some(h) = self.host.as_mut() {
+            // In a guest the stores are first writes as far as the host knows: it backs
+            // each block, and the daemon's vCPU waits for its faults.
+            let page = self.exp.geometry.base_bytes();
+            let region = self.exp.geometry.huge_bytes();
+            for &(pfn, frames) in &run.zeroed {
+                let (mut at, end) = (pfn.0 * page, (pfn.0 + frames) * page);
+                while at < end {
+                    let next = ((at / region) + 1) * region;
+                    run.cpu += h.populate(at, next.min(end) - at).time;
+                    at = next;
+                }
+            }
+        }
         let base = self.exp.geometry.base_bytes();
         for core in &mut self.cores {
             for &(pfn, frames) in &run.cached {

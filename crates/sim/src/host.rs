@@ -4,8 +4,9 @@
 //! # Model
 //!
 //! A VM is what KVM makes it: a process of the host (QEMU) whose anonymous memory is the
-//! guest's physical memory. Guest-physical byte `gpa` of VM `v` is host-virtual byte
-//! `gpa` of VM `v`'s one buffer, mapped with `MADV_HUGEPAGE` as QEMU maps guest RAM.
+//! guest's physical memory. Guest-physical byte `gpa` of VM `v` is byte `gpa` of VM `v`'s
+//! one buffer in the host, mapped with `MADV_HUGEPAGE` as QEMU maps guest RAM (unless
+//! [`GuestVm::advice`] says otherwise).
 //! Two kernels, two policies:
 //!
 //! - the **guest** engine runs the guest's processes over the guest's kernel and policy on
@@ -20,7 +21,9 @@
 //! 1. **First touch.** A guest fault that maps a new guest frame (the guest kernel zeroes
 //!    it) touches every 4 KB of it in the host, synchronously ([`HostMemory::populate`]):
 //!    host faults, sized by the host's policy, whose time the guest's fault pays. A guest
-//!    2 MB fault on a host that answers with 4 KB pages costs 512 host faults.
+//!    2 MB fault on a host that answers with 4 KB pages costs 512 host faults. Guest
+//!    page-cache reads into new frames and the guest's pre-zeroing of free blocks do the
+//!    same (the reader and the pre-zeroing daemon pay).
 //! 2. **Accessed bits.** Only a walk sets an accessed bit, and in a guest every walk ends
 //!    with the host translation of the data's gPA. The guest engine records the gPA page
 //!    of every walk; at each lockstep the host sets those pages' accessed bits
@@ -28,25 +31,26 @@
 //!    fault (a guest collapse's copy, a migration) is first seen here and is populated
 //!    then, at the host's cost. The nested TLB is ignored for this purpose: a walk whose
 //!    host translation hit the NTLB sets no host bit on real hardware; here it does.
-//! 3. **Host page sizes.** After each lockstep the host's page size of every
-//!    guest-physical 2 MB region is written into the guest cores' MMUs
-//!    ([`Engine::set_host_regions`]); if any mapping changed, every guest core's TLBs are
-//!    flushed, as KVM flushes a VM's TLBs when it changes a mapping the VM may have cached.
-//!
-//! Time: each lockstep lets every guest run [`HostedRun::quantum`] of simulated time in
-//! turn, then the host. Host daemons run on the host's own core: their CPU is reported, not
-//! taken from the vCPUs (the host is assumed to have cores the vCPUs do not use).
-//!
+//! 3. **Host page sizes.** A host fault's size reaches the guest cores' MMUs at once.
+//!    After each lockstep, every range the host's kernel flushed (a promotion, a split,
+//!    an unmap: each mapping it changed) is re-read and its regions' sizes written into
+//!    the guest cores' MMUs ([`Engine::set_host_regions`]); if any changed, every guest
+//!    core's TLBs are flushed, as KVM flushes a VM's TLBs when it changes a mapping the VM
+//!    may have cached.
 //! 4. **Ballooning.** A guest's balloon driver (`Phase::Balloon`) hands guest pages to the
 //!    host, which discards their backing at once ([`HostMemory::discard`]: `MADV_DONTNEED`
 //!    per 4 KB page, as QEMU's virtio-balloon does, so a host huge page a balloon page
 //!    falls in is split).
 //!
+//! Time: each lockstep lets every guest run [`HostedRun::QUANTUM`] of simulated time in
+//! turn, then the host. Host daemons run on the host's own core: their CPU is reported, not
+//! taken from the vCPUs (the host is assumed to have cores the vCPUs do not use).
+//!
 //! What this leaves out: same-page merging at the host (HawkEye's Figure 11), host memory
-//! overcommit and host swap, and host access bits from references the
-//! guest skipped in sampled mode (only measured windows and first touches reach the host;
-//! the host's view of every VM is thinned by the same factor, so its rankings keep their
-//! order).
+//! overcommit and host swap, and host access bits from references
+//! the guest skipped in sampled mode (only measured windows and first touches reach the
+//! host; the host's view of every VM is thinned by the same factor, so its rankings keep
+//! their order).
 
 use crate::engine::Engine;
 use crate::experiment::Experiment;
@@ -370,6 +374,8 @@ pub struct VmResult {
     pub host_flushes: u64,
     /// Bytes the guest's balloon held at the end.
     pub balloon_bytes: u64,
+    /// Host time discarding the balloon's pages (ns).
+    pub host_balloon_ns: u64,
     /// Host memory backing the VM at the end (its process's resident bytes).
     pub host_rss_bytes: u64,
 }
@@ -530,6 +536,7 @@ impl HostedRun {
         for (vm, (backed, huge, rss)) in self.vms.into_iter().zip(census) {
             vms.push(VmResult {
                 balloon_bytes: vm.guest.balloon_bytes(),
+                host_balloon_ns: vm.guest.host.as_ref().map_or(0, |h| h.balloon_time.0),
                 host_rss_bytes: rss,
                 host_fault_ns: vm.guest.host_fault_time().0,
                 host_huge_regions: huge,

@@ -123,6 +123,9 @@ pub(crate) struct PrezeroRun {
     pub cached: Vec<(Pfn, u64)>,
     /// DRAM traffic of the run, in bytes.
     pub traffic: u64,
+    /// The free blocks zeroed (first frame, frames), not counting stress mode's re-zeroing
+    /// (frames zeroed before, which a host under a guest backs already).
+    pub zeroed: Vec<(Pfn, u64)>,
 }
 
 /// The daemon's state.
@@ -180,6 +183,7 @@ impl Prezero {
             pages,
             cached,
             traffic,
+            zeroed: blocks.iter().map(|&(pfn, o)| (pfn, 1u64 << o.0)).collect(),
         }
     }
 

@@ -201,3 +201,38 @@ fn a_balloon_returns_guest_memory_to_the_host_and_splits_its_huge_pages() {
         a.host_huge_regions
     );
 }
+
+#[test]
+fn guest_pre_zeroing_is_backed_by_the_host() {
+    use hugemm_workload::{KernelMem, Lifetime, Phase, ProcessSpec};
+    // Kernel memory the guest allocates and frees is written without a fault the host
+    // sees; pre-zeroing writes it again, and then the host backs it.
+    let run_with = |prezero: bool| {
+        let mut g = guest(
+            512 * MIB,
+            ThpMode::Never,
+            vec![ProcessSpec {
+                name: "k".into(),
+                start: Nanos::ZERO,
+                core: None,
+                phases: vec![
+                    Phase::KernelAlloc {
+                        kind: KernelMem::Unmovable,
+                        order: 0,
+                        bytes: 64 * MIB,
+                        lifetime: Lifetime::Fixed(Nanos::from_millis(10)),
+                    },
+                    Phase::Sleep(Nanos::from_secs(3)),
+                ],
+            }],
+        );
+        g.kernel.prezero.enabled = prezero;
+        g.kernel.prezero.rate_pages_per_s = 100_000;
+        run(host(GIB, ThpMode::Never, no_khugepaged()), vec![g]).vms[0].host_rss_bytes
+    };
+    let (without, with) = (run_with(false), run_with(true));
+    assert!(
+        with >= without + 60 * MIB,
+        "host RSS {without} without pre-zeroing, {with} with"
+    );
+}
