@@ -46,8 +46,13 @@
 //! turn, then the host. Host daemons run on the host's own core: their CPU is reported, not
 //! taken from the vCPUs (the host is assumed to have cores the vCPUs do not use).
 //!
-//! What this leaves out: same-page merging at the host (HawkEye's Figure 11), host memory
-//! overcommit and host swap, and host access bits from references
+//! 5. **Same-page merging and automatic ballooning** (optional, [`Ksm`],
+//!    [`AutoBalloon`]): the host maps guest pages whose content is zero to its zero page,
+//!    and sets each VM's balloon to the guest's free memory. Together with a guest's
+//!    pre-zeroing these are the mechanisms of HawkEye's Figure 11.
+//!
+//! What this leaves out: host memory overcommit and host swap (so Figure 11's
+//! performance under overcommit is not reproduced), and host access bits from references
 //! the guest skipped in sampled mode (only measured windows and first touches reach the
 //! host; the host's view of every VM is thinned by the same factor, so its rankings keep
 //! their order).
@@ -98,6 +103,10 @@ pub(crate) struct GuestHost {
     young: Vec<u64>,
     /// The pages whose bit is set, in the order first walked.
     young_pages: Vec<u64>,
+    /// One bit per guest-physical 4 KB page: merged by the host into its zero page.
+    merged: Vec<u64>,
+    /// Host faults taken on merged pages.
+    pub unmerge_faults: u64,
     /// Regions whose host size a populate changed, for the other cores.
     pub changed: Vec<(u64, bool)>,
     /// Host fault time the guest's faults paid.
@@ -112,27 +121,66 @@ impl GuestHost {
             link,
             young: vec![0; (guest_bytes >> 12).div_ceil(64) as usize],
             young_pages: Vec::new(),
+            merged: vec![0; (guest_bytes >> 12).div_ceil(64) as usize],
+            unmerge_faults: 0,
             changed: Vec::new(),
             fault_time: Nanos::ZERO,
             balloon_time: Nanos::ZERO,
         }
     }
 
-    /// A guest walk ended at guest-physical byte `gpa`.
+    /// A guest walk ended at guest-physical byte `gpa`. Returns the host's fault time
+    /// when it is a `write` to a page the host had merged into its zero page (zero almost
+    /// always; a read is served by the zero page).
     #[inline]
-    pub fn walked(&mut self, gpa: u64) {
+    pub fn walked(&mut self, gpa: u64, write: bool) -> Nanos {
         let page = gpa >> 12;
-        if let Some(w) = self.young.get_mut((page / 64) as usize) {
-            let bit = 1 << (page % 64);
+        let (word, bit) = ((page / 64) as usize, 1u64 << (page % 64));
+        if let Some(w) = self.young.get_mut(word) {
             if *w & bit == 0 {
                 *w |= bit;
                 self.young_pages.push(page);
             }
         }
+        if write && self.merged.get(word).is_some_and(|w| w & bit != 0) {
+            return self.unmerge(page);
+        }
+        Nanos::ZERO
     }
 
-    /// The host backs `[gpa, gpa + bytes)`.
+    /// The guest touches a page the host's same-page merging had mapped to the zero page:
+    /// a host fault backs it again (copy-on-write of the zero page), at the guest's cost.
+    #[cold]
+    fn unmerge(&mut self, page: u64) -> Nanos {
+        self.populate(page << 12, 4096).time
+    }
+
+    /// The host merged guest-physical page `page` into its zero page.
+    fn mark_merged(&mut self, page: u64) {
+        if let Some(w) = self.merged.get_mut((page / 64) as usize) {
+            *w |= 1 << (page % 64);
+        }
+    }
+
+    /// Whether the host has page `page` merged into its zero page.
+    fn is_merged(&self, page: u64) -> bool {
+        self.merged
+            .get((page / 64) as usize)
+            .is_some_and(|w| w >> (page % 64) & 1 != 0)
+    }
+
+    /// The host backs `[gpa, gpa + bytes)` (a page of it the host had merged into its
+    /// zero page is unmerged: a host fault, counted).
     pub fn populate(&mut self, gpa: u64, bytes: u64) -> Populated {
+        for page in gpa >> 12..(gpa + bytes).div_ceil(4096) {
+            let (word, bit) = ((page / 64) as usize, 1u64 << (page % 64));
+            if let Some(w) = self.merged.get_mut(word) {
+                if *w & bit != 0 {
+                    *w &= !bit;
+                    self.unmerge_faults += 1;
+                }
+            }
+        }
         let p = self.link.populate(gpa, bytes);
         self.fault_time += p.time;
         self.changed.push((gpa >> REGION_SHIFT, p.huge));
@@ -285,6 +333,28 @@ impl Engine {
         Some((buf.start, buf.bytes))
     }
 
+    /// Set the balloon to `target` bytes (as [`Phase::Balloon`] does, from outside: a
+    /// host's automatic ballooning). Returns the driver's time.
+    pub fn set_balloon(&mut self, target: u64) -> Nanos {
+        let t = self.balloon_to(target).to_nanos();
+        self.apply_tlb_flushes();
+        t
+    }
+
+    /// Free frames of this engine's kernel.
+    pub fn free_bytes(&self) -> u64 {
+        self.kernel.phys().frames_free() * self.exp.geometry.base_bytes()
+    }
+
+    /// Whether the content of frame `page` (a guest-physical page, in a guest) is known to
+    /// be zero: what the host's same-page merging compares.
+    pub fn frame_is_zero(&self, page: u64) -> bool {
+        self.kernel
+            .phys()
+            .frame(hugemm_hw::Pfn(page))
+            .is_some_and(|f| f.is_zeroed())
+    }
+
     /// Bytes the balloon driver holds.
     pub fn balloon_bytes(&self) -> u64 {
         self.balloon.len() as u64 * self.exp.geometry.base_bytes()
@@ -355,6 +425,10 @@ struct Vm {
     regions: u64,
     /// Times the guest's TLBs were flushed for a host mapping change.
     flushes: u64,
+    /// The next guest-physical page the host's same-page merging looks at.
+    ksm_cursor: u64,
+    /// Pages the host merged into its zero page.
+    ksm_merged: u64,
 }
 
 /// What one VM did, with its host's view.
@@ -376,6 +450,10 @@ pub struct VmResult {
     pub balloon_bytes: u64,
     /// Host time discarding the balloon's pages (ns).
     pub host_balloon_ns: u64,
+    /// Pages the host's same-page merging mapped to its zero page.
+    pub ksm_merged_pages: u64,
+    /// Guest writes that faulted on a merged page.
+    pub ksm_unmerge_faults: u64,
     /// Host memory backing the VM at the end (its process's resident bytes).
     pub host_rss_bytes: u64,
 }
@@ -385,6 +463,8 @@ pub struct VmResult {
 pub struct HostedResult {
     /// Each VM, in the order given.
     pub vms: Vec<VmResult>,
+    /// CPU time of the host's same-page merging (ns).
+    pub ksm_cpu_ns: u64,
     /// The host's run (its processes are the VMs, and whatever else it ran).
     pub host: RunResult,
 }
@@ -415,11 +495,45 @@ impl GuestVm {
     }
 }
 
+/// The host's same-page merging, of zero pages only (Linux's KSM with
+/// `use_zero_pages`): `ksmd` looks at `pages_per_s` guest pages a second, round robin over
+/// the VMs' memory, and maps each the host backs and whose content is zero to the zero
+/// page, freeing its frame (a huge page it falls in is split). A later guest write to
+/// such a page takes a host fault; a read is served by the zero page.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Ksm {
+    /// Pages looked at per second (Linux: `pages_to_scan` every `sleep_millisecs`; its
+    /// default is 100 every 20 ms, 5,000 a second).
+    pub pages_per_s: u64,
+}
+
+/// The host's automatic ballooning: every [`AutoBalloon::period`] each VM's balloon is set
+/// to take the guest's free memory beyond `reserve` (a share of its memory), as a host
+/// managing overcommit with free-page hinting does. Real drivers also deflate when the
+/// guest runs out of memory (`VIRTIO_BALLOON_F_DEFLATE_ON_OOM`); here the reserve stands
+/// for that until the next adjustment.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AutoBalloon {
+    /// How often the targets are set.
+    pub period: Nanos,
+    /// Share of guest memory left free (0..1).
+    pub reserve: f64,
+}
+
 /// Guests under one host, run in lockstep (see the module doc).
 pub struct HostedRun {
     host: SharedHost,
     vms: Vec<Vm>,
     quantum: Nanos,
+    ksm: Option<Ksm>,
+    /// Fraction of a page of `ksm`'s budget carried between locksteps.
+    ksm_carry: f64,
+    /// The VM `ksmd` looks at next.
+    ksm_vm: usize,
+    ksm_cpu: Nanos,
+    auto_balloon: Option<AutoBalloon>,
+    next_balloon: Nanos,
+    now: Nanos,
 }
 
 impl HostedRun {
@@ -476,6 +590,8 @@ impl HostedRun {
                 proc,
                 regions,
                 flushes: 0,
+                ksm_cursor: 0,
+                ksm_merged: 0,
             });
         }
         // Let the VM processes map their memory before any guest touches it (each maps,
@@ -500,7 +616,27 @@ impl HostedRun {
             host,
             vms,
             quantum: HostedRun::QUANTUM,
+            ksm: None,
+            ksm_carry: 0.0,
+            ksm_vm: 0,
+            ksm_cpu: Nanos::ZERO,
+            auto_balloon: None,
+            next_balloon: Nanos::ZERO,
+            now: Nanos::ZERO,
         })
+    }
+
+    /// Run the host's same-page merging of zero pages ([`Ksm`]).
+    pub fn with_ksm(mut self, ksm: Ksm) -> HostedRun {
+        self.ksm = Some(ksm);
+        self
+    }
+
+    /// Let the host balloon its VMs automatically ([`AutoBalloon`]).
+    pub fn with_auto_balloon(mut self, b: AutoBalloon) -> HostedRun {
+        self.next_balloon = b.period;
+        self.auto_balloon = Some(b);
+        self
     }
 
     /// Run until every guest's processes have ended (or its time limit).
@@ -537,6 +673,8 @@ impl HostedRun {
             vms.push(VmResult {
                 balloon_bytes: vm.guest.balloon_bytes(),
                 host_balloon_ns: vm.guest.host.as_ref().map_or(0, |h| h.balloon_time.0),
+                ksm_merged_pages: vm.ksm_merged,
+                ksm_unmerge_faults: vm.guest.host.as_ref().map_or(0, |h| h.unmerge_faults),
                 host_rss_bytes: rss,
                 host_fault_ns: vm.guest.host_fault_time().0,
                 host_huge_regions: huge,
@@ -552,8 +690,47 @@ impl HostedRun {
             .into_inner();
         Ok(HostedResult {
             vms,
+            ksm_cpu_ns: self.ksm_cpu.0,
             host: host.results(),
         })
+    }
+
+    /// One lockstep's share of [`Ksm`]'s scan.
+    fn merge_zero_pages(&mut self, host: &mut Engine, ksm: Ksm) {
+        if self.vms.is_empty() {
+            return;
+        }
+        let budget = ksm.pages_per_s as f64 * self.quantum.0 as f64 / 1e9 + self.ksm_carry;
+        let pages = budget.floor() as u64;
+        self.ksm_carry = budget - pages as f64;
+        let costs = host.kernel().costs().clone();
+        let n = self.vms.len();
+        for _ in 0..pages {
+            let vm = &mut self.vms[self.ksm_vm];
+            self.ksm_vm = (self.ksm_vm + 1) % n;
+            let total = vm.regions << (REGION_SHIFT - 12);
+            let page = vm.ksm_cursor;
+            vm.ksm_cursor = (page + 1) % total.max(1);
+            let (start, _) = host.buffer(vm.proc, 0).expect("mapped at start");
+            let pid = host.procs[vm.proc].pid.expect("started");
+            if host
+                .kernel()
+                .peek(pid, VirtAddr(start.0 + (page << 12)))
+                .is_none()
+            {
+                self.ksm_cpu += costs.scan_time(1, 0);
+                continue;
+            }
+            // A backed page is read (up to its first non-zero byte; a zero one whole).
+            let zero = vm.guest.frame_is_zero(page);
+            self.ksm_cpu += costs.scan_time(1, if zero { 4096 } else { 64 });
+            if zero && host.external_discard(vm.proc, 0, page << 12, 4096).is_ok() {
+                vm.ksm_merged += 1;
+                if let Some(h) = vm.guest.host.as_mut() {
+                    h.mark_merged(page);
+                }
+            }
+        }
     }
 
     /// One lockstep: every guest, then the host, then the host's page sizes to the guests.
@@ -561,7 +738,8 @@ impl HostedRun {
         for vm in &mut self.vms {
             vm.guest.advance(self.quantum)?;
         }
-        let mut host = lock(&self.host);
+        let shared = Rc::clone(&self.host);
+        let mut host = lock(&shared);
         for vm in &mut self.vms {
             let young = vm
                 .guest
@@ -572,6 +750,11 @@ impl HostedRun {
             let (start, _) = host.buffer(vm.proc, 0).expect("mapped at start");
             let pid = host.procs[vm.proc].pid.expect("started");
             let mut backed = Vec::new();
+            let merged = vm.guest.host.as_ref();
+            let young: Vec<u64> = young
+                .into_iter()
+                .filter(|&p| !merged.is_some_and(|h| h.is_merged(p)))
+                .collect();
             for page in young {
                 let va = VirtAddr(start.0 + (page << 12));
                 if !host.kernel.mark_accessed(pid, va) {
@@ -585,6 +768,25 @@ impl HostedRun {
             vm.guest.host_backed(&backed);
         }
         host.advance(self.quantum)?;
+        self.now += self.quantum;
+        if let Some(ksm) = self.ksm {
+            self.merge_zero_pages(&mut host, ksm);
+        }
+        if let Some(b) = self.auto_balloon {
+            if self.now >= self.next_balloon {
+                self.next_balloon = self.now + b.period;
+                drop(host);
+                for vm in &mut self.vms {
+                    let reserve = (vm.guest.exp.memory_bytes as f64 * b.reserve) as u64;
+                    let target = (vm.guest.balloon_bytes() + vm.guest.free_bytes())
+                        .saturating_sub(reserve)
+                        & !0xfff;
+                    vm.guest.set_balloon(target);
+                }
+                host = lock(&shared);
+                host.apply_tlb_flushes();
+            }
+        }
         let log = host
             .mapping_log
             .as_mut()

@@ -197,7 +197,7 @@ impl Engine {
     /// Inflate or deflate the balloon to `target` bytes (`Phase::Balloon`); in a guest each
     /// page inflated is discarded by the host (`host.rs`). Returns the time, charged to
     /// the driver's process.
-    fn balloon_to(&mut self, target: u64) -> Picos {
+    pub(crate) fn balloon_to(&mut self, target: u64) -> Picos {
         let page = self.kernel.geometry().base_bytes();
         let want = (target / page) as usize;
         // GFP_HIGHUSER_MOVABLE (balloon pages are movable), held by the driver.

@@ -274,7 +274,11 @@ impl Ctx<'_> {
                 s.walk(va);
             }
             if let Some(h) = self.host.as_deref_mut() {
-                h.walked(pa);
+                let t = h.walked(pa, write);
+                if t > Nanos::ZERO {
+                    p.fault_time += t;
+                    self.core.now += Picos::from(t);
+                }
             }
         }
         Ok((cost, faulted, size))

@@ -6,7 +6,7 @@ mod common;
 use common::{Scenario, GIB, MIB};
 use hugemm_hw::{MachineProfile, Nanos};
 use hugemm_policy::{IngensConfig, KhugepagedConfig, PolicyConfig, ThpMode};
-use hugemm_sim::{Experiment, GuestVm, HostedResult, HostedRun};
+use hugemm_sim::{AutoBalloon, Experiment, GuestVm, HostedResult, HostedRun, Ksm};
 use hugemm_workload::{builtin, Advice};
 
 /// A guest of `memory` on the KVM profile, Linux THP `thp` inside, running `procs`.
@@ -235,4 +235,113 @@ fn guest_pre_zeroing_is_backed_by_the_host() {
         with >= without + 60 * MIB,
         "host RSS {without} without pre-zeroing, {with} with"
     );
+}
+
+/// Touch `bytes` and free them, then idle for `idle`.
+fn touch_free_idle(bytes: u64, idle: Nanos) -> hugemm_workload::ProcessSpec {
+    use hugemm_workload::{BufferId, Phase, ProcessSpec};
+    let b = BufferId(0);
+    ProcessSpec {
+        name: "job".into(),
+        start: Nanos::ZERO,
+        core: None,
+        phases: vec![
+            Phase::Mmap {
+                buffer: b,
+                bytes,
+                advice: Advice::Default,
+            },
+            Phase::Access(builtin::touch(b, bytes)),
+            Phase::Munmap { buffer: b },
+            Phase::Sleep(idle),
+        ],
+    }
+}
+
+/// A guest that frees 256 MiB and idles 5 s, with pre-zeroing or not, under a host
+/// merging zero pages and ballooning automatically or not.
+fn free_memory_returned(prezero: bool, balloon: bool) -> hugemm_sim::VmResult {
+    let mut g = guest(
+        512 * MIB,
+        ThpMode::Always,
+        vec![touch_free_idle(256 * MIB, Nanos::from_secs(5))],
+    );
+    g.kernel.prezero.enabled = prezero;
+    g.kernel.prezero.rate_pages_per_s = 250_000;
+    let mut run = HostedRun::new(
+        host(GIB, ThpMode::Always, no_khugepaged()),
+        vec![GuestVm::new("vm", g)],
+    )
+    .expect("set-up")
+    .with_ksm(Ksm {
+        pages_per_s: 100_000,
+    });
+    if balloon {
+        run = run.with_auto_balloon(AutoBalloon {
+            period: Nanos::from_secs(1),
+            reserve: 0.1,
+        });
+    }
+    run.run().expect("run").vms.remove(0)
+}
+
+#[test]
+fn pre_zeroing_and_zero_page_merging_return_free_memory_as_a_balloon_does() {
+    let none = free_memory_returned(false, false);
+    let zeroed = free_memory_returned(true, false);
+    let ballooned = free_memory_returned(false, true);
+    let show = format!(
+        "host RSS: none {} MiB, pre-zeroing + merging {} MiB ({} pages merged), balloon {} MiB",
+        none.host_rss_bytes >> 20,
+        zeroed.host_rss_bytes >> 20,
+        zeroed.ksm_merged_pages,
+        ballooned.host_rss_bytes >> 20
+    );
+    // Freed guest memory keeps its content: merging finds nothing, the host keeps it.
+    assert!(none.host_rss_bytes >= 250 * MIB, "{show}");
+    // Pre-zeroed, it is merged away; ballooned, it is discarded. Either way the host
+    // gets most of it back.
+    assert!(zeroed.host_rss_bytes <= 64 * MIB, "{show}");
+    assert!(ballooned.host_rss_bytes <= 64 * MIB, "{show}");
+    assert!(zeroed.ksm_merged_pages >= 48_000, "{show}");
+}
+
+#[test]
+fn a_write_to_a_merged_page_takes_a_host_fault() {
+    use hugemm_workload::{BufferId, Phase, ProcessSpec};
+    let b = BufferId(0);
+    let mut job = touch_free_idle(64 * MIB, Nanos::from_secs(2));
+    job.phases.extend([
+        Phase::Mmap {
+            buffer: b,
+            bytes: 64 * MIB,
+            advice: Advice::Default,
+        },
+        Phase::Access(builtin::touch(b, 64 * MIB)),
+        Phase::Access(builtin::touch(b, 64 * MIB)),
+    ]);
+    let mut g = guest(256 * MIB, ThpMode::Never, vec![job]);
+    g.kernel.prezero.enabled = true;
+    g.kernel.prezero.rate_pages_per_s = 250_000;
+    let r = HostedRun::new(
+        host(GIB, ThpMode::Never, no_khugepaged()),
+        vec![GuestVm::new("vm", g)],
+    )
+    .expect("set-up")
+    .with_ksm(Ksm {
+        pages_per_s: 100_000,
+    })
+    .run()
+    .expect("run");
+    let vm = &r.vms[0];
+    assert!(
+        vm.ksm_merged_pages > 10_000,
+        "{} merged",
+        vm.ksm_merged_pages
+    );
+    assert!(
+        vm.ksm_unmerge_faults > 0,
+        "no write faulted on a merged page"
+    );
+    assert!(r.ksm_cpu_ns > 0);
 }
