@@ -703,7 +703,7 @@ impl HostedRun {
         let budget = ksm.pages_per_s as f64 * self.quantum.0 as f64 / 1e9 + self.ksm_carry;
         let pages = budget.floor() as u64;
         self.ksm_carry = budget - pages as f64;
-        let costs = host.kernel().costs().clone();
+        let costs = *host.kernel().costs();
         let n = self.vms.len();
         for _ in 0..pages {
             let vm = &mut self.vms[self.ksm_vm];

@@ -308,7 +308,7 @@ fn pre_zeroing_and_zero_page_merging_return_free_memory_as_a_balloon_does() {
 
 #[test]
 fn a_write_to_a_merged_page_takes_a_host_fault() {
-    use hugemm_workload::{BufferId, Phase, ProcessSpec};
+    use hugemm_workload::{BufferId, Phase};
     let b = BufferId(0);
     let mut job = touch_free_idle(64 * MIB, Nanos::from_secs(2));
     job.phases.extend([
