@@ -151,23 +151,11 @@ fn a_guest_profile_is_required_and_a_bare_metal_host() {
 
 /// Touch `bytes`, free them, then set the balloon to `balloon` bytes.
 fn touch_free_balloon(bytes: u64, balloon: u64) -> hugemm_workload::ProcessSpec {
-    use hugemm_workload::{BufferId, Phase, ProcessSpec};
-    let b = BufferId(0);
-    ProcessSpec {
-        name: "driver".into(),
-        start: Nanos::ZERO,
-        core: None,
-        phases: vec![
-            Phase::Mmap {
-                buffer: b,
-                bytes,
-                advice: Advice::Default,
-            },
-            Phase::Access(builtin::touch(b, bytes)),
-            Phase::Munmap { buffer: b },
-            Phase::Balloon { target: balloon },
-        ],
-    }
+    let mut p = touch_free_idle(bytes, Nanos::ZERO);
+    p.phases.pop();
+    p.phases
+        .push(hugemm_workload::Phase::Balloon { target: balloon });
+    p
 }
 
 #[test]
