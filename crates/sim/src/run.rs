@@ -159,9 +159,9 @@ impl Ctx<'_> {
         p.fault_time += cost + stall;
         p.fault_alloc += alloc + stall;
         p.fault_zeroing += zeroing;
-        let _ = p.fault_latency.record((cost + stall).0.max(1));
         self.core.now += Picos::from(stall);
         if out.oom {
+            let _ = p.fault_latency.record((cost + stall).0.max(1));
             self.core.now += Picos::from(cost);
             return Err(Stop::Oom);
         }
@@ -177,17 +177,21 @@ impl Ctx<'_> {
         }
         if self.host.is_some() && !matches!(out.kind, FaultKind::ZeroPage | FaultKind::HugeZeroPage)
         {
-            cost += self.host_populate(p, pid, va);
+            let host = self.host_populate(pid, va);
+            p.fault_time += host;
+            p.fault_alloc += host;
+            cost += host;
         }
+        let _ = p.fault_latency.record((cost + stall).0.max(1));
         let t = Picos::from(cost);
         self.core.now += t;
         Ok(t)
     }
 
-    /// In a guest: the host backs the frame a fault just mapped at `va`, and the fault
-    /// pays the host's time (`host.rs`).
+    /// In a guest: the host backs the frame a fault just mapped at `va`; returns the
+    /// host's time, which the fault pays (`host.rs`).
     #[cold]
-    fn host_populate(&mut self, p: &mut Proc, pid: Pid, va: VirtAddr) -> Nanos {
+    fn host_populate(&mut self, pid: Pid, va: VirtAddr) -> Nanos {
         let (Some(h), Some((pa, size))) = (self.host.as_deref_mut(), self.kernel.peek(pid, va))
         else {
             return Nanos::ZERO;
@@ -195,8 +199,6 @@ impl Ctx<'_> {
         let bytes = self.kernel.geometry().bytes(size);
         let done = h.populate(pa & !(bytes - 1), bytes);
         self.core.mmu.set_host_huge(pa >> 21, done.huge);
-        p.fault_time += done.time;
-        p.fault_alloc += done.time;
         done.time
     }
 
