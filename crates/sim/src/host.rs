@@ -105,7 +105,7 @@ pub(crate) struct GuestHost {
     young_pages: Vec<u64>,
     /// One bit per guest-physical 4 KB page: merged by the host into its zero page.
     merged: Vec<u64>,
-    /// Host faults taken on merged pages.
+    /// Host faults taken on merged pages (see [`VmResult::ksm_unmerge_faults`]).
     pub unmerge_faults: u64,
     /// Regions whose host size a populate changed, for the other cores.
     pub changed: Vec<(u64, bool)>,
@@ -226,12 +226,7 @@ impl Engine {
     /// The host now maps each `(region, huge)`: set every core's MMU, and flush every
     /// core's TLBs if any region changed. Returns whether any did.
     pub fn set_host_regions(&mut self, regions: &[(u64, bool)]) -> bool {
-        let mut changed = false;
-        for core in &mut self.cores {
-            for &(r, huge) in regions {
-                changed |= core.mmu.set_host_huge(r, huge);
-            }
-        }
+        let changed = self.host_backed(regions);
         if changed {
             for core in &mut self.cores {
                 core.mmu.flush_all();
@@ -242,12 +237,15 @@ impl Engine {
 
     /// The host backed `regions` outside a guest fault (`(region, huge)`): every core's
     /// MMU learns their size, with no flush (nothing cached them at the host's size).
-    pub fn host_backed(&mut self, regions: &[(u64, bool)]) {
+    /// Returns whether any size changed.
+    pub fn host_backed(&mut self, regions: &[(u64, bool)]) -> bool {
+        let mut changed = false;
         for core in &mut self.cores {
             for &(r, huge) in regions {
-                core.mmu.set_host_huge(r, huge);
+                changed |= core.mmu.set_host_huge(r, huge);
             }
         }
+        changed
     }
 
     /// Regions populates changed since the last call reach every core (no flush: a region
@@ -256,11 +254,8 @@ impl Engine {
         let Some(h) = self.host.as_mut() else {
             return;
         };
-        for (r, huge) in h.changed.drain(..) {
-            for core in &mut self.cores {
-                core.mmu.set_host_huge(r, huge);
-            }
-        }
+        let changed = std::mem::take(&mut h.changed);
+        self.host_backed(&changed);
     }
 
     /// A reference by process `i` into its buffer `b` at byte `offset`, made from outside
@@ -452,7 +447,8 @@ pub struct VmResult {
     pub host_balloon_ns: u64,
     /// Pages the host's same-page merging mapped to its zero page.
     pub ksm_merged_pages: u64,
-    /// Guest writes that faulted on a merged page.
+    /// Host faults on merged pages: guest writes to them, and guest faults or page-cache
+    /// reads that wrote them again.
     pub ksm_unmerge_faults: u64,
     /// Host memory backing the VM at the end (its process's resident bytes).
     pub host_rss_bytes: u64,
@@ -524,7 +520,6 @@ pub struct AutoBalloon {
 pub struct HostedRun {
     host: SharedHost,
     vms: Vec<Vm>,
-    quantum: Nanos,
     ksm: Option<Ksm>,
     /// Fraction of a page of `ksm`'s budget carried between locksteps.
     ksm_carry: f64,
@@ -615,7 +610,6 @@ impl HostedRun {
         Ok(HostedRun {
             host,
             vms,
-            quantum: HostedRun::QUANTUM,
             ksm: None,
             ksm_carry: 0.0,
             ksm_vm: 0,
@@ -700,7 +694,7 @@ impl HostedRun {
         if self.vms.is_empty() {
             return;
         }
-        let budget = ksm.pages_per_s as f64 * self.quantum.0 as f64 / 1e9 + self.ksm_carry;
+        let budget = ksm.pages_per_s as f64 * Self::QUANTUM.0 as f64 / 1e9 + self.ksm_carry;
         let pages = budget.floor() as u64;
         self.ksm_carry = budget - pages as f64;
         let costs = *host.kernel().costs();
@@ -736,7 +730,7 @@ impl HostedRun {
     /// One lockstep: every guest, then the host, then the host's page sizes to the guests.
     fn step(&mut self) -> Result<()> {
         for vm in &mut self.vms {
-            vm.guest.advance(self.quantum)?;
+            vm.guest.advance(Self::QUANTUM)?;
         }
         let shared = Rc::clone(&self.host);
         let mut host = lock(&shared);
@@ -767,8 +761,8 @@ impl HostedRun {
             }
             vm.guest.host_backed(&backed);
         }
-        host.advance(self.quantum)?;
-        self.now += self.quantum;
+        host.advance(Self::QUANTUM)?;
+        self.now += Self::QUANTUM;
         if let Some(ksm) = self.ksm {
             self.merge_zero_pages(&mut host, ksm);
         }
