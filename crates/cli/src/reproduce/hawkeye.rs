@@ -72,17 +72,18 @@ pub fn policy(variant: &str, c: &PolicyCatalog) -> Option<PolicyConfig> {
     })
 }
 
-/// Whether process `name` belongs to a set entry (`name` itself or its instances).
-pub(crate) fn member(name: &str, entry: &str) -> bool {
-    name == entry
-        || name
-            .strip_prefix(entry)
-            .and_then(|rest| rest.strip_prefix('-'))
-            .is_some_and(|k| !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()))
-}
+/// Whether process `name` belongs to a set entry (`name` itself or its instances): the
+/// rule `[[vm]] processes` also follows.
+pub(crate) use crate::config::vms::member;
 
 fn in_any(name: &str, sets: &[Vec<String>]) -> bool {
     sets.iter().flatten().any(|e| member(name, e))
+}
+
+/// Whether process `name` runs with `set`: it is in the set, or in no set at all (the
+/// fragmenter and other background processes).
+pub(crate) fn runs_with(sets: &[Vec<String>], set: &[String], name: &str) -> bool {
+    !in_any(name, sets) || set.iter().any(|e| member(name, e))
 }
 
 /// The experiment for `set` under `variant`: the set's processes and the background ones.
@@ -90,8 +91,7 @@ fn in_any(name: &str, sets: &[Vec<String>]) -> bool {
 fn experiment(r: &Reproduction, set: &[String], variant: &str, reverse: bool) -> Experiment {
     let mut exp = r.experiment.clone();
     exp.policy = policy(variant, &r.policies).expect("variants are validated on load");
-    exp.processes
-        .retain(|p| !in_any(&p.name, &r.sets) || set.iter().any(|e| member(&p.name, e)));
+    exp.processes.retain(|p| runs_with(&r.sets, set, &p.name));
     if reverse {
         let idx: Vec<usize> = (0..exp.processes.len())
             .filter(|&i| set.iter().any(|e| member(&exp.processes[i].name, e)))

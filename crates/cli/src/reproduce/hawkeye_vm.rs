@@ -21,7 +21,7 @@
 //! the model does not attribute to the VM process, so HawkEye-G's access coverage (the
 //! host's accessed bits, set by the guests' walks) is what either level can see.
 
-use super::hawkeye::{member, policy};
+use super::hawkeye::{member, policy, runs_with};
 use super::{par_map, table, Claim, Progress, Report, Reproduction, VariantRun};
 use crate::config::vms::{hosted, VmSpec};
 use hugemm_sim::{Experiment, GuestVm, HostedResult, HostedRun, ProcessSummary};
@@ -50,12 +50,6 @@ fn vms_of<'a>(r: &'a Reproduction, layout: &str) -> Vec<&'a VmSpec> {
         .collect()
 }
 
-/// Whether process `name` runs in this set: it is in the set, or in no set at all.
-fn in_set(r: &Reproduction, set: &[String], name: &str) -> bool {
-    let in_any = r.sets.iter().flatten().any(|e| member(name, e));
-    !in_any || set.iter().any(|e| member(name, e))
-}
-
 /// The host's experiment and each VM's for `set` under `layout`, the host running
 /// `host_policy` and the guests `guest_policy`.
 pub(crate) fn hosted_experiments(
@@ -70,7 +64,7 @@ pub(crate) fn hosted_experiments(
         .clone()
         .ok_or_else(|| anyhow::anyhow!("the file has no [guest] table"))?;
     let mut base = r.experiment.clone();
-    base.processes.retain(|p| in_set(r, set, &p.name));
+    base.processes.retain(|p| runs_with(&r.sets, set, &p.name));
     let (mut host, mut guests) = hosted(&base, &guest_profile, &vms_of(r, layout), &r.vms);
     host.policy = policy(host_policy, &r.policies).expect("a known variant");
     for g in &mut guests {
