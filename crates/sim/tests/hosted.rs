@@ -6,7 +6,7 @@ mod common;
 use common::{Scenario, GIB, MIB};
 use hugemm_hw::{MachineProfile, Nanos};
 use hugemm_policy::{IngensConfig, KhugepagedConfig, PolicyConfig, ThpMode};
-use hugemm_sim::{AutoBalloon, Experiment, GuestVm, HostedResult, HostedRun, Ksm};
+use hugemm_sim::{AutoBalloon, Experiment, GuestVm, HostSwap, HostedResult, HostedRun, Ksm};
 use hugemm_workload::{builtin, Advice};
 
 /// A guest of `memory` on the KVM profile, Linux THP `thp` inside, running `procs`.
@@ -332,4 +332,89 @@ fn a_write_to_a_merged_page_takes_a_host_fault() {
         "no write faulted on a merged page"
     );
     assert!(r.ksm_cpu_ns > 0);
+}
+
+/// Two VMs of 768 MiB on a host of 1 GiB with swap: VM `a` touches 512 MiB and frees it,
+/// VM `b` then touches 640 MiB and idles, and `a` later allocates 448 MiB again and reads
+/// it at random. Returns both VMs, `a`'s later job's runtime, and the host's kswapd time.
+fn overcommitted(balloon: bool) -> (Vec<hugemm_sim::VmResult>, u64, u64) {
+    use hugemm_workload::{BufferId, Phase, ProcessSpec};
+    let mut later = random("later", 448 * MIB, 2_000_000);
+    later.start = Nanos::from_secs(4);
+    let a = guest(
+        768 * MIB,
+        ThpMode::Always,
+        vec![touch_free_idle(512 * MIB, Nanos::from_secs(1)), later],
+    );
+    let b_job = ProcessSpec {
+        name: "b".into(),
+        start: Nanos::from_millis(1500),
+        core: None,
+        phases: vec![
+            Phase::Mmap {
+                buffer: BufferId(0),
+                bytes: 640 * MIB,
+                advice: Advice::Default,
+            },
+            Phase::Access(builtin::touch(BufferId(0), 640 * MIB)),
+            Phase::Sleep(Nanos::from_secs(4)),
+        ],
+    };
+    let b = guest(768 * MIB, ThpMode::Always, vec![b_job]);
+    let mut run = HostedRun::new(
+        host(GIB, ThpMode::Always, no_khugepaged()),
+        vec![GuestVm::new("a", a), GuestVm::new("b", b)],
+    )
+    .expect("set-up")
+    .with_swap(HostSwap::ssd(GIB));
+    if balloon {
+        run = run.with_auto_balloon(AutoBalloon {
+            period: Nanos::from_millis(500),
+            reserve: 0.05,
+        });
+    }
+    let r = run.run().expect("run");
+    let later = r.vms[0]
+        .guest
+        .summary
+        .processes
+        .iter()
+        .find(|p| p.name == "later")
+        .expect("ran")
+        .runtime_ns;
+    (r.vms, later, r.kswapd_swap_ns)
+}
+
+#[test]
+fn an_overcommitted_host_swaps_a_guests_free_memory_out_and_the_guest_pays_to_reuse_it() {
+    let (vms, later, kswapd) = overcommitted(false);
+    let (a, b) = (&vms[0].swap, &vms[1].swap);
+    let show = format!(
+        "a {a:?}, b {b:?}, later {later} ns, kswapd {kswapd} ns, host RSS {} + {} MiB",
+        vms[0].host_rss_bytes >> 20,
+        vms[1].host_rss_bytes >> 20
+    );
+    // a's freed memory was the cold memory when b needed room: it went out...
+    assert!(a.out_bytes >= 128 * MIB, "{show}");
+    assert!(kswapd > 0, "{show}");
+    // ...and a's reuse of its freed frames read it back, waiting for the device.
+    assert!(a.in_bytes >= 64 * MIB && a.wait_ns > 10_000_000, "{show}");
+    // Nothing the guests reference stays out: the host has swapped everything in it
+    // needed (b's data was hot while it ran).
+    assert!(b.in_bytes <= b.out_bytes, "{show}");
+}
+
+#[test]
+fn ballooning_returns_free_guest_memory_so_the_host_need_not_swap_it() {
+    let (none, slow, _) = overcommitted(false);
+    let (ballooned, fast, _) = overcommitted(true);
+    let show = format!(
+        "no balloon: {:?}, later {slow} ns; balloon: {:?}, later {fast} ns",
+        none[0].swap, ballooned[0].swap
+    );
+    assert!(
+        ballooned[0].swap.in_bytes * 4 <= none[0].swap.in_bytes,
+        "{show}"
+    );
+    assert!(fast < slow, "{show}");
 }

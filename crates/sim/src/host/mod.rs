@@ -51,8 +51,11 @@
 //!    and sets each VM's balloon to the guest's free memory. Together with a guest's
 //!    pre-zeroing these are the mechanisms of HawkEye's Figure 11.
 //!
-//! What this leaves out: host memory overcommit and host swap (so Figure 11's
-//! performance under overcommit is not reproduced), and host access bits from references
+//! 6. **Swap** (optional, [`HostSwap`], `swap.rs`): an overcommitted host writes VM memory
+//!    out to a swap device, a clock over the host's accessed bits choosing what, and
+//!    reads it back when the guest next uses it, the guest waiting.
+//!
+//! What this leaves out: host access bits from references
 //! the guest skipped in sampled mode (only measured windows and first touches reach the
 //! host; the host's view of every VM is thinned by the same factor, so its rankings keep
 //! their order).
@@ -65,6 +68,11 @@ use hugemm_hw::{Nanos, PageSize, VirtAddr};
 use hugemm_workload::{Advice, BufferId, Phase, ProcessSpec};
 use std::cell::{RefCell, RefMut};
 use std::rc::Rc;
+use swap::{is_set, RegionBits, SharedSwap, Swap};
+
+mod swap;
+
+pub use swap::{HostSwap, SwapStats};
 
 /// How long a VM process sleeps in the host: past any run (and within the picosecond
 /// clock's range, about 213 days).
@@ -105,6 +113,8 @@ pub(crate) struct GuestHost {
     young_pages: Vec<u64>,
     /// One bit per guest-physical 4 KB page: merged by the host into its zero page.
     merged: Vec<u64>,
+    /// One bit per guest-physical 2 MB region: swapped out by the host (`swap.rs`).
+    swapped: Option<RegionBits>,
     /// Host faults taken on merged pages (see [`VmResult::ksm_unmerge_faults`]).
     pub unmerge_faults: u64,
     /// Regions whose host size a populate changed, for the other cores.
@@ -122,6 +132,7 @@ impl GuestHost {
             young: vec![0; (guest_bytes >> 12).div_ceil(64) as usize],
             young_pages: Vec::new(),
             merged: vec![0; (guest_bytes >> 12).div_ceil(64) as usize],
+            swapped: None,
             unmerge_faults: 0,
             changed: Vec::new(),
             fault_time: Nanos::ZERO,
@@ -129,12 +140,20 @@ impl GuestHost {
         }
     }
 
-    /// A guest walk ended at guest-physical byte `gpa`. Returns the host's fault time
-    /// when it is a `write` to a page the host had merged into its zero page (zero almost
-    /// always; a read is served by the zero page).
+    /// A guest walk ended at guest-physical byte `gpa`. Returns the host's time when it
+    /// is a `write` to a page the host had merged into its zero page (a read is served by
+    /// the zero page), or any reference to a region the host swapped out; zero almost
+    /// always.
     #[inline]
     pub fn walked(&mut self, gpa: u64, write: bool) -> Nanos {
         let page = gpa >> 12;
+        if self
+            .swapped
+            .as_ref()
+            .is_some_and(|s| is_set(s, gpa >> REGION_SHIFT))
+        {
+            return self.swap_in(gpa);
+        }
         let (word, bit) = ((page / 64) as usize, 1u64 << (page % 64));
         if let Some(w) = self.young.get_mut(word) {
             if *w & bit == 0 {
@@ -153,6 +172,20 @@ impl GuestHost {
     #[cold]
     fn unmerge(&mut self, page: u64) -> Nanos {
         self.populate(page << 12, 4096).time
+    }
+
+    /// The guest references a region the host swapped out: the host reads it back (its
+    /// link's populate does), at the guest's cost.
+    #[cold]
+    fn swap_in(&mut self, gpa: u64) -> Nanos {
+        self.populate(gpa & !0xfff, 4096).time
+    }
+
+    /// Whether the host has guest-physical page `page`'s region swapped out.
+    fn is_swapped(&self, page: u64) -> bool {
+        self.swapped
+            .as_ref()
+            .is_some_and(|s| is_set(s, page >> (REGION_SHIFT - 12)))
     }
 
     /// The host merged guest-physical page `page` into its zero page.
@@ -228,11 +261,16 @@ impl Engine {
     pub fn set_host_regions(&mut self, regions: &[(u64, bool)]) -> bool {
         let changed = self.host_backed(regions);
         if changed {
-            for core in &mut self.cores {
-                core.mmu.flush_all();
-            }
+            self.flush_tlbs();
         }
         changed
+    }
+
+    /// Flush every core's TLBs (the host unmapped memory the guest may have cached).
+    pub fn flush_tlbs(&mut self) {
+        for core in &mut self.cores {
+            core.mmu.flush_all();
+        }
     }
 
     /// The host backed `regions` outside a guest fault (`(region, huge)`): every core's
@@ -375,14 +413,24 @@ fn lock(host: &SharedHost) -> RefMut<'_, Engine> {
 struct HostPort {
     host: SharedHost,
     proc: usize,
+    swap: SharedSwap,
 }
+
+/// Most regions one host fault writes out before it gives up (each frees up to 2 MB).
+const DIRECT_RECLAIM_TRIES: u32 = 8;
 
 impl HostMemory for HostPort {
     fn populate(&mut self, gpa: u64, bytes: u64) -> Populated {
         let mut host = lock(&self.host);
-        let mut time = Nanos::ZERO;
+        let mut swap = self.swap.borrow_mut();
+        let region = gpa >> REGION_SHIFT;
+        // The old content must come back first: the host cannot know it is dead.
+        let mut time = swap
+            .as_mut()
+            .map_or(Nanos::ZERO, |s| s.swap_in(&mut host, self.proc, region));
         let mut huge = false;
         let mut off = gpa & !0xfff;
+        let mut tries = 0;
         while off < gpa + bytes {
             match host.external_touch(self.proc, 0, off, true) {
                 Ok((t, size)) => {
@@ -394,6 +442,12 @@ impl HostMemory for HostPort {
                         continue;
                     }
                 }
+                Err(_) if tries < DIRECT_RECLAIM_TRIES && swap.is_some() => {
+                    tries += 1;
+                    let s = swap.as_mut().expect("checked");
+                    time += s.direct_reclaim(&mut host, (self.proc, region));
+                    continue;
+                }
                 // A host out of memory leaves the page unbacked; the host's own summary
                 // reports its processes' faults.
                 Err(_) => break,
@@ -404,6 +458,9 @@ impl HostMemory for HostPort {
     }
 
     fn discard(&mut self, gpa: u64, bytes: u64) -> Nanos {
+        if let Some(s) = self.swap.borrow_mut().as_mut() {
+            s.forget(self.proc, gpa, bytes);
+        }
         // A range the host never backed, or past the VM's memory, costs nothing.
         lock(&self.host)
             .external_discard(self.proc, 0, gpa, bytes)
@@ -452,6 +509,8 @@ pub struct VmResult {
     pub ksm_unmerge_faults: u64,
     /// Host memory backing the VM at the end (its process's resident bytes).
     pub host_rss_bytes: u64,
+    /// What the host's swap did to the VM (zeros without [`HostSwap`]).
+    pub swap: SwapStats,
 }
 
 /// What a hosted run produced.
@@ -461,6 +520,8 @@ pub struct HostedResult {
     pub vms: Vec<VmResult>,
     /// CPU time of the host's same-page merging (ns).
     pub ksm_cpu_ns: u64,
+    /// Device time of the host's kswapd writing VM memory out (ns).
+    pub kswapd_swap_ns: u64,
     /// The host's run (its processes are the VMs, and whatever else it ran).
     pub host: RunResult,
 }
@@ -528,6 +589,7 @@ pub struct HostedRun {
     ksm_cpu: Nanos,
     auto_balloon: Option<AutoBalloon>,
     next_balloon: Nanos,
+    swap: SharedSwap,
     now: Nanos,
 }
 
@@ -548,6 +610,7 @@ impl HostedRun {
         let mut host = Engine::new(host)?;
         host.mapping_log = Some(Vec::new());
         let host = Rc::new(RefCell::new(host));
+        let swap: SharedSwap = Rc::new(RefCell::new(None));
         let mut vms = Vec::new();
         for GuestVm {
             name,
@@ -577,6 +640,7 @@ impl HostedRun {
             guest.attach_host(Box::new(HostPort {
                 host: Rc::clone(&host),
                 proc,
+                swap: Rc::clone(&swap),
             }))?;
             let regions = bytes.div_ceil(1 << REGION_SHIFT);
             vms.push(Vm {
@@ -616,8 +680,23 @@ impl HostedRun {
             ksm_cpu: Nanos::ZERO,
             auto_balloon: None,
             next_balloon: Nanos::ZERO,
+            swap,
             now: Nanos::ZERO,
         })
+    }
+
+    /// Give the host a swap device for its VMs' memory ([`HostSwap`], `swap.rs`).
+    pub fn with_swap(mut self, dev: HostSwap) -> HostedRun {
+        let mut swap = Swap::new(dev);
+        for vm in &mut self.vms {
+            let bits = swap.add_vm(vm.proc, vm.regions);
+            // The guest's walks test the same bits (`new` attached every guest).
+            if let Some(h) = vm.guest.host.as_mut() {
+                h.swapped = Some(bits);
+            }
+        }
+        *self.swap.borrow_mut() = Some(swap);
+        self
     }
 
     /// Run the host's same-page merging of zero pages ([`Ksm`]).
@@ -670,6 +749,11 @@ impl HostedRun {
                 ksm_merged_pages: vm.ksm_merged,
                 ksm_unmerge_faults: vm.guest.host.as_ref().map_or(0, |h| h.unmerge_faults),
                 host_rss_bytes: rss,
+                swap: self
+                    .swap
+                    .borrow()
+                    .as_ref()
+                    .map_or(SwapStats::default(), |s| s.stats(vm.proc)),
                 host_fault_ns: vm.guest.host_fault_time().0,
                 host_huge_regions: huge,
                 host_backed_regions: backed,
@@ -682,9 +766,11 @@ impl HostedRun {
         let host = Rc::try_unwrap(self.host)
             .map_err(|_| SimError::Host("a guest still holds the host".into()))?
             .into_inner();
+        let kswapd_swap_ns = self.swap.borrow().as_ref().map_or(0, |s| s.kswapd_ns);
         Ok(HostedResult {
             vms,
             ksm_cpu_ns: self.ksm_cpu.0,
+            kswapd_swap_ns,
             host: host.results(),
         })
     }
@@ -744,10 +830,12 @@ impl HostedRun {
             let (start, _) = host.buffer(vm.proc, 0).expect("mapped at start");
             let pid = host.procs[vm.proc].pid.expect("started");
             let mut backed = Vec::new();
-            let merged = vm.guest.host.as_ref();
+            let link = vm.guest.host.as_ref();
+            // A merged page has no frame to mark; a swapped-out one is read back at its
+            // next walk (one the guest made before its region went out found it in).
             let young: Vec<u64> = young
                 .into_iter()
-                .filter(|&p| !merged.is_some_and(|h| h.is_merged(p)))
+                .filter(|&p| !link.is_some_and(|h| h.is_merged(p) || h.is_swapped(p)))
                 .collect();
             for page in young {
                 let va = VirtAddr(start.0 + (page << 12));
@@ -763,6 +851,9 @@ impl HostedRun {
         }
         host.advance(Self::QUANTUM)?;
         self.now += Self::QUANTUM;
+        if let Some(s) = self.swap.borrow_mut().as_mut() {
+            s.kswapd(&mut host, Self::QUANTUM);
+        }
         if let Some(ksm) = self.ksm {
             self.merge_zero_pages(&mut host, ksm);
         }
@@ -803,7 +894,15 @@ impl HostedRun {
                     changes.push((r, huge));
                 }
             }
+            let swapped_out = self
+                .swap
+                .borrow_mut()
+                .as_mut()
+                .is_some_and(|s| s.take_flush(vm.proc));
             if vm.guest.set_host_regions(&changes) {
+                vm.flushes += 1;
+            } else if swapped_out {
+                vm.guest.flush_tlbs();
                 vm.flushes += 1;
             }
         }
