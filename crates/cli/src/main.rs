@@ -363,7 +363,9 @@ fn run_hosted(
             guests.len()
         );
     }
-    let result = hugemm_sim::HostedRun::new(host, guests)?
+    let result = loaded
+        .host
+        .apply(hugemm_sim::HostedRun::new(host, guests)?)
         .run()
         .context("running the experiment")?;
     report::write_dir(
@@ -389,10 +391,21 @@ fn run_hosted(
             "host_rss_bytes": vm.host_rss_bytes,
             "balloon_bytes": vm.balloon_bytes,
             "host_balloon_ns": vm.host_balloon_ns,
+            "reported_bytes": vm.reported_bytes,
+            "ksm_merged_pages": vm.ksm_merged_pages,
+            "ksm_unmerge_faults": vm.ksm_unmerge_faults,
+            "swap_out_bytes": vm.swap.out_bytes,
+            "swap_in_bytes": vm.swap.in_bytes,
+            "swap_ins": vm.swap.ins,
+            "swap_wait_ns": vm.swap.wait_ns,
             "complete": vm.guest.summary.stopped_by.is_none(),
         }));
     }
-    let doc = serde_json::json!({ "vms": vms });
+    let doc = serde_json::json!({
+        "vms": vms,
+        "ksm_cpu_ns": result.ksm_cpu_ns,
+        "kswapd_swap_ns": result.kswapd_swap_ns,
+    });
     std::fs::write(
         out.join("vms.json"),
         serde_json::to_string_pretty(&doc)? + "\n",

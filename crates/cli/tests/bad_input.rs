@@ -1833,6 +1833,71 @@ fn virtual_machines_are_validated() {
 }
 
 #[test]
+fn the_host_table_is_validated() {
+    let ok_vm = "name = \"vm\"\nmemory = \"32MiB\"\nprocesses = [\"p\"]";
+    let with_host = |host: &str| format!("{}\n[host]\n{host}\n", with_vm(GUEST, ok_vm));
+    let ok = with_host(
+        "ksm_pages_per_s = 5000\nfree_page_reporting_ms = 2000\n\
+         swap_latency_us = 100\nswap_mb_s = 500",
+    );
+    hugemm_cli::config::parse(&ok, "h.toml", Path::new(".")).expect("a valid [host]");
+    // Only a host of VMs has one.
+    expect_bad(
+        &format!("{BASE}\n[host]\nksm_pages_per_s = 5000\n"),
+        "host",
+        &["[[vm]]"],
+    );
+    expect_bad(
+        &with_host("ksm_pages_per_s = 0"),
+        "host.ksm_pages_per_s",
+        &["found 0"],
+    );
+    expect_bad(
+        &with_host("free_page_reporting_ms = -5"),
+        "host.free_page_reporting_ms",
+        &["found -5"],
+    );
+    // A swap device needs both its numbers.
+    expect_bad(
+        &with_host("swap_mb_s = 500"),
+        "host.swap_latency_us",
+        &["latency"],
+    );
+    expect_bad(
+        &with_host("swap_latency_us = 100"),
+        "host.swap_mb_s",
+        &["bandwidth"],
+    );
+    expect_bad(
+        &with_host("swap_latency_us = 100\nswap_mb_s = 0"),
+        "host.swap_mb_s",
+        &["found 0"],
+    );
+    expect_bad(
+        &with_host("swap = true"),
+        "host.swap",
+        &["unknown field `swap`"],
+    );
+}
+
+#[test]
+fn requests_per_s_is_for_servers_only() {
+    let app = |model: &str, rate: &str| {
+        format!(
+            "{BASE}\n[[app]]\nmodel = \"{model}\"\nmemory = \"64MiB\"\nrefs = 1000\nrequests_per_s = {rate}\n"
+        )
+    };
+    hugemm_cli::config::parse(&app("redis", "100000"), "a.toml", Path::new("."))
+        .expect("a server's rate");
+    expect_bad(
+        &app("graph500", "100000"),
+        "app[0].requests_per_s",
+        &["only the servers"],
+    );
+    expect_bad(&app("redis", "0"), "app[0].requests_per_s", &["found 0"]);
+}
+
+#[test]
 fn a_file_with_a_vm_runs_under_the_host_model() {
     let dir = tempfile::tempdir().unwrap();
     let vm = "name = \"vm\"\nmemory = \"32MiB\"\nprocesses = [\"p\"]";

@@ -35,7 +35,9 @@ mod tlbsample;
 pub use compaction::KcompactdConfig;
 pub use engine::{migration_costs, mm_costs, Engine, StopFlag, TimeseriesSink};
 pub use experiment::{Experiment, KernelConfig, Mode, SampledConfig};
-pub use host::{AutoBalloon, GuestVm, HostSwap, HostedResult, HostedRun, Ksm, SwapStats, VmResult};
+pub use host::{
+    FreePageReporting, GuestVm, HostSwap, HostedResult, HostedRun, Ksm, SwapStats, VmResult,
+};
 pub use prezero::{PrezeroConfig, Stores, ZeroLists};
 pub use results::{
     HighAllocResult, KvPhaseResult, PhaseTwo, ProcessSummary, RunResult, StopReason, Summary,

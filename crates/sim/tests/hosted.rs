@@ -6,7 +6,7 @@ mod common;
 use common::{Scenario, GIB, MIB};
 use hugemm_hw::{MachineProfile, Nanos};
 use hugemm_policy::{IngensConfig, KhugepagedConfig, PolicyConfig, ThpMode};
-use hugemm_sim::{AutoBalloon, Experiment, GuestVm, HostSwap, HostedResult, HostedRun, Ksm};
+use hugemm_sim::{Experiment, FreePageReporting, GuestVm, HostSwap, HostedResult, HostedRun, Ksm};
 use hugemm_workload::{builtin, Advice};
 
 /// A guest of `memory` on the KVM profile, Linux THP `thp` inside, running `procs`.
@@ -265,9 +265,8 @@ fn free_memory_returned(prezero: bool, balloon: bool) -> hugemm_sim::VmResult {
         pages_per_s: 100_000,
     });
     if balloon {
-        run = run.with_auto_balloon(AutoBalloon {
+        run = run.with_free_page_reporting(FreePageReporting {
             period: Nanos::from_secs(1),
-            reserve: 0.1,
         });
     }
     run.run().expect("run").vms.remove(0)
@@ -368,9 +367,8 @@ fn overcommitted(balloon: bool) -> (Vec<hugemm_sim::VmResult>, u64, u64) {
     .expect("set-up")
     .with_swap(HostSwap::ssd(GIB));
     if balloon {
-        run = run.with_auto_balloon(AutoBalloon {
+        run = run.with_free_page_reporting(FreePageReporting {
             period: Nanos::from_millis(500),
-            reserve: 0.05,
         });
     }
     let r = run.run().expect("run");

@@ -168,6 +168,10 @@ pub struct App {
     /// How long its work phase runs after initialisation: references, or simulated time
     /// (ignored by the models that [run to completion](AppModel::runs_to_completion)).
     pub run: Amount,
+    /// A server model's request rate, in place of its default ([`Redis::requests_per_s`];
+    /// ignored by the other models). A rate the server cannot keep up with makes it
+    /// serve back to back, so its run's length measures its throughput.
+    pub requests_per_s: Option<f64>,
 }
 
 impl App {
@@ -175,9 +179,19 @@ impl App {
     /// (cg.D's 12 MiB vector among them) from here on.
     pub const MIN_BYTES: u64 = 64 * MIB;
 
+    /// A server model's request stream ([`AppModel::requests`] at this app's rate).
+    pub fn requests(&self) -> Option<Redis> {
+        let mut r = self.model.requests()?;
+        if let Some(rate) = self.requests_per_s {
+            r.requests_per_s = rate;
+        }
+        Some(r)
+    }
+
     /// The process.
     pub fn process(&self) -> ProcessSpec {
         let (bytes, run) = (self.bytes, self.run);
+        let requests = self.requests().unwrap_or_default();
         let phases = match self.model {
             AppModel::Graph500 => graph500(bytes, run),
             AppModel::XsBench => xsbench(bytes, run),
@@ -185,7 +199,7 @@ impl App {
             AppModel::MgD => mg_d(bytes, run),
             AppModel::Random => random(bytes, run),
             AppModel::Sequential => sequential(bytes, run),
-            AppModel::Redis => redis(bytes, run, &Redis::default()),
+            AppModel::Redis => redis(bytes, run, &requests),
             AppModel::SparseHash => sparsehash(bytes),
             AppModel::HaccIo => hacc_io(bytes),
             AppModel::JvmSpinup => jvm_spinup(bytes),
@@ -193,8 +207,8 @@ impl App {
             AppModel::Ppalm => ppalm(bytes, run),
             AppModel::Psp => psp(bytes, run),
             AppModel::Pclvrleaf => pclvrleaf(bytes, run),
-            AppModel::Memcached => memcached(bytes, run, &memcached_requests()),
-            AppModel::RedisUneven => redis_uneven(bytes, run, &Redis::default()),
+            AppModel::Memcached => memcached(bytes, run, &requests),
+            AppModel::RedisUneven => redis_uneven(bytes, run, &requests),
             AppModel::Mcf => mcf(bytes, run),
             AppModel::Deepsjeng => deepsjeng(bytes, run),
         };
@@ -732,6 +746,7 @@ mod tests {
             bytes,
             start: Nanos::ZERO,
             run: Amount::Refs(1_000_000),
+            requests_per_s: None,
         }
         .process()
     }

@@ -48,7 +48,26 @@ impl Validator<'_> {
         } else {
             self.app_run(&key, a)?
         };
-        if let Some(r) = model.requests() {
+        let requests_per_s = match (a.requests_per_s, model.requests()) {
+            (None, _) => None,
+            (Some(_), None) => {
+                return Err(self.bad(
+                    &key("requests_per_s"),
+                    format!(
+                        "no `requests_per_s` for model \"{}\": only the servers (redis, \
+                         redis-uneven, memcached) take requests",
+                        model.name()
+                    ),
+                ))
+            }
+            (Some(x), Some(_)) => {
+                Some(self.float(&key("requests_per_s"), Some(x), 0.0, 1.0, 1e8)?)
+            }
+        };
+        if let Some(mut r) = model.requests() {
+            if let Some(rate) = requests_per_s {
+                r.requests_per_s = rate;
+            }
             self.bursts(&key(given), model, &r, run, count as u64)?;
         }
         Ok((0..count)
@@ -63,6 +82,7 @@ impl Validator<'_> {
                     bytes,
                     start,
                     run,
+                    requests_per_s,
                 }
                 .process()
             })

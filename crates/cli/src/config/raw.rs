@@ -130,6 +130,28 @@ pub struct RawExperiment {
     /// Virtual machines the machine hosts.
     #[serde(default, rename = "vm", skip_serializing_if = "Vec::is_empty")]
     pub vms: Vec<RawVm>,
+    /// `[host]`: what the host does with its VMs' memory besides its kernel's and
+    /// policy's work (same-page merging, free page reporting, swap).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<RawHost>,
+}
+
+/// `[host]` (see `hugemm_sim::host`); every mechanism is off unless its key is given.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawHost {
+    /// Same-page merging of zero pages: guest pages looked at per second.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ksm_pages_per_s: Option<i64>,
+    /// Ballooning by free page reporting: how often the guests report (ms).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub free_page_reporting_ms: Option<f64>,
+    /// Swap of VM memory: the device's latency per I/O (us).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub swap_latency_us: Option<f64>,
+    /// Swap of VM memory: the device's bandwidth, each direction (MB/s).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub swap_mb_s: Option<f64>,
 }
 
 /// `[[vm]]`.
@@ -367,6 +389,9 @@ pub struct RawApp {
     /// Run length after initialisation: simulated seconds.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub duration_s: Option<f64>,
+    /// A server model's request rate (redis, redis-uneven, memcached).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requests_per_s: Option<f64>,
 }
 
 /// `[machine]`.

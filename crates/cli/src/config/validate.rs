@@ -179,6 +179,8 @@ pub struct Loaded {
     pub guest_profile: Option<MachineProfile>,
     /// The `[[vm]]` tables.
     pub vms: Vec<super::vms::VmSpec>,
+    /// The `[host]` table.
+    pub host: super::vms::HostSpec,
 }
 
 /// The configuration of every policy an experiment file can name.
@@ -427,6 +429,7 @@ impl Validator<'_> {
         }
         raw.machine.cores = Some(cores as i64);
         let (guest_profile, vms) = self.vms(&raw.guest, &mut raw.vms, &profile, &processes)?;
+        let host = self.host(&mut raw.host, !vms.is_empty(), memory_bytes)?;
         let experiment = Experiment {
             profile,
             cores,
@@ -457,6 +460,7 @@ impl Validator<'_> {
             notes: Vec::new(),
             guest_profile,
             vms,
+            host,
         })
     }
 

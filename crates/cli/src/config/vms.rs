@@ -5,11 +5,15 @@
 //! how the VMM advises the VM's memory in the host: "hugepage" (`MADV_HUGEPAGE`, what
 //! QEMU does; the default) or "none". A VM may belong to a `layout`: a reproduction runs
 //! each layout on its own (HawkEye's Table 6 has three).
+//!
+//! `[host]` turns on what a host does with its VMs' memory besides its kernel's work:
+//! same-page merging of zero pages (`ksm_pages_per_s`), ballooning by free page reporting
+//! (`free_page_reporting_ms`) and swap (`swap_latency_us`, `swap_mb_s`).
 
-use super::raw::RawVm;
+use super::raw::{RawHost, RawVm};
 use super::validate::{Validator, R};
-use hugemm_hw::{GuestProfile, MachineProfile};
-use hugemm_sim::{Experiment, GuestVm};
+use hugemm_hw::{GuestProfile, MachineProfile, Nanos};
+use hugemm_sim::{Experiment, FreePageReporting, GuestVm, HostSwap, HostedRun, Ksm};
 use hugemm_workload::{Advice, ProcessSpec};
 
 /// Most VMs one file may declare.
@@ -31,6 +35,33 @@ pub struct VmSpec {
     pub processes: Vec<String>,
     /// How the VMM advises the VM's memory in the host.
     pub host_advice: Advice,
+}
+
+/// A validated `[host]`: each mechanism, if on.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct HostSpec {
+    /// Same-page merging of zero pages.
+    pub ksm: Option<Ksm>,
+    /// Ballooning by free page reporting.
+    pub balloon: Option<FreePageReporting>,
+    /// Swap of VM memory.
+    pub swap: Option<HostSwap>,
+}
+
+impl HostSpec {
+    /// `run` with this host's mechanisms.
+    pub fn apply(&self, mut run: HostedRun) -> HostedRun {
+        if let Some(k) = self.ksm {
+            run = run.with_ksm(k);
+        }
+        if let Some(b) = self.balloon {
+            run = run.with_free_page_reporting(b);
+        }
+        if let Some(s) = self.swap {
+            run = run.with_swap(s);
+        }
+        run
+    }
 }
 
 /// The host's experiment and one guest per VM of `run`, from `base`: each VM's guest
@@ -204,5 +235,60 @@ impl Validator<'_> {
             });
         }
         Ok((Some(guest_profile), vms))
+    }
+
+    /// `[host]`, for a file with `[[vm]]` tables (`has_vms`) on a host of `host_bytes`.
+    pub(super) fn host(
+        &self,
+        raw: &mut Option<RawHost>,
+        has_vms: bool,
+        host_bytes: u64,
+    ) -> R<HostSpec> {
+        let Some(h) = raw.as_mut() else {
+            return Ok(HostSpec::default());
+        };
+        if !has_vms {
+            return Err(self.bad("host", "no [host] table without [[vm]] tables"));
+        }
+        let ksm = match h.ksm_pages_per_s {
+            None => None,
+            Some(n) => Some(Ksm {
+                pages_per_s: self.int("host.ksm_pages_per_s", Some(n), 0, 1, 1 << 30)? as u64,
+            }),
+        };
+        let balloon = match h.free_page_reporting_ms {
+            None => None,
+            Some(p) => {
+                let period = self.float("host.free_page_reporting_ms", Some(p), 0.0, 1.0, 3.6e6)?;
+                Some(FreePageReporting {
+                    period: Nanos((period * 1e6) as u64),
+                })
+            }
+        };
+        let swap = match (h.swap_latency_us, h.swap_mb_s) {
+            (None, None) => None,
+            (Some(lat), Some(mb)) => {
+                let lat = self.float("host.swap_latency_us", Some(lat), 0.0, 0.0, 1e6)?;
+                let mb = self.float("host.swap_mb_s", Some(mb), 0.0, 1.0, 1e6)?;
+                Some(HostSwap {
+                    latency: Nanos((lat * 1e3) as u64),
+                    bytes_per_s: (mb * 1e6) as u64,
+                    ..HostSwap::ssd(host_bytes)
+                })
+            }
+            (None, Some(_)) => {
+                return Err(self.bad(
+                    "host.swap_latency_us",
+                    "the swap device's latency (us), with swap_mb_s",
+                ))
+            }
+            (Some(_), None) => {
+                return Err(self.bad(
+                    "host.swap_mb_s",
+                    "the swap device's bandwidth (MB/s), with swap_latency_us",
+                ))
+            }
+        };
+        Ok(HostSpec { ksm, balloon, swap })
     }
 }

@@ -163,7 +163,7 @@ fn run_virtual(
             _ => "table 3: in a VM, 2 MB pages at both levels",
         };
         progress.start(what);
-        Ok(HostedRun::new(host, guests)?.run()?)
+        Ok(r.host.apply(HostedRun::new(host, guests)?).run()?)
     };
     let (small, huge) = rayon::join(|| hosted(ThpMode::Never), || hosted(ThpMode::Always));
     Ok(Some((small?, huge?)))

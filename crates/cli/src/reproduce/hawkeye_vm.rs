@@ -116,7 +116,7 @@ pub fn figure9(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Repor
         Ok(Fig9Run {
             layout: layout.clone(),
             setup,
-            result: HostedRun::new(host, guests)?.run()?,
+            result: r.host.apply(HostedRun::new(host, guests)?).run()?,
         })
     })?;
     let per_set = 2 * r.variants.len();

@@ -8,6 +8,7 @@
 
 pub mod apsys16;
 pub mod hawkeye;
+pub mod hawkeye_fig11;
 pub mod hawkeye_table3;
 pub mod hawkeye_vm;
 pub mod nimble;
@@ -82,6 +83,7 @@ pub const KINDS: &[&str] = &[
     "hawkeye-fig7",
     "hawkeye-fig8",
     "hawkeye-fig9",
+    "hawkeye-fig11",
     "hawkeye-table9",
     "hawkeye-fig1",
     "hawkeye-table1",
@@ -255,6 +257,8 @@ pub struct Reproduction {
     pub guest_profile: Option<hugemm_hw::MachineProfile>,
     /// The file's `[[vm]]` tables.
     pub vms: Vec<config::vms::VmSpec>,
+    /// The file's `[host]` table.
+    pub host: config::vms::HostSpec,
 }
 
 /// The version of `reproduction.json`'s shape (`docs/output.md`): raised when a field
@@ -489,8 +493,11 @@ pub fn load_with(path: &Path, overrides: &[config::Override]) -> Result<Reproduc
     let combined = kind == "combined-promotion-x-tiering";
     let sysmon = kind.starts_with("sysmon-");
     let vm_kind = kind == "hawkeye-fig9";
+    let overcommit = kind == "hawkeye-fig11";
     let (allowed, what, default): (&[&str], &str, &str) = if vm_kind {
         (hawkeye_vm::LAYOUTS, "layouts of Table 6", "host")
+    } else if overcommit {
+        (hawkeye_fig11::VARIANTS, "memory-return setups", "none")
     } else if kind == "sysmon-fig1" {
         (sysmon::FIG1_VARIANTS, "monitors", "tlb-misses")
     } else if kind == "sysmon-overhead" {
@@ -570,6 +577,19 @@ pub fn load_with(path: &Path, overrides: &[config::Override]) -> Result<Reproduc
                 ));
             }
         }
+    } else if overcommit {
+        if loaded.vms.is_empty() || loaded.vms.iter().any(|v| v.layout.is_some()) {
+            return Err(bad(
+                "vm",
+                "[[vm]] tables with no layout (every run of Figure 11 has them all)".into(),
+            ));
+        }
+        if variants.iter().any(|v| v == "balloon") && loaded.host.balloon.is_none() {
+            return Err(bad(
+                "host.free_page_reporting_ms",
+                "the guests' free page reporting, for the \"balloon\" variant".into(),
+            ));
+        }
     } else if kind == "hawkeye-table3" {
         if loaded.vms.len() > 1 || loaded.vms.iter().any(|v| v.layout.is_some()) {
             return Err(bad(
@@ -582,8 +602,8 @@ pub fn load_with(path: &Path, overrides: &[config::Override]) -> Result<Reproduc
         return Err(bad(
             "vm",
             format!(
-                "no [[vm]] tables: \"{kind}\" runs on bare metal (hawkeye-fig9 and \
-                 hawkeye-table3 run VMs)"
+                "no [[vm]] tables: \"{kind}\" runs on bare metal (hawkeye-fig9, \
+                 hawkeye-fig11 and hawkeye-table3 run VMs)"
             ),
         ));
     }
@@ -620,6 +640,7 @@ pub fn load_with(path: &Path, overrides: &[config::Override]) -> Result<Reproduc
         notes: loaded.notes,
         guest_profile: loaded.guest_profile,
         vms: loaded.vms,
+        host: loaded.host,
     })
 }
 
@@ -718,6 +739,7 @@ pub fn run(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Report> {
         "hawkeye-fig7" => hawkeye::figure7(r, progress)?,
         "hawkeye-fig8" => hawkeye::figure8(r, progress)?,
         "hawkeye-fig9" => hawkeye_vm::figure9(r, progress)?,
+        "hawkeye-fig11" => hawkeye_fig11::figure11(r, progress)?,
         "hawkeye-table9" => hawkeye::table9(r, progress)?,
         "hawkeye-fig1" => zeroing::figure1(r, progress)?,
         "hawkeye-table1" => zeroing::table1(r, progress)?,

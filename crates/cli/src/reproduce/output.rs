@@ -35,6 +35,7 @@ pub fn paper_item(kind: &str) -> &'static str {
         "hawkeye-fig7" => "HawkEye Figure 7, Table 5",
         "hawkeye-fig8" => "HawkEye Figure 8",
         "hawkeye-fig9" => "HawkEye Figure 9, Table 6 (virtual machines)",
+        "hawkeye-fig11" => "HawkEye Figure 11 (ballooning under overcommit)",
         "hawkeye-table9" => "HawkEye Table 9",
         "hawkeye-fig1" => "HawkEye Figure 1",
         "hawkeye-table1" => "HawkEye Table 1",

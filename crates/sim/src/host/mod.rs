@@ -46,13 +46,13 @@
 //! turn, then the host. Host daemons run on the host's own core: their CPU is reported, not
 //! taken from the vCPUs (the host is assumed to have cores the vCPUs do not use).
 //!
-//! 5. **Same-page merging and automatic ballooning** (optional, [`Ksm`],
-//!    [`AutoBalloon`]): the host maps guest pages whose content is zero to its zero page,
-//!    and sets each VM's balloon to the guest's free memory. Together with a guest's
-//!    pre-zeroing these are the mechanisms of HawkEye's Figure 11.
+//! 5. **Same-page merging and free page reporting** (optional, [`Ksm`],
+//!    [`FreePageReporting`]): the host maps guest pages whose content is zero to its zero
+//!    page; the guests' balloon drivers report free 2 MB blocks, whose backing the host
+//!    drops. With a guest's pre-zeroing these are the mechanisms of HawkEye's Figure 11.
 //!
 //! 6. **Swap** (optional, [`HostSwap`], `swap.rs`): an overcommitted host writes VM memory
-//!    out to a swap device, a clock over the host's accessed bits choosing what, and
+//!    out to a swap device, least recently used first by the host's accessed bits, and
 //!    reads it back when the guest next uses it, the guest waiting.
 //!
 //! What this leaves out: host access bits from references
@@ -115,6 +115,10 @@ pub(crate) struct GuestHost {
     merged: Vec<u64>,
     /// One bit per guest-physical 2 MB region: swapped out by the host (`swap.rs`).
     swapped: Option<RegionBits>,
+    /// One bit per guest-physical 2 MB region: reported free, not backed since.
+    reported: Vec<u64>,
+    /// Bytes reported free over the run.
+    pub reported_bytes: u64,
     /// Host faults taken on merged pages (see [`VmResult::ksm_unmerge_faults`]).
     pub unmerge_faults: u64,
     /// Regions whose host size a populate changed, for the other cores.
@@ -133,6 +137,8 @@ impl GuestHost {
             young_pages: Vec::new(),
             merged: vec![0; (guest_bytes >> 12).div_ceil(64) as usize],
             swapped: None,
+            reported: vec![0; (guest_bytes >> REGION_SHIFT).div_ceil(64) as usize],
+            reported_bytes: 0,
             unmerge_faults: 0,
             changed: Vec::new(),
             fault_time: Nanos::ZERO,
@@ -213,6 +219,10 @@ impl GuestHost {
                     self.unmerge_faults += 1;
                 }
             }
+        }
+        let region = gpa >> REGION_SHIFT;
+        if let Some(w) = self.reported.get_mut((region / 64) as usize) {
+            *w &= !(1 << (region % 64));
         }
         let p = self.link.populate(gpa, bytes);
         self.fault_time += p.time;
@@ -388,6 +398,40 @@ impl Engine {
             .is_some_and(|f| f.is_zeroed())
     }
 
+    /// Free page reporting ([`FreePageReporting`]): every free block of at least 2 MB
+    /// not reported since it was last backed is reported, and the host drops its backing.
+    /// Returns the host's time.
+    pub fn report_free_pages(&mut self) -> Nanos {
+        let Some(h) = self.host.as_mut() else {
+            return Nanos::ZERO;
+        };
+        let phys = self.kernel.phys();
+        let per = 1u64 << (REGION_SHIFT - 12);
+        let mut time = Nanos::ZERO;
+        for r in 0..phys.frames_total() / per {
+            let (word, bit) = ((r / 64) as usize, 1u64 << (r % 64));
+            if h.reported.get(word).is_none_or(|w| w & bit != 0) {
+                continue;
+            }
+            // Buddy blocks are aligned: a region's first frame heads a free block of at
+            // least 2 MB, or lies inside a larger one.
+            let free = match phys.frame(hugemm_hw::Pfn(r * per)).map(|f| f.state()) {
+                Some(hugemm_mm::FrameState::FreeHead { order, .. }) => {
+                    u32::from(order.0) >= REGION_SHIFT - 12
+                }
+                Some(hugemm_mm::FrameState::FreeTail) => true,
+                _ => false,
+            };
+            if free {
+                time += h.discard(r << REGION_SHIFT, 1 << REGION_SHIFT);
+                h.reported[word] |= bit;
+                h.reported_bytes += 1 << REGION_SHIFT;
+            }
+        }
+        self.apply_tlb_flushes();
+        time
+    }
+
     /// Bytes the balloon driver holds.
     pub fn balloon_bytes(&self) -> u64 {
         self.balloon.len() as u64 * self.exp.geometry.base_bytes()
@@ -425,9 +469,11 @@ impl HostMemory for HostPort {
         let mut swap = self.swap.borrow_mut();
         let region = gpa >> REGION_SHIFT;
         // The old content must come back first: the host cannot know it is dead.
-        let mut time = swap
-            .as_mut()
-            .map_or(Nanos::ZERO, |s| s.swap_in(&mut host, self.proc, region));
+        let mut time = Nanos::ZERO;
+        if let Some(s) = swap.as_mut() {
+            time += s.swap_in(&mut host, self.proc, region);
+            s.used(self.proc, region); // the guest writes it now
+        }
         let mut huge = false;
         let mut off = gpa & !0xfff;
         let mut tries = 0;
@@ -500,6 +546,8 @@ pub struct VmResult {
     pub host_flushes: u64,
     /// Bytes the guest's balloon held at the end.
     pub balloon_bytes: u64,
+    /// Bytes the guest reported free over the run ([`FreePageReporting`]).
+    pub reported_bytes: u64,
     /// Host time discarding the balloon's pages (ns).
     pub host_balloon_ns: u64,
     /// Pages the host's same-page merging mapped to its zero page.
@@ -564,17 +612,20 @@ pub struct Ksm {
     pub pages_per_s: u64,
 }
 
-/// The host's automatic ballooning: every [`AutoBalloon::period`] each VM's balloon is set
-/// to take the guest's free memory beyond `reserve` (a share of its memory), as a host
-/// managing overcommit with free-page hinting does. Real drivers also deflate when the
-/// guest runs out of memory (`VIRTIO_BALLOON_F_DEFLATE_ON_OOM`); here the reserve stands
-/// for that until the next adjustment.
+/// Ballooning without a balloon manager: virtio-balloon's free page reporting
+/// (`VIRTIO_BALLOON_F_REPORTING`, Linux 5.7+). Every [`FreePageReporting::period`] each
+/// guest reports its free blocks of at least 2 MB (pageblock order, as Linux reports)
+/// that it has not reported since they were last used, and the host drops their backing
+/// (`MADV_DONTNEED`, as QEMU does). The blocks stay free in the guest: it allocates them
+/// as it would any, and their next use faults in the host again. A target-driven balloon
+/// (one a manager inflates, `Phase::Balloon`) takes memory from the guest instead, and
+/// needs the manager to know how much the guest will want; reporting returns exactly what
+/// is free, which is what Figure 11's "ballooning enabled on all VMs" recovers.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct AutoBalloon {
-    /// How often the targets are set.
+pub struct FreePageReporting {
+    /// How often the guests report (Linux: 2 s after free memory first crosses the
+    /// reporting threshold, `page_reporting_delay`).
     pub period: Nanos,
-    /// Share of guest memory left free (0..1).
-    pub reserve: f64,
 }
 
 /// Guests under one host, run in lockstep (see the module doc).
@@ -587,8 +638,8 @@ pub struct HostedRun {
     /// The VM `ksmd` looks at next.
     ksm_vm: usize,
     ksm_cpu: Nanos,
-    auto_balloon: Option<AutoBalloon>,
-    next_balloon: Nanos,
+    reporting: Option<FreePageReporting>,
+    next_report: Nanos,
     swap: SharedSwap,
     now: Nanos,
 }
@@ -678,8 +729,8 @@ impl HostedRun {
             ksm_carry: 0.0,
             ksm_vm: 0,
             ksm_cpu: Nanos::ZERO,
-            auto_balloon: None,
-            next_balloon: Nanos::ZERO,
+            reporting: None,
+            next_report: Nanos::ZERO,
             swap,
             now: Nanos::ZERO,
         })
@@ -705,10 +756,10 @@ impl HostedRun {
         self
     }
 
-    /// Let the host balloon its VMs automatically ([`AutoBalloon`]).
-    pub fn with_auto_balloon(mut self, b: AutoBalloon) -> HostedRun {
-        self.next_balloon = b.period;
-        self.auto_balloon = Some(b);
+    /// Let the guests report their free memory to the host ([`FreePageReporting`]).
+    pub fn with_free_page_reporting(mut self, r: FreePageReporting) -> HostedRun {
+        self.next_report = r.period;
+        self.reporting = Some(r);
         self
     }
 
@@ -745,6 +796,7 @@ impl HostedRun {
         for (vm, (backed, huge, rss)) in self.vms.into_iter().zip(census) {
             vms.push(VmResult {
                 balloon_bytes: vm.guest.balloon_bytes(),
+                reported_bytes: vm.guest.host.as_ref().map_or(0, |h| h.reported_bytes),
                 host_balloon_ns: vm.guest.host.as_ref().map_or(0, |h| h.balloon_time.0),
                 ksm_merged_pages: vm.ksm_merged,
                 ksm_unmerge_faults: vm.guest.host.as_ref().map_or(0, |h| h.unmerge_faults),
@@ -815,6 +867,9 @@ impl HostedRun {
 
     /// One lockstep: every guest, then the host, then the host's page sizes to the guests.
     fn step(&mut self) -> Result<()> {
+        if let Some(s) = self.swap.borrow_mut().as_mut() {
+            s.now = self.now;
+        }
         for vm in &mut self.vms {
             vm.guest.advance(Self::QUANTUM)?;
         }
@@ -837,6 +892,16 @@ impl HostedRun {
                 .into_iter()
                 .filter(|&p| !link.is_some_and(|h| h.is_merged(p) || h.is_swapped(p)))
                 .collect();
+            if let Some(s) = self.swap.borrow_mut().as_mut() {
+                let mut last = u64::MAX;
+                for &page in &young {
+                    let region = page >> (REGION_SHIFT - 12);
+                    if region != last {
+                        s.used(vm.proc, region);
+                        last = region;
+                    }
+                }
+            }
             for page in young {
                 let va = VirtAddr(start.0 + (page << 12));
                 if !host.kernel.mark_accessed(pid, va) {
@@ -857,16 +922,12 @@ impl HostedRun {
         if let Some(ksm) = self.ksm {
             self.merge_zero_pages(&mut host, ksm);
         }
-        if let Some(b) = self.auto_balloon {
-            if self.now >= self.next_balloon {
-                self.next_balloon = self.now + b.period;
+        if let Some(r) = self.reporting {
+            if self.now >= self.next_report {
+                self.next_report = self.now + r.period;
                 drop(host);
                 for vm in &mut self.vms {
-                    let reserve = (vm.guest.exp.memory_bytes as f64 * b.reserve) as u64;
-                    let target = (vm.guest.balloon_bytes() + vm.guest.free_bytes())
-                        .saturating_sub(reserve)
-                        & !0xfff;
-                    vm.guest.set_balloon(target);
+                    vm.guest.report_free_pages();
                 }
                 host = lock(&shared);
                 host.apply_tlb_flushes();

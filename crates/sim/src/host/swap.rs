@@ -10,12 +10,14 @@
 //!   Linux reads a swapped-out 4 KB page table back page by page with readahead
 //!   (`page-cluster`); one I/O per region charges fewer latencies and more bytes, which
 //!   favours no variant of Figure 11 over another (all swap the same way).
-//! - **Victims.** A clock over every VM's regions, round robin, as kswapd's LRU ages
-//!   pages: a region whose host accessed bits are set (a guest walk ended in it since the
-//!   hand last passed, `host.rs`'s accessed-bit flow) is given a second chance, its bits
-//!   cleared; one with none is written out. The host knows nothing of what the guest does
-//!   with a page: a free guest page it backs is as good a victim as any and costs the
-//!   same I/O.
+//! - **Victims.** The least recently used region first, as kswapd's LRU lists order
+//!   pages. A region is used when a guest walk ends in it (the walks that set the host's
+//!   accessed bits, `host.rs`), stamped at the lockstep that hands the walks to the host:
+//!   an exact LRU at the lockstep's granularity, where Linux approximates one from the
+//!   accessed bits it samples. Under pressure the victims are lined up every
+//!   [`AGE_PERIOD`], oldest first (ties by VM and address); one used since it was lined
+//!   up is passed over. The host knows nothing of what the guest does with a page: a
+//!   free guest page it backs is as good a victim as any and costs the same I/O.
 //! - **When.** kswapd: at each lockstep, while the host's free memory is below
 //!   [`HostSwap::low`], regions are written out up to the device's bandwidth for the
 //!   lockstep, until free memory reaches [`HostSwap::high`]; its time is the host's, not
@@ -127,14 +129,23 @@ struct SwapVm {
 pub(crate) struct Swap {
     pub dev: HostSwap,
     vms: Vec<SwapVm>,
-    /// The clock hand: (VM, region).
-    hand: (usize, u64),
+    /// Per VM, per region: when a guest walk last ended in it.
+    last_young: Vec<Vec<Nanos>>,
+    /// Victims in waiting, oldest last: (last young, VM, region).
+    candidates: Vec<(Nanos, usize, u64)>,
+    /// When `candidates` was built.
+    aged_at: Option<Nanos>,
+    /// The host's time (set by the hosted run every lockstep).
+    pub now: Nanos,
     /// kswapd's device time (ns).
     pub kswapd_ns: u64,
 }
 
 /// The host's swap, when it has one, shared by the hosted run and the VMs' links.
 pub(crate) type SharedSwap = Rc<RefCell<Option<Swap>>>;
+
+/// How often, under pressure, the host lines up its victims again.
+pub const AGE_PERIOD: Nanos = Nanos(100_000_000);
 
 const PAGES_PER_REGION: u64 = 1 << (REGION_SHIFT - 12);
 const WORDS_PER_REGION: usize = (PAGES_PER_REGION / 64) as usize;
@@ -144,7 +155,10 @@ impl Swap {
         Swap {
             dev,
             vms: Vec::new(),
-            hand: (0, 0),
+            last_young: Vec::new(),
+            candidates: Vec::new(),
+            aged_at: None,
+            now: Nanos::ZERO,
             kswapd_ns: 0,
         }
     }
@@ -160,6 +174,7 @@ impl Swap {
             stats: SwapStats::default(),
             flush: false,
         });
+        self.last_young.push(vec![Nanos::ZERO; regions as usize]);
         out
     }
 
@@ -189,6 +204,7 @@ impl Swap {
             return Nanos::ZERO;
         }
         set(&self.vms[v].out, region, false);
+        self.last_young[v][region as usize] = self.now;
         let words = region as usize * WORDS_PER_REGION..(region as usize + 1) * WORDS_PER_REGION;
         let held: Vec<u64> = self.vms[v].pages[words.clone()].to_vec();
         self.vms[v].pages[words].fill(0);
@@ -282,31 +298,53 @@ impl Swap {
         self.kswapd_ns += budget.0;
     }
 
-    /// Advance the clock to a victim and write it out; returns its bytes, or `None` when
-    /// two turns of the clock found nothing backed to write.
+    /// VM `proc`'s guest walked into `region` (at [`Swap::now`]).
+    pub fn used(&mut self, proc: usize, region: u64) {
+        if let Some(v) = self.vm_of(proc) {
+            if let Some(t) = self.last_young[v].get_mut(region as usize) {
+                *t = self.now;
+            }
+        }
+    }
+
+    /// Line up every region that is in as a victim, least recently used last.
+    fn age(&mut self) {
+        self.candidates.clear();
+        for (v, vm) in self.vms.iter().enumerate() {
+            for region in 0..vm.regions {
+                if !is_set(&vm.out, region) {
+                    self.candidates
+                        .push((self.last_young[v][region as usize], v, region));
+                }
+            }
+        }
+        // Oldest last (popped first); ties by VM and region, lowest first.
+        self.candidates
+            .sort_unstable_by(|a, b| b.0.cmp(&a.0).then(b.1.cmp(&a.1)).then(b.2.cmp(&a.2)));
+        self.aged_at = Some(self.now);
+    }
+
+    /// Write the least recently used region out; returns its bytes, or `None` when no
+    /// region the host backs is old enough to go.
     fn evict_one(&mut self, host: &mut Engine, except: Option<(usize, u64)>) -> Option<u64> {
-        let total: u64 = self.vms.iter().map(|v| v.regions).sum();
-        for _ in 0..2 * total {
-            let (v, region) = self.hand;
-            self.hand = if region + 1 >= self.vms[v].regions {
-                ((v + 1) % self.vms.len(), 0)
-            } else {
-                (v, region + 1)
-            };
+        let stale = self
+            .aged_at
+            .is_none_or(|t| self.now.saturating_sub(t) >= AGE_PERIOD);
+        if stale || self.candidates.is_empty() {
+            self.age();
+        }
+        while let Some((stamp, v, region)) = self.candidates.pop() {
             let proc = self.vms[v].proc;
             if except == Some((proc, region)) || is_set(&self.vms[v].out, region) {
                 continue;
             }
-            let Some((start, _)) = host.buffer(proc, 0) else {
+            let (Some((start, _)), Some(pid)) = (host.buffer(proc, 0), host.procs[proc].pid) else {
                 continue;
             };
-            let Some(pid) = host.procs[proc].pid else {
-                continue;
-            };
-            let va = VirtAddr(start.0 + (region << REGION_SHIFT));
-            if host.kernel.clear_accessed(pid, va) > 0 {
-                continue; // young: a second chance
+            if self.last_young[v][region as usize] != stamp {
+                continue; // used since it was lined up
             }
+            let va = VirtAddr(start.0 + (region << REGION_SHIFT));
             // Which of its pages the host backs (it maps VM memory only by writes, so
             // never to its zero page).
             let mut held = [0u64; WORDS_PER_REGION];
