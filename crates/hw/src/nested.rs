@@ -37,7 +37,7 @@
 //! - by the profile's `guest.host_huge_fraction` alone (no host model): a region is huge
 //!   when a fixed hash of its number falls below the fraction, so the same regions are
 //!   huge on every run and the huge ones are spread evenly over guest memory;
-//! - by a **host model** (`hugemm-sim`'s `host.rs`): a host kernel and its policy decide,
+//! - by a **host model** (`hugemm-sim`'s `host/`): a host kernel and its policy decide,
 //!   and the engine writes each region's size into a map here
 //!   ([`Nested::set_host_huge`]). Guest page-table pages, whose gPAs are synthetic
 //!   ([`Nested::pt_gpa`]), then follow the hash rule at the share of the guest's backed

@@ -168,10 +168,10 @@ pub struct Engine {
     policy_reclaim_freed: u64,
     /// The nodes' shared bandwidth, on a machine of several nodes.
     pub(crate) bandwidth: Option<Bandwidth>,
-    /// The host, when this engine runs a VM's guest (`host.rs`).
+    /// The host, when this engine runs a VM's guest (`host/`).
     pub(crate) host: Option<crate::host::GuestHost>,
     /// When this engine is a host of VMs: every TLB flush its kernel asked for since the
-    /// last look, i.e. every mapping it changed (`host.rs`).
+    /// last look, i.e. every mapping it changed (`host/`).
     pub(crate) mapping_log: Option<Vec<hugemm_mm::TlbFlush>>,
     /// The frames the balloon driver holds (`Phase::Balloon`).
     pub(crate) balloon: Vec<hugemm_hw::Pfn>,

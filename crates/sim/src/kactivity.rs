@@ -195,7 +195,7 @@ impl Engine {
     }
 
     /// Inflate or deflate the balloon to `target` bytes (`Phase::Balloon`); in a guest each
-    /// page inflated is discarded by the host (`host.rs`). Returns the time, charged to
+    /// page inflated is discarded by the host (`host/`). Returns the time, charged to
     /// the driver's process.
     pub(crate) fn balloon_to(&mut self, target: u64) -> Picos {
         let page = self.kernel.geometry().base_bytes();

@@ -61,7 +61,7 @@ pub enum SimError {
         /// What is wrong.
         what: String,
     },
-    /// A host and its guests do not fit together (`host.rs`).
+    /// A host and its guests do not fit together (`host/`).
     #[error("virtual machines: {0}")]
     Host(String),
     /// Writing the time series as the run went failed.

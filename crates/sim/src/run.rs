@@ -189,7 +189,7 @@ impl Ctx<'_> {
     }
 
     /// In a guest: the host backs the frame a fault just mapped at `va`; returns the
-    /// host's time, which the fault pays (`host.rs`).
+    /// host's time, which the fault pays (`host/`).
     #[cold]
     fn host_populate(&mut self, pid: Pid, va: VirtAddr) -> Nanos {
         let (Some(h), Some((pa, size))) = (self.host.as_deref_mut(), self.kernel.peek(pid, va))

@@ -1,4 +1,4 @@
-//! Virtual machines under a host model (`host.rs`): the host's policy decides the guest's
+//! Virtual machines under a host model (`host/`): the host's policy decides the guest's
 //! host page sizes, guest faults pay host faults, host daemons see guest walks.
 
 mod common;

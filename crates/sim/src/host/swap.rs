@@ -12,7 +12,7 @@
 //!   favours no variant of Figure 11 over another (all swap the same way).
 //! - **Victims.** The least recently used region first, as kswapd's LRU lists order
 //!   pages. A region is used when a guest walk ends in it (the walks that set the host's
-//!   accessed bits, `host.rs`), stamped at the lockstep that hands the walks to the host:
+//!   accessed bits, `host/`), stamped at the lockstep that hands the walks to the host:
 //!   an exact LRU at the lockstep's granularity, where Linux approximates one from the
 //!   accessed bits it samples. Under pressure the victims are lined up every
 //!   [`AGE_PERIOD`], oldest first (ties by VM and address); one used since it was lined
