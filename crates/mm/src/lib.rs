@@ -67,8 +67,8 @@ pub use costs::{FragCosts, MmCosts};
 pub use error::{CollapseError, MmError, Result};
 #[doc(no_inline)]
 pub use fallback::{
-    Aaf, Apbs, FallbackChoice, FallbackPolicy, FreeAreaView, KernelLayout, LinuxDefault, Opbs,
-    PageblockCensus, Placement, Rpbs, UnknownPolicy,
+    Aaf, Apbs, FallbackChoice, FallbackPolicy, FallbackRules, FreeAreaView, KernelLayout,
+    LinuxDefault, Opbs, PageblockCensus, Placement, Rpbs, UnknownPolicy,
 };
 #[doc(no_inline)]
 pub use frame::{Frame, FrameState, OwnerKind, BYTES_PER_FRAME};

@@ -256,6 +256,7 @@ impl Engine {
         }
         let fallback = hugemm_mm::fallback::build(&exp.kernel.fallback, exp.seed)?;
         kernel.set_fallback_policy(fallback);
+        kernel.set_fallback_rules(exp.kernel.fallback_rules);
         kernel.set_compaction_proactiveness(exp.kernel.kcompactd.proactiveness.min(100) as u8)?;
         if let Some(kb) = exp.kernel.min_free_kbytes {
             kernel.set_min_free_kbytes(kb);

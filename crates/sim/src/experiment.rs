@@ -101,6 +101,9 @@ pub struct KernelConfig {
     /// to 6.14), APSys'16's `opbs`, `apbs`, `aaf`, `rpbs`, `kml`, `kmu`, or `claim-first`
     /// (Linux 6.15 and later).
     pub fallback: String,
+    /// Which Linux the fallback policies' common rules follow (`linux-4.13`, the
+    /// default, up to 6.14; `linux-4.1`, APSys'16's kernel).
+    pub fallback_rules: hugemm_mm::FallbackRules,
     /// kcompactd.
     pub kcompactd: KcompactdConfig,
     /// Keep Linux's per-CPU page lists, one set per core (`hugemm_mm::pcp`). Off by
@@ -131,6 +134,7 @@ impl Default for KernelConfig {
     fn default() -> Self {
         KernelConfig {
             fallback: "default".into(),
+            fallback_rules: hugemm_mm::FallbackRules::default(),
             kcompactd: KcompactdConfig::default(),
             per_cpu_lists: false,
             min_free_kbytes: None,

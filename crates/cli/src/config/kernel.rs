@@ -25,6 +25,18 @@ impl Validator<'_> {
         if !hugemm_mm::fallback::NAMES.contains(&fallback.as_str()) {
             return Err(self.not_one_of("kernel.fallback", &fallback, hugemm_mm::fallback::NAMES));
         }
+        let rules_name = k
+            .fallback_rules
+            .clone()
+            .unwrap_or_else(|| hugemm_mm::FallbackRules::default().name().into());
+        let fallback_rules = hugemm_mm::FallbackRules::from_name(&rules_name).ok_or_else(|| {
+            self.not_one_of(
+                "kernel.fallback_rules",
+                &rules_name,
+                &hugemm_mm::FallbackRules::NAMES,
+            )
+        })?;
+        k.fallback_rules = Some(rules_name);
         let d = KcompactdConfig::default();
         let raw = k.kcompactd.get_or_insert_with(Default::default);
         let kcompactd = KcompactdConfig {
@@ -78,6 +90,7 @@ impl Validator<'_> {
         let prezero = self.prezero(raw, policy == "hawkeye")?;
         Ok(KernelConfig {
             fallback,
+            fallback_rules,
             kcompactd,
             per_cpu_lists,
             min_free_kbytes,

@@ -247,6 +247,9 @@ pub struct RawReproduce {
 pub struct RawKernel {
     /// Pageblock fallback policy.
     pub fallback: Option<String>,
+    /// Which Linux the fallback policies' common rules follow: "linux-4.13" (the
+    /// default, up to 6.14) or "linux-4.1".
+    pub fallback_rules: Option<String>,
     /// `[kernel.kcompactd]`.
     pub kcompactd: Option<RawKcompactd>,
     /// Keep Linux's per-CPU page lists.

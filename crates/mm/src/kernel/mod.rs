@@ -527,6 +527,11 @@ impl Kernel {
         &self.phys
     }
 
+    /// Follow `rules`' common pageblock fallback rules.
+    pub fn set_fallback_rules(&mut self, rules: crate::FallbackRules) {
+        self.phys.set_fallback_rules(rules);
+    }
+
     /// Replace the pageblock fallback policy (APSys'16's policies plug in here).
     pub fn set_fallback_policy(&mut self, policy: Box<dyn FallbackPolicy>) {
         self.phys.set_fallback_policy(policy);

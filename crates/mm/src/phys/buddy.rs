@@ -31,7 +31,7 @@
 
 use crate::error::{MmError, Result};
 use crate::phys::fallback::addr_index::AddrIndex;
-use crate::phys::fallback::{FallbackPolicy, FreeAreaView, LinuxDefault, Placement};
+use crate::phys::fallback::{FallbackPolicy, FallbackRules, FreeAreaView, LinuxDefault, Placement};
 use crate::phys::frame::{Frame, FrameState, FrameTable, OwnerKind, NIL};
 use crate::phys::freelist::FreeArea;
 use crate::phys::node::{NodeId, NodeMap, NodePref};
@@ -174,6 +174,8 @@ pub struct PhysMem {
     /// Pageblocks (start frames) AAF claimed and wants emptied of movable frames.
     pub(crate) evacuations: Vec<Pfn>,
     pub(crate) fallback_stats: FallbackStats,
+    /// The Linux whose common fallback rules apply.
+    pub(crate) rules: FallbackRules,
     max_order: u8,
     /// Per-CPU page lists, when kept (`pcp.rs`).
     pub(crate) pcp: Option<PerCpuLists>,
@@ -225,6 +227,7 @@ impl PhysMem {
             special: [false; MigrateType::COUNT],
             evacuations: Vec::new(),
             fallback_stats: FallbackStats::default(),
+            rules: FallbackRules::default(),
             max_order,
             pcp: None,
             cpu: 0,
@@ -282,6 +285,16 @@ impl PhysMem {
     /// one node; node 0 only with several (per-node compaction is not modelled).
     pub(crate) fn zone_end(&self) -> u64 {
         self.nodes.range(0).1 as u64
+    }
+
+    /// Follow `rules`' common fallback rules ([`FallbackRules`]).
+    pub fn set_fallback_rules(&mut self, rules: FallbackRules) {
+        self.rules = rules;
+    }
+
+    /// The common fallback rules in force.
+    pub fn fallback_rules(&self) -> FallbackRules {
+        self.rules
     }
 
     /// Replace the pageblock fallback policy; builds or drops the address index its
@@ -824,6 +837,7 @@ impl PhysMem {
             &self.counters,
             self.index.as_ref(),
             self.max_order,
+            self.rules,
         )
     }
 

@@ -11,7 +11,7 @@
 
 use crate::error::{MmError, Result};
 use crate::phys::buddy::PhysMem;
-use crate::phys::fallback::{FallbackChoice, FreeAreaView, PageblockCensus};
+use crate::phys::fallback::{FallbackChoice, FallbackRules, FreeAreaView, PageblockCensus};
 use crate::phys::frame::FrameState;
 use crate::phys::pageblock::MigrateType;
 use hugemm_hw::{Order, Pfn};
@@ -27,6 +27,7 @@ impl PhysMem {
             &self.counters,
             self.index.as_ref(),
             self.max_order().0,
+            self.rules,
         );
         let choice = self
             .policy
@@ -76,7 +77,10 @@ impl PhysMem {
         }
         let old = self.blocks.type_of(head);
         let (free, movable) = self.move_freepages_block(pb_start, start);
-        let census = PageblockCensus::new(old, start, pb_frames, free, movable);
+        let mut census = PageblockCensus::new(old, start, pb_frames, free, movable);
+        if self.rules == FallbackRules::Linux41 {
+            census.alike = 0; // 4.1 counts only the pages it moved
+        }
         self.settle_pageblock(pb_start, &census, choice, start);
     }
 
@@ -133,6 +137,7 @@ impl PhysMem {
 #[cfg(test)]
 mod tests {
     use crate::phys::buddy::{AllocRequest, PhysMem};
+    use crate::phys::fallback::FallbackRules;
     use crate::phys::frame::OwnerKind;
     use crate::phys::pageblock::MigrateType;
     use hugemm_hw::{Geometry, Order, Pfn};
@@ -183,6 +188,39 @@ mod tests {
         let events = m.fallback_stats().events;
         assert_eq!(events.len(), 1);
         assert_eq!((events[0].order, events[0].claimed), (7, false));
+    }
+
+    /// One pageblock: 300 movable frames, then 212 kernel ones (the first a steal that
+    /// does not claim), then 100 movable frames freed, and one more kernel page: a second
+    /// steal from the same pageblock, 100 free and 212 alike. Returns its claim.
+    fn second_steal_claims(rules: FallbackRules) -> bool {
+        let mut m = PhysMem::new(512, Geometry::X86_64).unwrap();
+        m.set_fallback_rules(rules);
+        let used: Vec<_> = (0..300)
+            .map(|_| m.alloc(&AllocRequest::new(Order(0))).unwrap())
+            .collect();
+        for _ in 0..212 {
+            m.alloc(&kernel_page()).unwrap();
+        }
+        for b in &used[..100] {
+            m.free(b.pfn, Order(0)).unwrap();
+        }
+        m.alloc(&kernel_page()).unwrap();
+        let stats = m.fallback_stats();
+        assert_eq!(stats.fallbacks, 2);
+        let claimed = stats.pageblocks_claimed == 1;
+        assert_eq!(
+            claimed,
+            m.pageblock_type(Pfn(0)) == Some(MigrateType::Unmovable)
+        );
+        claimed
+    }
+
+    #[test]
+    fn linux_4_13_counts_alike_pages_to_claim_and_linux_4_1_only_free_ones() {
+        // 4.13+: 100 free + 212 alike >= 256 claims; 4.1: 100 moved < 256 does not.
+        assert!(second_steal_claims(FallbackRules::Linux413));
+        assert!(!second_steal_claims(FallbackRules::Linux41));
     }
 
     #[test]

@@ -45,6 +45,48 @@ pub use opbs::Opbs;
 pub use rpbs::Rpbs;
 pub use view::FreeAreaView;
 
+/// Which Linux the common parts of every fallback policy follow: the claim test of
+/// `steal_suitable_fallback` ([`FallbackPolicy::claims_pageblock`]'s default) and
+/// [`LinuxDefault`]'s search for movable requests. Checked against Linux 4.1.15's
+/// `mm/page_alloc.c` (2026-11-26).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FallbackRules {
+    /// Linux 4.1 (APSys'16's kernel): a steal claims the pageblock when at least half of
+    /// it was free (`move_freepages_block`'s count, `pages >= 1 << (pageblock_order -
+    /// 1)`), and every request takes the largest block found, a movable one too.
+    #[serde(rename = "linux-4.1")]
+    Linux41,
+    /// Linux 4.13 to 6.14: the claim also counts the pageblock's allocated pages
+    /// compatible with the request (`alike_pages`, 4.13), and a movable request that
+    /// cannot steal the whole pageblock takes the smallest fitting block instead of
+    /// breaking a large one (`find_smallest`, 4.12).
+    #[default]
+    #[serde(rename = "linux-4.13")]
+    Linux413,
+}
+
+impl FallbackRules {
+    /// Names in configuration files, in the order of [`FallbackRules::ALL`].
+    pub const NAMES: [&'static str; 2] = ["linux-4.1", "linux-4.13"];
+    /// Every rule set.
+    pub const ALL: [FallbackRules; 2] = [FallbackRules::Linux41, FallbackRules::Linux413];
+
+    /// The rules called `name` in configuration files.
+    pub fn from_name(name: &str) -> Option<FallbackRules> {
+        let i = Self::NAMES.iter().position(|n| *n == name)?;
+        Some(Self::ALL[i])
+    }
+
+    /// Its name in configuration files.
+    pub fn name(self) -> &'static str {
+        match self {
+            FallbackRules::Linux41 => Self::NAMES[0],
+            FallbackRules::Linux413 => Self::NAMES[1],
+        }
+    }
+}
+
 /// Linux's `fallbacks[][]` table (`mm/page_alloc.c`): the types each request type falls
 /// back to, in order.
 pub const FALLBACKS: [[MigrateType; 2]; MigrateType::COUNT] = [
@@ -171,7 +213,8 @@ pub trait FallbackPolicy: Debug + Send {
 
     /// `steal_suitable_fallback`'s test: whether the requester claims (retypes) the
     /// pageblock it stole free pages from. Default: Linux's, at least half the pageblock
-    /// is free or compatible.
+    /// is free or compatible (under [`FallbackRules::Linux41`] the allocator counts no
+    /// compatible pages: `alike` is 0).
     fn claims_pageblock(&self, census: &PageblockCensus, _migrate: MigrateType) -> bool {
         census.free + census.alike >= census.frames / 2
     }
@@ -186,12 +229,13 @@ pub trait FallbackPolicy: Debug + Send {
 }
 
 /// The fallback of Linux up to 6.14, the paper's Algorithm 1 (`__rmqueue_fallback`,
-/// `find_suitable_fallback`, `can_steal_fallback`; the claim test counts the "alike" pages
-/// later 4.x kernels added, see [`FallbackPolicy::claims_pageblock`]; Linux 6.15 and
-/// later is [`ClaimFirst`]): search orders from the highest down, take the first type of the
+/// `find_suitable_fallback`, `can_steal_fallback`; Linux 6.15 and later is
+/// [`ClaimFirst`]): search orders from the highest down, take the first type of the
 /// fallbacks table with a free block; steal the whole pageblock when the order found is
-/// at least half a pageblock or the request is unmovable/reclaimable. A movable request
-/// that cannot steal whole blocks takes the smallest fitting block instead.
+/// at least half a pageblock or the request is unmovable/reclaimable. Under
+/// [`FallbackRules::Linux413`] a movable request that cannot steal whole blocks takes the
+/// smallest fitting block instead; under [`FallbackRules::Linux41`] it breaks the largest
+/// as every request does.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LinuxDefault;
 
@@ -248,7 +292,11 @@ impl FallbackPolicy for LinuxDefault {
             let Some((mt, can_steal)) = Self::find_suitable(free, cur, migrate) else {
                 continue;
             };
-            if !can_steal && migrate == MigrateType::Movable && cur > order.0 {
+            if !can_steal
+                && migrate == MigrateType::Movable
+                && cur > order.0
+                && free.rules() == FallbackRules::Linux413
+            {
                 // find_smallest: do not break a large block for a movable request.
                 return (order.0..=max).find_map(|o| {
                     let (mt, steal) = Self::find_suitable(free, o, migrate)?;
@@ -299,6 +347,21 @@ mod tests {
             .choose(&m.view(), Order(0), MigrateType::Movable)
             .unwrap();
         assert_eq!(c, FallbackChoice::new(Pfn(1), false));
+    }
+
+    #[test]
+    fn under_linux_4_1_a_movable_request_breaks_the_largest_foreign_block() {
+        let mut m = mem(16);
+        m.set_fallback_rules(FallbackRules::Linux41);
+        let req = AllocRequest::new(Order(0))
+            .migrate(MigrateType::Unmovable)
+            .owner(OwnerKind::KernelUnmovable);
+        assert_eq!(m.alloc(&req).unwrap().pfn, Pfn(0));
+        // Unmovable lists hold orders 0..=3 (pfn 1, 2, 4, 8): 4.1 takes the order-3 one.
+        let c = LinuxDefault
+            .choose(&m.view(), Order(0), MigrateType::Movable)
+            .unwrap();
+        assert_eq!(c, FallbackChoice::new(Pfn(8), false));
     }
 
     #[test]

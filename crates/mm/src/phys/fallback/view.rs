@@ -5,6 +5,7 @@
 //! Owns nothing; it must not offer any way to change the allocator.
 
 use super::addr_index::AddrIndex;
+use super::FallbackRules;
 use crate::phys::frame::{FrameState, FrameTable};
 use crate::phys::freelist::FreeArea;
 use crate::phys::pageblock::{MigrateType, PageblockCounters, Pageblocks};
@@ -22,6 +23,7 @@ pub struct FreeAreaView<'a> {
     counters: &'a PageblockCounters,
     index: Option<&'a AddrIndex>,
     max_order: u8,
+    rules: FallbackRules,
 }
 
 impl<'a> FreeAreaView<'a> {
@@ -32,6 +34,7 @@ impl<'a> FreeAreaView<'a> {
         counters: &'a PageblockCounters,
         index: Option<&'a AddrIndex>,
         max_order: u8,
+        rules: FallbackRules,
     ) -> Self {
         FreeAreaView {
             frames,
@@ -40,7 +43,13 @@ impl<'a> FreeAreaView<'a> {
             counters,
             index,
             max_order,
+            rules,
         }
+    }
+
+    /// The Linux whose common fallback rules the allocator follows.
+    pub fn rules(&self) -> FallbackRules {
+        self.rules
     }
 
     /// The highest buddy order.
