@@ -70,11 +70,16 @@ pub enum AppModel {
     Mcf,
     /// SPEC CPU 2017 deepsjeng_r-like chess search ([`deepsjeng`]).
     Deepsjeng,
+    /// The STREAM memory-bandwidth benchmark ([`stream`]; APSys'16 Tables 3-4).
+    Stream,
+    /// PARSEC canneal's simulated annealing over a netlist ([`canneal`]; APSys'16
+    /// Tables 3-4).
+    Canneal,
 }
 
 impl AppModel {
     /// Every model, in the order of [`AppModel::NAMES`].
-    pub const ALL: [AppModel; 18] = [
+    pub const ALL: [AppModel; 20] = [
         AppModel::Graph500,
         AppModel::XsBench,
         AppModel::CgD,
@@ -93,10 +98,12 @@ impl AppModel {
         AppModel::RedisUneven,
         AppModel::Mcf,
         AppModel::Deepsjeng,
+        AppModel::Stream,
+        AppModel::Canneal,
     ];
 
     /// The names used in experiment files.
-    pub const NAMES: [&'static str; 18] = [
+    pub const NAMES: [&'static str; 20] = [
         "graph500",
         "xsbench",
         "cg.D",
@@ -115,6 +122,8 @@ impl AppModel {
         "redis-uneven",
         "mcf",
         "deepsjeng",
+        "stream",
+        "canneal",
     ];
 
     /// Whether the model is all initialisation, with no work phase to run for a given
@@ -211,6 +220,8 @@ impl App {
             AppModel::RedisUneven => redis_uneven(bytes, run, &requests),
             AppModel::Mcf => mcf(bytes, run),
             AppModel::Deepsjeng => deepsjeng(bytes, run),
+            AppModel::Stream => stream(bytes, run),
+            AppModel::Canneal => canneal(bytes, run),
         };
         ProcessSpec {
             name: self.name.clone(),
@@ -404,6 +415,38 @@ pub fn random(bytes: u64, run: Amount) -> Vec<Phase> {
 pub fn sequential(bytes: u64, run: Amount) -> Vec<Phase> {
     let mut v = init(0, bytes).to_vec();
     v.push(work(0, Pattern::Sequential { stride: 8 }, run, false, 0.0));
+    v
+}
+
+/// STREAM (McCalpin), as APSys'16 ran it "with default input array size": three arrays
+/// of doubles filling `bytes` (10 M elements each by default, 229 MiB), the Copy, Scale,
+/// Add and Triad kernels repeated.
+///
+/// The model sweeps the arrays in address order, one 8-byte element per reference,
+/// independent references (the kernels are vectorisable loops with no dependence between
+/// elements). Of a repetition's 10 element references per index (Copy and Scale read 1 and
+/// write 1, Add and Triad read 2 and write 1), 4 are stores. The real kernels walk two or
+/// three arrays side by side; one sweep touches each page as often, so TLB misses per
+/// reference are the same, with one stream where the real loop has two or three.
+pub fn stream(bytes: u64, run: Amount) -> Vec<Phase> {
+    let mut v = init(0, bytes).to_vec();
+    v.push(work(0, Pattern::Sequential { stride: 8 }, run, false, 0.4));
+    v
+}
+
+/// PARSEC canneal: simulated-annealing placement of a netlist (the native input: 2.5 M
+/// elements), its memory `bytes`.
+///
+/// Each move picks two random elements and, for each, reads its fan-in and fan-out lists
+/// and the locations of the elements they name, to price swapping the two; every one of
+/// these is a load from a pointer just loaded, to a random place in the netlist. The model
+/// makes each reference a dependent load of a uniformly random line of the netlist, with
+/// no compute between them (canneal is memory-bound: PARSEC's characterisation gives it
+/// the suite's largest working set and miss rates). A swap, accepted or not, writes the two
+/// elements' locations: about 1 reference in 10 is a store.
+pub fn canneal(bytes: u64, run: Amount) -> Vec<Phase> {
+    let mut v = init(0, bytes).to_vec();
+    v.push(work(0, Pattern::Uniform, run, true, 0.1));
     v
 }
 

@@ -375,7 +375,7 @@ pub struct RawMemhog {
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawApp {
-    /// Which model: graph500, xsbench, cg.D, mg.D, random, sequential, redis.
+    /// Which model (`hugemm_workload::apps::AppModel::NAMES`).
     pub model: Option<String>,
     /// Process name (default: the model's name).
     pub name: Option<String>,

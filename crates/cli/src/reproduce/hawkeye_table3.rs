@@ -146,6 +146,16 @@ pub fn measure(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Vec<M
     Ok(measured(r, &small, &huge, virt.as_ref()))
 }
 
+/// [`measure`] without a VM, returning the runs too: (measured, 4 KB run, 2 MB run).
+pub fn measure_native(
+    r: &Reproduction,
+    progress: Progress<'_>,
+) -> anyhow::Result<(Vec<Measured>, RunResult, RunResult)> {
+    let (small, huge) = run_both(r, progress)?;
+    let m = measured(r, &small, &huge, None);
+    Ok((m, small, huge))
+}
+
 /// The processes in the file's VM under a host, at 4 KB at both levels and at 2 MB at
 /// both; `None` without a `[[vm]]`.
 fn run_virtual(

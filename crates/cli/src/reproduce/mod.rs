@@ -7,6 +7,7 @@
 //! kernel model's, the workloads are the experiment file's.
 
 pub mod apsys16;
+pub mod apsys16_hp;
 pub mod hawkeye;
 pub mod hawkeye_fig11;
 pub mod hawkeye_table3;
@@ -78,6 +79,7 @@ pub const KINDS: &[&str] = &[
     "apsys16-fig3",
     "apsys16-table2",
     "apsys16-highalloc",
+    "apsys16-table3",
     "hawkeye-table3",
     "hawkeye-fig5",
     "hawkeye-fig7",
@@ -650,6 +652,7 @@ impl Reproduction {
     pub fn runs(&self) -> usize {
         match self.kind.as_str() {
             "hawkeye-table3" => 2 + 2 * self.vms.len().min(1),
+            "apsys16-table3" => 2,
             k if MICROBENCHMARKS.contains(&k) => 1,
             "nimble-fig13" => {
                 let migrating = self.variants.iter().filter(|v| *v != "all-remote").count();
@@ -735,6 +738,7 @@ pub fn run(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Report> {
         "apsys16-table2" => apsys16::table2(r, progress)?,
         "apsys16-highalloc" => apsys16::highalloc(r, progress)?,
         "hawkeye-table3" => hawkeye_table3::table3(r, progress)?,
+        "apsys16-table3" => apsys16_hp::tables3_4(r, progress)?,
         "hawkeye-fig5" => hawkeye::figure5(r, progress)?,
         "hawkeye-fig7" => hawkeye::figure7(r, progress)?,
         "hawkeye-fig8" => hawkeye::figure8(r, progress)?,

@@ -31,6 +31,7 @@ pub fn paper_item(kind: &str) -> &'static str {
         "apsys16-table2" => "APSys'16 Table 2",
         "apsys16-highalloc" => "APSys'16 section 5.3 (stress-highalloc)",
         "hawkeye-table3" => "HawkEye Table 3",
+        "apsys16-table3" => "APSys'16 Tables 3-4 (section 5.4)",
         "hawkeye-fig5" => "HawkEye Figures 5-6",
         "hawkeye-fig7" => "HawkEye Figure 7, Table 5",
         "hawkeye-fig8" => "HawkEye Figure 8",
