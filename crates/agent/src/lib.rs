@@ -2,9 +2,11 @@
 //!
 //! This crate is being built in increments (issue 22). It holds today the **observation
 //! layer**: strict, read-only parsers of the kernel interfaces the agent reads, and the
-//! detection of which access-information source the running kernel offers. The policy loop,
-//! the `hugemm agent` command and every action (`process_madvise(MADV_COLLAPSE)`) come later
-//! and live elsewhere; nothing in this crate writes to the kernel.
+//! detection of which access-information source the running kernel offers; and the
+//! **action layer** ([`act`]): `process_madvise(MADV_COLLAPSE)` on a target held by a
+//! pidfd, its failures classified by errno, and a rate limit. The policy loop and the
+//! `hugemm agent` command come later. The only thing this crate asks of the kernel beyond
+//! reading is `MADV_COLLAPSE`, which changes no byte a target can see.
 //!
 //! # Observation sources and what each needs
 //!
@@ -36,6 +38,7 @@
 #![warn(missing_docs)]
 #![deny(unsafe_code)]
 
+pub mod act;
 pub mod error;
 pub mod observe;
 pub mod units;
