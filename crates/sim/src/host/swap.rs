@@ -105,8 +105,9 @@ pub struct SwapStats {
     pub in_bytes: u64,
     /// Regions read back.
     pub ins: u64,
-    /// Time the VM's vCPUs waited on the device: its swap-ins, and the writes of
-    /// direct reclaim its faults made (ns).
+    /// Time the VM's vCPUs waited for swap: its swap-ins (the device's read, any
+    /// direct reclaim it needed, and the host faults that map the region again), and the
+    /// writes of direct reclaim its faults made (ns).
     pub wait_ns: u64,
 }
 
@@ -225,7 +226,7 @@ impl Swap {
                         }
                         Err(_) if tries < 8 => {
                             tries += 1;
-                            time += self.direct_reclaim(host, (proc, region));
+                            time += self.write_out_one(host, (proc, region));
                         }
                         // The host cannot free a frame: the rest stays unbacked (its
                         // content is lost to the model, as an OOM would lose it).
@@ -273,13 +274,17 @@ impl Swap {
     /// Direct reclaim for a host fault of VM region `except` (not a victim): write one
     /// region out. Returns the time the faulting vCPU waits (the write).
     pub fn direct_reclaim(&mut self, host: &mut Engine, except: (usize, u64)) -> Nanos {
-        let t = self
-            .evict_one(host, Some(except))
-            .map_or(Nanos::ZERO, |b| self.dev.io_time(b));
+        let t = self.write_out_one(host, except);
         if let Some(v) = self.vm_of(except.0) {
             self.vms[v].stats.wait_ns += t.0;
         }
         t
+    }
+
+    /// Write one region out (not `except`) and return the device's time for it.
+    fn write_out_one(&mut self, host: &mut Engine, except: (usize, u64)) -> Nanos {
+        self.evict_one(host, Some(except))
+            .map_or(Nanos::ZERO, |b| self.dev.io_time(b))
     }
 
     /// kswapd, once a lockstep of length `quantum`: below `low` free, write regions out
