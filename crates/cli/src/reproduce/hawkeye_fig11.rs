@@ -53,11 +53,7 @@ struct Fig11Run {
 
 impl Fig11Run {
     fn process(&self, name: &str) -> Option<&ProcessSummary> {
-        self.result
-            .vms
-            .iter()
-            .flat_map(|vm| &vm.guest.summary.processes)
-            .find(|p| p.name == name)
+        self.result.guest_process(name)
     }
 }
 

@@ -203,11 +203,7 @@ fn measured(
     virt: Option<&(HostedResult, HostedResult)>,
 ) -> Vec<Measured> {
     let in_vm = |name: &str, run: &HostedResult| -> Option<ProcessSummary> {
-        run.vms
-            .iter()
-            .flat_map(|vm| &vm.guest.summary.processes)
-            .find(|p| p.name == name)
-            .cloned()
+        run.guest_process(name).cloned()
     };
     r.experiment
         .processes

@@ -84,11 +84,7 @@ struct Fig9Run {
 impl Fig9Run {
     /// Process `name` in whichever VM ran it.
     fn process(&self, name: &str) -> Option<&ProcessSummary> {
-        self.result
-            .vms
-            .iter()
-            .flat_map(|vm| &vm.guest.summary.processes)
-            .find(|p| p.name == name)
+        self.result.guest_process(name)
     }
 }
 

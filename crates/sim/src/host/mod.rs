@@ -574,6 +574,16 @@ pub struct HostedResult {
     pub host: RunResult,
 }
 
+impl HostedResult {
+    /// Process `name` of whichever guest ran it.
+    pub fn guest_process(&self, name: &str) -> Option<&crate::ProcessSummary> {
+        self.vms
+            .iter()
+            .flat_map(|vm| &vm.guest.summary.processes)
+            .find(|p| p.name == name)
+    }
+}
+
 /// A VM to run: its name, its guest's experiment, and the advice QEMU gives the host for
 /// its memory.
 #[derive(Clone, Debug)]
