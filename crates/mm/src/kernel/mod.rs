@@ -26,7 +26,7 @@ use crate::api::{AccessedBits, FaultInfo, RegionInfo, RegionState, TlbFlush, Tou
 use crate::costs::{FragCosts, MmCosts};
 use crate::error::{MmError, Result};
 use crate::phys::buddy::{AllocRequest, Block, PhysMem, PrezeroScope, ZeroedFirst};
-use crate::phys::fallback::FallbackPolicy;
+use crate::phys::fallback::{FallbackPolicy, FallbackRules};
 use crate::phys::frame::OwnerKind;
 use crate::phys::pcp::PcpConfig;
 use crate::phys::reserv::ReservTable;
@@ -528,7 +528,7 @@ impl Kernel {
     }
 
     /// Follow `rules`' common pageblock fallback rules.
-    pub fn set_fallback_rules(&mut self, rules: crate::FallbackRules) {
+    pub fn set_fallback_rules(&mut self, rules: FallbackRules) {
         self.phys.set_fallback_rules(rules);
     }
 
