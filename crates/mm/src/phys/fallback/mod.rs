@@ -334,33 +334,31 @@ mod tests {
         assert_eq!(choice, FallbackChoice::new(Pfn(0), true));
     }
 
-    #[test]
-    fn a_movable_request_that_cannot_steal_takes_the_smallest_foreign_block() {
-        let mut m = mem(16); // one order-4 block, smaller than a pageblock
+    /// A movable request's fallback choice, under `rules`, in 16 frames (one order-4 block,
+    /// smaller than a pageblock) after one unmovable page took frame 0: the unmovable
+    /// lists hold orders 0..=3 (pfn 1, 2, 4, 8), nothing is movable, and order 3 is below
+    /// pageblock_order / 2, so the request cannot steal the pageblock.
+    fn movable_choice_among_unmovable_pieces(rules: FallbackRules) -> FallbackChoice {
+        let mut m = mem(16);
+        m.set_fallback_rules(rules);
         let req = AllocRequest::new(Order(0))
             .migrate(MigrateType::Unmovable)
             .owner(OwnerKind::KernelUnmovable);
         assert_eq!(m.alloc(&req).unwrap().pfn, Pfn(0));
-        // Unmovable lists now hold orders 0..=3 (pfn 1, 2, 4, 8); nothing is movable.
-        // Order 3 is below pageblock_order / 2, so a movable request takes the smallest.
-        let c = LinuxDefault
+        LinuxDefault
             .choose(&m.view(), Order(0), MigrateType::Movable)
-            .unwrap();
+            .unwrap()
+    }
+
+    #[test]
+    fn a_movable_request_that_cannot_steal_takes_the_smallest_foreign_block() {
+        let c = movable_choice_among_unmovable_pieces(FallbackRules::Linux413);
         assert_eq!(c, FallbackChoice::new(Pfn(1), false));
     }
 
     #[test]
     fn under_linux_4_1_a_movable_request_breaks_the_largest_foreign_block() {
-        let mut m = mem(16);
-        m.set_fallback_rules(FallbackRules::Linux41);
-        let req = AllocRequest::new(Order(0))
-            .migrate(MigrateType::Unmovable)
-            .owner(OwnerKind::KernelUnmovable);
-        assert_eq!(m.alloc(&req).unwrap().pfn, Pfn(0));
-        // Unmovable lists hold orders 0..=3 (pfn 1, 2, 4, 8): 4.1 takes the order-3 one.
-        let c = LinuxDefault
-            .choose(&m.view(), Order(0), MigrateType::Movable)
-            .unwrap();
+        let c = movable_choice_among_unmovable_pieces(FallbackRules::Linux41);
         assert_eq!(c, FallbackChoice::new(Pfn(8), false));
     }
 
