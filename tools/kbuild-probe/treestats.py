@@ -42,15 +42,21 @@ def kind(path):
     return "other"
 
 
-def walk(tree):
-    for root, _dirs, files in os.walk(tree):
-        for f in files:
+def files(tree):
+    """Every file under `tree` with its lstat, skipping ones that vanish."""
+    for root, _dirs, names in os.walk(tree):
+        for f in names:
             p = os.path.join(root, f)
             try:
                 st = os.lstat(p)
             except OSError:
                 continue
-            yield os.path.relpath(p, tree), st.st_size, st.st_mtime_ns
+            yield p, st
+
+
+def walk(tree):
+    for p, st in files(tree):
+        yield os.path.relpath(p, tree), st.st_size, st.st_mtime_ns
 
 
 def cmd_snapshot(args):
@@ -236,17 +242,11 @@ def resident(path, size):
 
 
 def cached(path):
-    total = 0
-    for root, _dirs, files in os.walk(path):
-        for f in files:
-            p = os.path.join(root, f)
-            try:
-                st = os.lstat(p)
-            except OSError:
-                continue
-            if os.path.stat.S_ISREG(st.st_mode):
-                total += resident(p, st.st_size)
-    return total
+    return sum(
+        resident(p, st.st_size)
+        for p, st in files(path)
+        if os.path.stat.S_ISREG(st.st_mode)
+    )
 
 
 def cmd_cache(args):
