@@ -40,7 +40,11 @@
 
 pub mod act;
 pub mod error;
+pub mod live;
+pub mod metrics;
 pub mod observe;
+pub mod run;
+pub mod targets;
 pub mod units;
 
 pub use error::{ObserveError, Result};

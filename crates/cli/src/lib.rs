@@ -3,6 +3,7 @@
 //! ([`report`]) and what made them ([`provenance`]). The binary in `main.rs` only parses arguments and maps errors to exit
 //! codes.
 
+pub mod agent;
 pub mod bench;
 pub mod config;
 pub mod demo;

@@ -169,6 +169,11 @@ enum Command {
         #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
         reps: u32,
     },
+    /// Run the live agent: a promotion policy (HawkEye, khugepaged's or Ingens' order)
+    /// applied to processes of this host with process_madvise(MADV_COLLAPSE); or, with
+    /// --simulate, the same agent in the model kernel.
+    #[command(after_help = hugemm_cli::agent::EXAMPLES)]
+    Agent(Box<hugemm_cli::agent::Args>),
 }
 
 fn main() -> ExitCode {
@@ -201,6 +206,7 @@ fn main() -> ExitCode {
         Command::Demo { seed } => ok(run_demo(seed, print)),
         Command::Bench { reps } => ok(run_bench(print, reps)),
         Command::Sweep(args) => run_sweep(&args, print),
+        Command::Agent(args) => run_agent(&args, print),
     };
     match result {
         Ok(code) => code,
@@ -210,6 +216,7 @@ fn main() -> ExitCode {
             if e.downcast_ref::<config::ConfigError>().is_some()
                 || e.downcast_ref::<hugemm_cli::provenance::BadSourceDateEpoch>()
                     .is_some()
+                || hugemm_cli::agent::is_bad_input(&e)
             {
                 ExitCode::from(2)
             } else {
@@ -282,6 +289,17 @@ fn run(
     if !loaded.vms.is_empty() {
         return run_hosted(&file, loaded, &out, print, &provenance);
     }
+    run_loaded(&file, loaded, &out, print, &provenance)
+}
+
+/// Run a loaded bare-metal experiment and write its results to `out`.
+fn run_loaded(
+    file: &Path,
+    loaded: config::Loaded,
+    out: &Path,
+    print: Print,
+    provenance: &Provenance,
+) -> anyhow::Result<ExitCode> {
     let time_limit_s = loaded.experiment.time_limit.0 as f64 / 1e9;
     let stop = StopFlag::new();
     stop_on_signals(&stop)?;
@@ -295,7 +313,7 @@ fn run(
         engine.watch_samples(spinner);
     }
     let result = engine.run().context("running the experiment")?;
-    report::write_dir(&out, &loaded.resolved, &result, &provenance)?;
+    report::write_dir(out, &loaded.resolved, &result, provenance)?;
     let summary = &result.summary;
     let at = summary.system.sim_time_ns as f64 / 1e9;
     let code = match summary.stopped_by {
@@ -326,6 +344,90 @@ fn run(
     }
     print.json(&serde_json::json!({"out": out, "summary": summary}))?;
     Ok(code)
+}
+
+/// `hugemm agent`: live until a stop condition, or `--simulate FILE` in the model.
+fn run_agent(args: &hugemm_cli::agent::Args, print: Print) -> anyhow::Result<ExitCode> {
+    use hugemm_cli::agent;
+    agent::init_logs(args.log_format, args.log_level);
+    if let Some(file) = &args.simulate {
+        return run_agent_simulated(args, file, print);
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(signal, Arc::clone(&stop))
+            .context("installing a signal handler")?;
+    }
+    let summary = agent::run_live(args, stop)?;
+    if print.text() {
+        out!("{}", agent::summary_text(&summary));
+    }
+    print.json(&summary)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `hugemm agent --simulate FILE`: FILE's processes run in the model kernel, FILE's Linux
+/// kernel deciding faults and running its khugepaged, and the agent's promoter beside it
+/// (every process of FILE is a target). Results as `hugemm run` writes them, plus
+/// `OUT/agent.json`: the agent that ran.
+fn run_agent_simulated(
+    args: &hugemm_cli::agent::Args,
+    file: &Path,
+    print: Print,
+) -> anyhow::Result<ExitCode> {
+    let cfg = hugemm_cli::agent::resolve(args)?;
+    if args.once || args.duration.is_some() || args.metrics.is_some() {
+        return Err(hugemm_cli::agent::UsageError(
+            "--once, --duration and --metrics apply to the live agent, not to --simulate \
+             (the experiment file's processes and time limit decide how long it runs)"
+                .into(),
+        )
+        .into());
+    }
+    if !cfg.pids.is_empty() || cfg.name.is_some() || cfg.cgroup.is_some() {
+        eprintln!(
+            "note: --simulate targets every process of {}; the configured targets are not used",
+            file.display()
+        );
+    }
+    let provenance = Provenance::of_this_process()?;
+    let mut loaded = config::load(file)?;
+    print_notes(&loaded);
+    if loaded.resolved.reproduce.is_some() || !loaded.vms.is_empty() {
+        return Err(hugemm_cli::agent::UsageError(format!(
+            "{}: --simulate runs a bare-metal experiment file (no [reproduce] table, no [[vm]] tables)",
+            file.display()
+        ))
+        .into());
+    }
+    let kernel = match &loaded.experiment.policy {
+        hugemm_policy::PolicyConfig::Linux(k) => *k,
+        _ => {
+            return Err(config::ConfigError::Invalid {
+                file: file.display().to_string(),
+                at: None,
+                key: "policy.name".into(),
+                expected: "\"linux\" with --simulate: the file's policy is the host kernel the \
+                           agent runs beside (its THP mode decides faults; the agent only collapses)"
+                    .into(),
+            }
+            .into())
+        }
+    };
+    let agent = cfg.policy(kernel);
+    loaded.experiment.policy = hugemm_policy::PolicyConfig::Agent(Box::new(agent.clone()));
+    let stem = file.file_stem().unwrap_or_default().to_string_lossy();
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("results").join(format!("agent-{stem}")));
+    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    std::fs::write(
+        out.join("agent.json"),
+        serde_json::to_string_pretty(&agent)?,
+    )
+    .with_context(|| format!("writing {}", out.join("agent.json").display()))?;
+    run_loaded(file, loaded, &out, print, &provenance)
 }
 
 /// `hugemm run` of a file with `[[vm]]` tables: the machine hosts the VMs

@@ -72,6 +72,11 @@ pub enum CollapseError {
     /// The region is not entirely inside one VMA, or the process does not exist.
     #[error("region is not inside one VMA")]
     NotInVma,
+    /// The caller's collapse budget is spent for now (the live agent's rate limit, or a
+    /// transient failure of the real kernel): nothing was done; try the same region
+    /// again later. The model kernel never returns it.
+    #[error("collapse deferred: the caller's rate limit is reached")]
+    Deferred,
 }
 
 /// The kernel model's result type.

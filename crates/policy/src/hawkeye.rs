@@ -465,6 +465,11 @@ impl HawkeyePolicy {
                     self.maps[i].1.push_back_head(region, bucket);
                     return (cpu, true);
                 }
+                Err(CollapseError::Deferred) => {
+                    // The next pass starts with this region.
+                    self.maps[i].1.push_back_head(region, bucket);
+                    return (cpu, false);
+                }
                 Err(_) => {}
             }
         }

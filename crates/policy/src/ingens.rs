@@ -238,12 +238,14 @@ impl IngensPolicy {
                     self.procs[i].huge.insert(region.0, true);
                     self.procs[i].huge_pages += 1;
                 }
-                Err(CollapseError::NoMemory) => {
+                Err(e @ (CollapseError::NoMemory | CollapseError::Deferred)) => {
+                    // Retried first at the next pass; only a failed allocation makes the
+                    // promoter sleep longer.
                     let p = &mut self.procs[i];
                     if p.recent_set.insert(region.0) {
                         p.recent.push_front(region.0);
                     }
-                    return (cpu, true);
+                    return (cpu, e == CollapseError::NoMemory);
                 }
                 Err(_) => {}
             }

@@ -9,6 +9,7 @@
 //! model's internals: everything goes through [`MemoryOps`].
 
 pub mod access;
+pub mod agent;
 pub mod bloat;
 pub mod freebsd;
 pub mod hawkeye;
@@ -24,6 +25,7 @@ pub mod tiering;
 use hugemm_hw::{Nanos, PageSize, Pid, VirtAddr};
 use hugemm_mm::FaultInfo;
 
+pub use agent::{AgentConfigError, AgentLimits, AgentPolicy, AgentPolicyConfig};
 pub use bloat::{BloatConfig, BloatRecovery};
 pub use freebsd::{FreeBsdConfig, FreeBsdPolicy};
 pub use hawkeye::{HawkeyeConfig, HawkeyePolicy, Variant as HawkeyeVariant};
@@ -179,6 +181,9 @@ pub enum PolicyConfig {
     FreeBsd(FreeBsdConfig),
     /// H-Policy over SysMon-H.
     HPolicy(HPolicyConfig),
+    /// A live agent's promoter beside a Linux host kernel (`hugemm agent --simulate`),
+    /// checked by [`AgentPolicy::check`] when it was read.
+    Agent(Box<AgentPolicyConfig>),
 }
 
 impl PolicyConfig {
@@ -194,6 +199,7 @@ impl PolicyConfig {
             PolicyConfig::Hawkeye(cfg) => Box::new(HawkeyePolicy::new(*cfg)),
             PolicyConfig::FreeBsd(cfg) => Box::new(FreeBsdPolicy::new(*cfg)),
             PolicyConfig::HPolicy(cfg) => Box::new(HPolicy::new(*cfg)),
+            PolicyConfig::Agent(cfg) => Box::new(AgentPolicy::build(cfg)),
         }
     }
 }

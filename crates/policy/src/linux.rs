@@ -207,6 +207,11 @@ impl LinuxPolicy {
                         self.cursor.1 = r.start.0;
                         return (cpu, true);
                     }
+                    Err(CollapseError::Deferred) => {
+                        // The next pass resumes at this region.
+                        self.cursor.1 = r.start.0;
+                        return (cpu, false);
+                    }
                     Err(_) => {}
                 }
             }

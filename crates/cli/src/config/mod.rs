@@ -3,6 +3,7 @@
 //!
 //! Every error names the file, the key and what was expected (conventions 6).
 
+pub mod agent;
 mod apps;
 mod freebsd;
 mod kernel;

@@ -232,37 +232,10 @@ pub fn parse_with(
         text: super::overrides::apply(text, file, overrides)?,
         overrides: overrides.to_vec(),
     };
-    let text = source.text.as_str();
-    let de = toml::Deserializer::new(text);
-    let raw: RawExperiment = serde_path_to_error::deserialize(de).map_err(|e| {
-        let key = e.path().to_string();
-        let inner = e.into_inner();
-        let mut message = inner.message().trim().to_string();
-        if message.is_empty() {
-            // toml says nothing for, e.g., a control character in a comment.
-            message = "malformed TOML (a control character?)".into();
-        }
-        if let Some(explained) = locate::explain_unknown(&message) {
-            message = explained;
-        }
-        let at = inner.span().map(|s| {
-            let (line, col) = locate::line_col(text, s.start);
-            Pos { line, col }
-        });
-        source.place(ConfigError::Parse {
-            file: file.into(),
-            at,
-            key: if key == "." { "(file)".into() } else { key },
-            message,
-        })
-    })?;
-    let mut loaded = Validator {
-        file: file.into(),
-        base,
-        files: RefCell::new(HashMap::new()),
-    }
-    .experiment(raw)
-    .map_err(|e| source.place(e))?;
+    let raw: RawExperiment = deserialize(&source)?;
+    let mut loaded = Validator::new(file, base)
+        .experiment(raw)
+        .map_err(|e| source.place(e))?;
     loaded.notes = source.notes();
     loaded.source = source;
     Ok(loaded)
@@ -276,6 +249,17 @@ pub(crate) struct Validator<'a> {
 }
 
 pub(crate) type R<T> = Result<T, ConfigError>;
+
+impl<'a> Validator<'a> {
+    /// A validator of `file`, resolving relative paths from `base`.
+    pub(super) fn new(file: &str, base: &'a Path) -> Validator<'a> {
+        Validator {
+            file: file.into(),
+            base,
+            files: RefCell::new(HashMap::new()),
+        }
+    }
+}
 
 impl Validator<'_> {
     /// The id of the file called `name`, given on first use.
@@ -605,7 +589,7 @@ impl Validator<'_> {
 
     /// `[policy]`: the named policy, and every policy's configuration. The resolved file
     /// keeps the tables of the named policy and of any the file wrote.
-    fn policy(&self, p: &mut RawPolicy) -> R<(PolicyConfig, PolicyCatalog)> {
+    pub(super) fn policy(&self, p: &mut RawPolicy) -> R<(PolicyConfig, PolicyCatalog)> {
         let name = p.name.clone().unwrap_or_else(|| "linux".into());
         if !PolicyConfig::NAMES.contains(&name.as_str()) {
             return Err(self.not_one_of("policy.name", &name, PolicyConfig::NAMES));
@@ -1261,4 +1245,35 @@ impl<'a, 'b> Phases<'a, 'b> {
             advice,
         })
     }
+}
+
+/// Deserialize `source`'s text (overrides applied) into `T`; an error names the file, the
+/// line and column, and the key.
+pub(super) fn deserialize<T: serde::de::DeserializeOwned>(
+    source: &Source,
+) -> Result<T, ConfigError> {
+    let (file, text) = (&source.file, source.text.as_str());
+    let de = toml::Deserializer::new(text);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let key = e.path().to_string();
+        let inner = e.into_inner();
+        let mut message = inner.message().trim().to_string();
+        if message.is_empty() {
+            // toml says nothing for, e.g., a control character in a comment.
+            message = "malformed TOML (a control character?)".into();
+        }
+        if let Some(explained) = locate::explain_unknown(&message) {
+            message = explained;
+        }
+        let at = inner.span().map(|s| {
+            let (line, col) = locate::line_col(text, s.start);
+            Pos { line, col }
+        });
+        source.place(ConfigError::Parse {
+            file: file.clone(),
+            at,
+            key: if key == "." { "(file)".into() } else { key },
+            message,
+        })
+    })
 }
