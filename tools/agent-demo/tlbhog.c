@@ -7,7 +7,9 @@
  * Every REPORT_MS it prints the loads per second of the last interval, so the effect of
  * a collapse mid-run shows as a rise.
  *
- * usage: tlbhog SIZE_MIB HOT_PERCENT SECONDS
+ * usage: tlbhog SIZE_MIB HOT_PERCENT SECONDS [high|low]
+ * With "low" the hot set is the bottom HOT_PERCENT instead (what an agent that sees only
+ * population cannot tell from the top).
  * Prints "ready ADDR" (the buffer's start) on stdout once the chain is built.
  */
 #define _GNU_SOURCE
@@ -30,8 +32,13 @@ static uint64_t next(void) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 4) {
-        fprintf(stderr, "usage: %s SIZE_MIB HOT_PERCENT SECONDS\n", argv[0]);
+    if (argc != 4 && argc != 5) {
+        fprintf(stderr, "usage: %s SIZE_MIB HOT_PERCENT SECONDS [high|low]\n", argv[0]);
+        return 2;
+    }
+    int low = argc == 5 && argv[4][0] == 'l';
+    if (argc == 5 && !low && argv[4][0] != 'h') {
+        fprintf(stderr, "tlbhog: the hot set is high or low, not %s\n", argv[4]);
         return 2;
     }
     size_t bytes = (size_t)atol(argv[1]) << 20;
@@ -44,10 +51,10 @@ int main(int argc, char **argv) {
     char *buf = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (buf == MAP_FAILED) { perror("mmap"); return 1; }
     for (size_t i = 0; i < bytes; i += 4096) buf[i] = 1;
-    /* The hot set: whole cache lines in the top hot_pct of the buffer. */
+    /* The hot set: whole cache lines in the top (or bottom) hot_pct of the buffer. */
     size_t hot_bytes = bytes / 100 * hot_pct;
     size_t lines = hot_bytes / 64;
-    char *hot = buf + (bytes - lines * 64);
+    char *hot = low ? buf : buf + (bytes - lines * 64);
     uint32_t *perm = malloc(lines * sizeof *perm);
     if (!perm) { perror("malloc"); return 1; }
     for (size_t i = 0; i < lines; i++) perm[i] = i;

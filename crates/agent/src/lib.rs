@@ -1,12 +1,15 @@
 //! hugemm's live agent: hugemm's huge-page policies applied to real Linux processes.
 //!
-//! This crate is being built in increments (issue 22). It holds today the **observation
-//! layer**: strict, read-only parsers of the kernel interfaces the agent reads, and the
-//! detection of which access-information source the running kernel offers; and the
-//! **action layer** ([`act`]): `process_madvise(MADV_COLLAPSE)` on a target held by a
-//! pidfd, its failures classified by errno, and a rate limit. The policy loop and the
-//! `hugemm agent` command come later. The only thing this crate asks of the kernel beyond
-//! reading is `MADV_COLLAPSE`, which changes no byte a target can see.
+//! The **observation layer** ([`observe`]): strict, read-only parsers of the kernel
+//! interfaces the agent reads, and the detection of which access-information source the
+//! running kernel offers. The **action layer** ([`act`]): `process_madvise(MADV_COLLAPSE)`
+//! on a target held by a pidfd, its failures classified by errno. [`live::LiveOps`]: the
+//! policy interface (`hugemm_policy::MemoryOps`) over both, so `hugemm_policy`'s
+//! promoters run unchanged on a real host. [`run::Agent`]: the loop that schedules the
+//! promoter's daemons in wall time, tracks targets ([`targets`]), logs and keeps the
+//! [`metrics`]. `hugemm agent` (crates/cli) is its command line; `docs/agent.md` the
+//! operator's page. The only thing this crate asks of the kernel beyond reading is
+//! `MADV_COLLAPSE`, which changes no byte a target can see.
 //!
 //! # Observation sources and what each needs
 //!

@@ -23,7 +23,7 @@ use crate::targets::{SelectError, Selector};
 use crate::units::HostPid;
 use hugemm_hw::{Nanos, Pid};
 use hugemm_policy::agent::budget_sleep;
-use hugemm_policy::{AgentConfigError, AgentPolicy, AgentPolicyConfig};
+use hugemm_policy::{AgentConfigError, AgentPolicy, AgentPolicyConfig, Coverage};
 use rustix::time::{clock_gettime, ClockId};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -67,6 +67,12 @@ pub enum StartError {
     /// A pid given explicitly cannot be a target.
     #[error(transparent)]
     Target(#[from] TargetError),
+    /// The configuration asks for an access source the live agent does not read.
+    #[error(
+        "agent.coverage = \"{0}\": the live agent reads population only (accessed bits are \
+         the model's, for --simulate)"
+    )]
+    Coverage(&'static str),
     /// The access sources cannot be probed.
     #[error("probing the access sources: {0}")]
     Probe(crate::ObserveError),
@@ -98,6 +104,8 @@ pub struct TargetReport {
     pub failed: BTreeMap<&'static str, u64>,
     /// When it was first collapsed, seconds after the agent started.
     pub first_collapse_s: Option<f64>,
+    /// When it was last collapsed.
+    pub last_collapse_s: Option<f64>,
     /// Whether it exited while tracked.
     pub exited: bool,
 }
@@ -163,6 +171,9 @@ impl Agent {
         metrics: Metrics,
     ) -> Result<Agent, StartError> {
         let policy = AgentPolicy::new(cfg)?;
+        if cfg.coverage != Coverage::Population {
+            return Err(StartError::Coverage(cfg.coverage.name()));
+        }
         let report = Probe::host().detect().map_err(StartError::Probe)?;
         for f in &report.findings {
             info!(
@@ -322,6 +333,7 @@ impl Agent {
                     if let Some(r) = report {
                         r.collapsed += 1;
                         r.first_collapse_s.get_or_insert(at);
+                        r.last_collapse_s = Some(at);
                     }
                     debug!(
                         event = "collapse",

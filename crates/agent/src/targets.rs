@@ -146,9 +146,12 @@ impl Selector {
         }
         pids.sort_unstable();
         pids.dedup();
+        pids.retain(|p| *p != self.own && alive(*p));
+        // Oldest first, as the kernel's khugepaged meets processes (in the order they
+        // first faulted anonymous memory, which start order approximates).
+        pids.sort_by_key(|p| (start_ticks(*p).unwrap_or(u64::MAX), *p));
         Ok(pids
             .into_iter()
-            .filter(|p| *p != self.own && alive(*p))
             .map(|p| Selected {
                 pid: HostPid(p),
                 comm: comm(p).unwrap_or_default(),
@@ -157,17 +160,24 @@ impl Selector {
     }
 }
 
+/// The fields of `/proc/PID/stat` after the parenthesised command name (which may itself
+/// hold ')'): the state first.
+fn stat_fields(pid: u32) -> Option<Vec<String>> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    Some(rest.split_whitespace().map(str::to_string).collect())
+}
+
+/// When `pid` started, in clock ticks after boot (`starttime`, field 22 of the stat file).
+fn start_ticks(pid: u32) -> Option<u64> {
+    stat_fields(pid)?.get(19)?.parse().ok()
+}
+
 /// Whether `pid` is a live process: it exists and is neither a zombie (`Z`: exited, not
 /// yet reaped by its parent; its memory is gone) nor dead (`X`).
 pub fn alive(pid: u32) -> bool {
-    let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return false;
-    };
-    // The state follows the parenthesised command name, which may itself hold ')'.
-    let state = stat
-        .rsplit_once(')')
-        .and_then(|(_, rest)| rest.split_whitespace().next());
-    !matches!(state, None | Some("Z" | "X" | "x"))
+    let state = stat_fields(pid).and_then(|f| f.into_iter().next());
+    !matches!(state.as_deref(), None | Some("Z" | "X" | "x"))
 }
 
 /// `/proc/PID/comm`, without its newline; `None` when the process is gone.
@@ -215,6 +225,27 @@ mod tests {
         assert!(found
             .iter()
             .any(|t| t.pid.0 == child.id() && t.comm == "sleep"));
+    }
+
+    #[test]
+    fn targets_are_listed_oldest_first() {
+        let mut older = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let mut newer = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let s = Selector::new(vec![HostPid(newer.id()), HostPid(older.id())], None, None);
+        let found = s.unwrap().select().unwrap();
+        for c in [&mut older, &mut newer] {
+            c.kill().unwrap();
+            c.wait().unwrap();
+        }
+        let order: Vec<u32> = found.iter().map(|t| t.pid.0).collect();
+        assert_eq!(order, [older.id(), newer.id()]);
     }
 
     #[test]

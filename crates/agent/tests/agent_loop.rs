@@ -14,7 +14,9 @@ use hugemm_agent::targets::Selector;
 use hugemm_agent::HostPid;
 use hugemm_hw::Nanos;
 use hugemm_policy::access::SamplerConfig;
-use hugemm_policy::{AgentLimits, AgentPolicyConfig, HawkeyeConfig, LinuxConfig, PolicyConfig};
+use hugemm_policy::{
+    AgentLimits, AgentPolicyConfig, Coverage, HawkeyeConfig, LinuxConfig, PolicyConfig,
+};
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::AtomicBool;
@@ -76,6 +78,7 @@ fn agent_config() -> AgentPolicyConfig {
             burst: 100,
             cpu_budget: 1.0,
         },
+        coverage: Coverage::Population,
     }
 }
 

@@ -42,7 +42,12 @@ pub fn is_bad_input(e: &anyhow::Error) -> bool {
             .is_some()
         || matches!(
             e.downcast_ref::<StartError>(),
-            Some(StartError::Config(_) | StartError::Select(_) | StartError::Target(_))
+            Some(
+                StartError::Config(_)
+                    | StartError::Select(_)
+                    | StartError::Target(_)
+                    | StartError::Coverage(_)
+            )
         )
 }
 
@@ -88,6 +93,10 @@ pub struct Args {
     /// Share of one core the agent may use (agent.cpu_budget).
     #[arg(long)]
     pub cpu_budget: Option<f64>,
+    /// What the agent knows of accesses (agent.coverage): population (all the live agent
+    /// reads today) or accessed-bits (the model's, with --simulate).
+    #[arg(long, value_parser = ["population", "accessed-bits"])]
+    pub coverage: Option<String>,
     /// Serve Prometheus metrics at this loopback address (agent.metrics).
     #[arg(long, value_name = "ADDR:PORT")]
     pub metrics: Option<SocketAddr>,
@@ -135,6 +144,11 @@ pub fn resolve(args: &Args) -> anyhow::Result<AgentFile> {
         cfg.metrics = Some(m);
     }
     cfg.dry_run |= args.dry_run;
+    match args.coverage.as_deref() {
+        Some("accessed-bits") => cfg.coverage = hugemm_policy::Coverage::AccessedBits,
+        Some(_) => cfg.coverage = hugemm_policy::Coverage::Population,
+        None => {}
+    }
     AgentPolicy::check(&cfg.policy(LinuxConfig::default())).map_err(|e| {
         UsageError(format!(
             "{e} (from --max-collapses-per-s / --cpu-budget or the configuration)"
@@ -218,9 +232,10 @@ pub fn summary_text(s: &Summary) -> String {
             t.pid,
             t.comm,
             t.collapsed,
-            t.first_collapse_s
-                .map(|f| format!(", first at {f:.1} s"))
-                .unwrap_or_default(),
+            match (t.first_collapse_s, t.last_collapse_s) {
+                (Some(f), Some(l)) => format!(" from {f:.1} s to {l:.1} s"),
+                _ => String::new(),
+            },
             if t.failed.is_empty() {
                 String::new()
             } else {

@@ -57,6 +57,30 @@ impl Default for AgentLimits {
     }
 }
 
+/// What the agent knows of accesses to a region.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Coverage {
+    /// Present pages only: a region's `accessed` count is its population, and clearing
+    /// does nothing (what the live agent has where no access source is usable, as on the
+    /// development machines).
+    #[default]
+    Population,
+    /// The page tables' accessed bits, as the host offers them (the model kernel's; live,
+    /// a source such as DAMON or page-idle tracking).
+    AccessedBits,
+}
+
+impl Coverage {
+    /// The name in configuration files.
+    pub fn name(self) -> &'static str {
+        match self {
+            Coverage::Population => "population",
+            Coverage::AccessedBits => "accessed-bits",
+        }
+    }
+}
+
 /// An agent: the host kernel it runs beside, its promoter, and its limits.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct AgentPolicyConfig {
@@ -66,6 +90,10 @@ pub struct AgentPolicyConfig {
     pub promoter: PolicyConfig,
     /// The agent's limits.
     pub limits: AgentLimits,
+    /// What the agent sees of accesses. In the model, [`Coverage::Population`] hides
+    /// the model's accessed bits from the promoter, so a simulation sees what the
+    /// deployed agent sees.
+    pub coverage: Coverage,
 }
 
 /// Why an agent cannot be built.
@@ -160,6 +188,7 @@ pub struct AgentPolicy {
     kernel_daemons: usize,
     promoter: Box<dyn Policy>,
     limits: AgentLimits,
+    coverage: Coverage,
     bucket: Bucket,
     deferred: u64,
 }
@@ -223,6 +252,7 @@ impl AgentPolicy {
             kernel,
             promoter: cfg.promoter.build(),
             limits: cfg.limits,
+            coverage: cfg.coverage,
             bucket: Bucket::new(&cfg.limits),
             deferred: 0,
         }
@@ -252,6 +282,7 @@ impl AgentPolicy {
         let mut limited = Limited {
             inner: ops,
             bucket: &mut self.bucket,
+            coverage: self.coverage,
             deferred: 0,
         };
         let run = self.promoter.run_daemon(index, &mut limited);
@@ -334,12 +365,14 @@ impl Policy for AgentPolicy {
     }
 }
 
-/// [`MemoryOps`] with the agent's collapse rate limit: a collapse with no token left is
-/// refused with [`CollapseError::Deferred`] (nothing done, try later); everything else
-/// passes through.
+/// [`MemoryOps`] as the agent sees them: a collapse with no token left in the rate limit
+/// is refused with [`CollapseError::Deferred`] (nothing done, try later), and under
+/// [`Coverage::Population`] a region's accessed count is its population and clearing does
+/// nothing; everything else passes through.
 pub struct Limited<'a> {
     inner: &'a mut dyn MemoryOps,
     bucket: &'a mut Bucket,
+    coverage: Coverage,
     deferred: u64,
 }
 
@@ -357,13 +390,27 @@ impl MemoryOps for Limited<'_> {
         self.inner.huge_regions(pid)
     }
     fn region_info(&mut self, pid: Pid, region: VirtAddr) -> RegionInfo {
-        self.inner.region_info(pid, region)
+        let info = self.inner.region_info(pid, region);
+        match self.coverage {
+            Coverage::AccessedBits => info,
+            Coverage::Population => RegionInfo {
+                accessed: info.present,
+                dirty: 0,
+                ..info
+            },
+        }
     }
     fn clear_accessed(&mut self, pid: Pid, region: VirtAddr) -> usize {
-        self.inner.clear_accessed(pid, region)
+        match self.coverage {
+            Coverage::AccessedBits => self.inner.clear_accessed(pid, region),
+            Coverage::Population => 0,
+        }
     }
     fn clear_referenced(&mut self, pid: Pid, region: VirtAddr) -> usize {
-        self.inner.clear_referenced(pid, region)
+        match self.coverage {
+            Coverage::AccessedBits => self.inner.clear_referenced(pid, region),
+            Coverage::Population => 0,
+        }
     }
     fn collapse(&mut self, pid: Pid, region: VirtAddr) -> Result<CollapseOutcome, CollapseError> {
         if !self.bucket.take(self.inner.now()) {
@@ -460,6 +507,7 @@ mod tests {
             kernel: LinuxConfig::default(),
             promoter,
             limits: AgentLimits::default(),
+            coverage: Coverage::Population,
         }
     }
 

@@ -25,7 +25,7 @@ pub mod tiering;
 use hugemm_hw::{Nanos, PageSize, Pid, VirtAddr};
 use hugemm_mm::FaultInfo;
 
-pub use agent::{AgentConfigError, AgentLimits, AgentPolicy, AgentPolicyConfig};
+pub use agent::{AgentConfigError, AgentLimits, AgentPolicy, AgentPolicyConfig, Coverage};
 pub use bloat::{BloatConfig, BloatRecovery};
 pub use freebsd::{FreeBsdConfig, FreeBsdPolicy};
 pub use hawkeye::{HawkeyeConfig, HawkeyePolicy, Variant as HawkeyeVariant};

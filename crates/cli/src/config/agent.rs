@@ -24,7 +24,9 @@
 use super::raw::{RawBloat, RawHawkeye, RawPolicy};
 use super::validate::{deserialize, Validator, R};
 use super::{ConfigError, Source};
-use hugemm_policy::{AgentLimits, AgentPolicy, AgentPolicyConfig, LinuxConfig, PolicyConfig};
+use hugemm_policy::{
+    AgentLimits, AgentPolicy, AgentPolicyConfig, Coverage, LinuxConfig, PolicyConfig,
+};
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -62,6 +64,9 @@ pub struct RawAgent {
     pub metrics: Option<String>,
     /// Decide and log, collapse nothing.
     pub dry_run: Option<bool>,
+    /// What the agent knows of accesses: population or accessed-bits (the latter only
+    /// with --simulate).
+    pub coverage: Option<String>,
 }
 
 /// A validated agent configuration.
@@ -83,6 +88,8 @@ pub struct AgentFile {
     pub dry_run: bool,
     /// The promoter.
     pub promoter: PolicyConfig,
+    /// What the agent knows of accesses.
+    pub coverage: Coverage,
 }
 
 impl AgentFile {
@@ -92,6 +99,7 @@ impl AgentFile {
             kernel,
             promoter: self.promoter.clone(),
             limits: self.limits,
+            coverage: self.coverage,
         }
     }
 }
@@ -203,6 +211,15 @@ impl Validator<'_> {
             metrics,
             dry_run: a.dry_run.unwrap_or(false),
             promoter,
+            coverage: self.choice(
+                "agent.coverage",
+                a.coverage.as_deref(),
+                "population",
+                &[
+                    ("population", Coverage::Population),
+                    ("accessed-bits", Coverage::AccessedBits),
+                ],
+            )?,
         };
         AgentPolicy::check(&cfg.policy(LinuxConfig::default())).map_err(|e| {
             let key = match &e {
