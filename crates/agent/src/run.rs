@@ -73,6 +73,13 @@ pub enum StartError {
          the model's, for --simulate)"
     )]
     Coverage(&'static str),
+    /// The agent may not act on other processes.
+    #[error(
+        "the agent lacks CAP_SYS_NICE, which process_madvise(MADV_COLLAPSE) on another \
+         process needs (run it as root, give it the capability, e.g. the systemd unit's \
+         AmbientCapabilities=CAP_SYS_NICE, or use --dry-run)"
+    )]
+    NoCapability,
     /// The access sources cannot be probed.
     #[error("probing the access sources: {0}")]
     Probe(crate::ObserveError),
@@ -150,6 +157,19 @@ pub struct Agent {
     cpu_seen: f64,
 }
 
+/// `CAP_SYS_NICE` (bit 23) in this process's effective set, from `/proc/self/status`.
+fn has_cap_sys_nice() -> bool {
+    const CAP_SYS_NICE: u32 = 23;
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("CapEff:"))
+                .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        })
+        .is_some_and(|caps| caps & (1 << CAP_SYS_NICE) != 0)
+}
+
 fn process_cpu_s() -> f64 {
     let t = clock_gettime(ClockId::ProcessCPUTime);
     t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9
@@ -173,6 +193,9 @@ impl Agent {
         let policy = AgentPolicy::new(cfg)?;
         if cfg.coverage != Coverage::Population {
             return Err(StartError::Coverage(cfg.coverage.name()));
+        }
+        if !opts.dry_run && !has_cap_sys_nice() {
+            return Err(StartError::NoCapability);
         }
         let report = Probe::host().detect().map_err(StartError::Probe)?;
         for f in &report.findings {
@@ -359,6 +382,19 @@ impl Agent {
                                 region,
                                 reason = f.name()
                             )
+                        }
+                        // Refused for this target (another user's process without
+                        // CAP_SYS_PTRACE, a security module): drop it, once.
+                        Failure::Permission if self.refused.insert(e.pid.0) => {
+                            warn!(
+                                event = "target-refused",
+                                pid = e.pid.0,
+                                region,
+                                reason =
+                                    "process_madvise: permission denied; the target is dropped",
+                            );
+                            self.ops.remove(e.pid);
+                            self.policy.target_exited(Pid(e.pid.0));
                         }
                         _ => warn!(
                             event = "collapse-failed",
