@@ -11,6 +11,9 @@
 //! | `hugemm_agent_regions_tracked` | gauge | 2 MB regions of the targets the policy may act on |
 //! | `hugemm_agent_huge_regions` | gauge | of those, regions a huge page maps |
 //! | `hugemm_agent_cpu_seconds_total` | counter | the agent's own CPU time (user + system) |
+//! | `hugemm_agent_free_huge_blocks` | gauge | free 2 MB blocks (`/proc/buddyinfo`, orders >= 9) |
+//! | `hugemm_agent_fmfi` | gauge | the free memory fragmentation index for 2 MB (Ingens' FMFI) |
+//! | `hugemm_agent_memory_pressure_avg10{kind}` | gauge | `/proc/pressure/memory`'s `some` and `full` avg10, percent |
 //!
 //! Only a loopback address is accepted: the metrics name processes' memory layout, and an
 //! agent that runs as root should not publish them to the network.
@@ -44,6 +47,12 @@ pub struct Metrics {
     pub huge_regions: Gauge,
     /// The agent's CPU time.
     pub cpu_seconds: Counter<f64, AtomicU64>,
+    /// Free 2 MB blocks.
+    pub free_huge_blocks: Gauge,
+    /// FMFI for 2 MB.
+    pub fmfi: Gauge<f64, AtomicU64>,
+    /// Memory pressure (PSI avg10), by `some` and `full`.
+    pub pressure: Family<Vec<(String, String)>, Gauge<f64, AtomicU64>>,
 }
 
 impl Default for Metrics {
@@ -79,6 +88,8 @@ impl Metrics {
         let (targets, regions, huge_regions) =
             (Gauge::default(), Gauge::default(), Gauge::default());
         let cpu_seconds = Counter::default();
+        let (free_huge_blocks, fmfi, pressure) =
+            (Gauge::default(), Gauge::default(), Family::default());
         let mut r = Registry::with_prefix("hugemm_agent");
         r.register(
             "collapses",
@@ -116,8 +127,26 @@ impl Metrics {
             "The agent's own CPU time (user + system)",
             cpu_seconds.clone(),
         );
+        r.register(
+            "free_huge_blocks",
+            "Free 2 MB blocks (buddyinfo, orders >= 9)",
+            free_huge_blocks.clone(),
+        );
+        r.register(
+            "fmfi",
+            "Free memory fragmentation index for 2 MB (Ingens' FMFI)",
+            fmfi.clone(),
+        );
+        r.register(
+            "memory_pressure_avg10",
+            "/proc/pressure/memory avg10 (percent), by some and full",
+            pressure.clone(),
+        );
         Metrics {
             registry: Arc::new(r),
+            free_huge_blocks,
+            fmfi,
+            pressure,
             collapses,
             failures,
             deferred,
@@ -127,6 +156,13 @@ impl Metrics {
             huge_regions,
             cpu_seconds,
         }
+    }
+
+    /// Set the memory pressure gauge of `kind` (`some`, `full`).
+    pub fn set_pressure(&self, kind: &str, avg10: f64) {
+        self.pressure
+            .get_or_create(&vec![("kind".to_string(), kind.to_string())])
+            .set(avg10);
     }
 
     /// Count one refused collapse.
@@ -144,9 +180,9 @@ impl Metrics {
         out
     }
 
-    /// Serve the metrics at `addr` (loopback only) on a background thread, for the life of
-    /// the process.
-    pub fn serve(&self, addr: SocketAddr) -> Result<(), MetricsError> {
+    /// Serve the metrics at `addr` (loopback only; port 0 picks a free one) on a
+    /// background thread, for the life of the process. Returns the address served.
+    pub fn serve(&self, addr: SocketAddr) -> Result<SocketAddr, MetricsError> {
         if !addr.ip().is_loopback() {
             return Err(MetricsError::NotLoopback(addr));
         }
@@ -154,6 +190,7 @@ impl Metrics {
             addr,
             error: e.to_string(),
         })?;
+        let served = server.server_addr().to_ip().unwrap_or(addr);
         let metrics = self.clone();
         std::thread::Builder::new()
             .name("metrics".into())
@@ -181,7 +218,7 @@ impl Metrics {
                 addr,
                 error: e.to_string(),
             })?;
-        Ok(())
+        Ok(served)
     }
 }
 
@@ -196,7 +233,14 @@ mod tests {
         m.collapses.inc_by(3);
         m.failed("gone");
         m.targets.set(2);
+        m.set_pressure("some", 1.5);
+        m.fmfi.set(0.25);
         let text = m.render();
+        assert!(
+            text.contains("hugemm_agent_memory_pressure_avg10{kind=\"some\"} 1.5"),
+            "{text}"
+        );
+        assert!(text.contains("hugemm_agent_fmfi 0.25"), "{text}");
         assert!(text.contains("hugemm_agent_collapses_total 3"), "{text}");
         assert!(
             text.contains("hugemm_agent_collapse_failures_total{reason=\"gone\"} 1"),
@@ -210,15 +254,9 @@ mod tests {
         let m = Metrics::new();
         let public: SocketAddr = "0.0.0.0:0".parse().unwrap();
         assert!(matches!(m.serve(public), Err(MetricsError::NotLoopback(_))));
-        // Find a free port, then serve on it.
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
         m.collapses.inc();
-        m.serve(addr).unwrap();
+        let addr = m.serve("127.0.0.1:0".parse().unwrap()).unwrap();
+        assert!(addr.ip().is_loopback() && addr.port() != 0, "{addr}");
         let mut s = std::net::TcpStream::connect(addr).unwrap();
         s.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
         let mut body = String::new();

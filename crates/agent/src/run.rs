@@ -18,12 +18,13 @@ use crate::act::Failure;
 use crate::live::{Event, LiveOps, Outcome, TargetError};
 use crate::metrics::Metrics;
 use crate::observe::pagemap::{HugeMapping, KPageFlags};
+use crate::observe::psi::Pressure;
 use crate::observe::sources::{AccessSource, Probe};
 use crate::targets::{SelectError, Selector};
 use crate::units::HostPid;
 use hugemm_hw::{Nanos, Pid};
 use hugemm_policy::agent::budget_sleep;
-use hugemm_policy::{AgentConfigError, AgentPolicy, AgentPolicyConfig, Coverage};
+use hugemm_policy::{AgentConfigError, AgentPolicy, AgentPolicyConfig, Coverage, MemoryOps};
 use rustix::time::{clock_gettime, ClockId};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -336,6 +337,18 @@ impl Agent {
         self.metrics.targets.set(targets.len() as i64);
         self.metrics.regions.set(regions);
         self.metrics.huge_regions.set(huge);
+        let mem = self.ops.mem_info();
+        self.metrics
+            .free_huge_blocks
+            .set(mem.free_huge_blocks as i64);
+        self.metrics.fmfi.set(mem.fmfi);
+        // PSI may be compiled out or disabled: then the gauges stay absent.
+        if let Ok(p) = Pressure::read_memory() {
+            self.metrics.set_pressure("some", p.some.avg10);
+            if let Some(full) = p.full {
+                self.metrics.set_pressure("full", full.avg10);
+            }
+        }
         let cpu = process_cpu_s();
         self.metrics
             .cpu_seconds

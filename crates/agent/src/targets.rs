@@ -217,6 +217,13 @@ mod tests {
             .arg("30")
             .spawn()
             .unwrap();
+        // Until it has exec'd, the child still bears this test binary's name.
+        for _ in 0..200 {
+            if comm(child.id()).as_deref() == Some("sleep") {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
         let s = Selector::new(vec![own], Some("^sleep$"), None).unwrap();
         let found = s.select().unwrap();
         child.kill().unwrap();

@@ -182,8 +182,8 @@ pub fn run_live(args: &Args, stop: Arc<AtomicBool>) -> anyhow::Result<Summary> {
     )?;
     let metrics = Metrics::new();
     if let Some(addr) = cfg.metrics {
-        metrics.serve(addr)?;
-        tracing::info!(event = "metrics", address = %addr, path = "/metrics");
+        let served = metrics.serve(addr)?;
+        tracing::info!(event = "metrics", address = %served, path = "/metrics");
     }
     let opts = Options {
         dry_run: cfg.dry_run,
