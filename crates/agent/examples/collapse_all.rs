@@ -9,12 +9,14 @@
 //! It is a measuring tool for `tools/agent-demo/` (how much collapsing helps a real
 //! program on this machine), not the agent: the agent chooses regions by a policy.
 
-use hugemm_agent::act::{Failure, RateLimit, Target};
+use hugemm_agent::act::{Failure, Target};
 use hugemm_agent::observe::smaps::Smaps;
 use hugemm_agent::{Geometry, HostPid, HugeRange, VirtAddr};
+use hugemm_hw::Nanos;
+use hugemm_policy::TokenBucket;
 use std::collections::BTreeMap;
 use std::process::ExitCode;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 fn cpu_seconds() -> f64 {
     let t = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
@@ -71,11 +73,12 @@ fn main() -> ExitCode {
         regions.reverse();
     }
     let (t0, cpu0) = (Instant::now(), cpu_seconds());
-    let mut limit = RateLimit::new(rate, 1, t0);
+    let mut limit = TokenBucket::new(rate, 1);
+    let now = || Nanos(t0.elapsed().as_nanos() as u64);
     let (mut done, mut failed) = (0u64, BTreeMap::<&str, u64>::new());
     for r in &regions {
-        std::thread::sleep(limit.wait(Instant::now()));
-        limit.try_take(Instant::now());
+        std::thread::sleep(Duration::from_nanos(limit.wait(now()).0));
+        limit.take(now());
         match target.collapse(r) {
             Ok(()) => done += 1,
             Err(e) if e.failure == Failure::Gone => {

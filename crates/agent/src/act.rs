@@ -1,6 +1,6 @@
 //! The agent's one action on a target process: collapse a 2 MB-aligned range into huge
-//! pages with `process_madvise(pidfd, MADV_COLLAPSE)` (Linux 6.1+), and the rate limit
-//! that paces it.
+//! pages with `process_madvise(pidfd, MADV_COLLAPSE)` (Linux 6.1+). Its pace is the
+//! policy's (`hugemm_policy::AgentPolicy`'s rate limit, a `hugemm_policy::TokenBucket`).
 //!
 //! Nothing here is destructive: `MADV_COLLAPSE` copies a range's pages into a new huge
 //! page and changes no byte the target can see. The module never issues any other advice
@@ -17,10 +17,8 @@
 //! classification; what to collapse and when is the policy loop's business.
 
 use crate::units::{HostPid, HugeRange};
-use std::fmt;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::time::{Duration, Instant};
 
 /// `MADV_COLLAPSE` (`include/uapi/asm-generic/mman-common.h`, Linux 6.1); not in `libc`.
 const MADV_COLLAPSE: libc::c_int = 25;
@@ -142,61 +140,6 @@ impl Target {
     }
 }
 
-/// A token bucket: at most `per_s` actions a second on average, at most `burst` at once.
-#[derive(Clone, Debug)]
-pub struct RateLimit {
-    per_s: f64,
-    burst: f64,
-    tokens: f64,
-    last: Instant,
-}
-
-impl RateLimit {
-    /// `per_s` actions a second (> 0), bursts of up to `burst` (>= 1), full at `now`.
-    pub fn new(per_s: f64, burst: u32, now: Instant) -> RateLimit {
-        let burst = f64::from(burst.max(1));
-        RateLimit {
-            per_s: per_s.max(f64::MIN_POSITIVE),
-            burst,
-            tokens: burst,
-            last: now,
-        }
-    }
-
-    fn refill(&mut self, now: Instant) {
-        let dt = now.saturating_duration_since(self.last).as_secs_f64();
-        self.tokens = (self.tokens + dt * self.per_s).min(self.burst);
-        self.last = now;
-    }
-
-    /// Take a token if one is there at `now`.
-    pub fn try_take(&mut self, now: Instant) -> bool {
-        self.refill(now);
-        if self.tokens >= 1.0 {
-            self.tokens -= 1.0;
-            true
-        } else {
-            false
-        }
-    }
-
-    /// How long from `now` until a token is there.
-    pub fn wait(&mut self, now: Instant) -> Duration {
-        self.refill(now);
-        if self.tokens >= 1.0 {
-            Duration::ZERO
-        } else {
-            Duration::from_secs_f64((1.0 - self.tokens) / self.per_s)
-        }
-    }
-}
-
-impl fmt::Display for RateLimit {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/s (burst {})", self.per_s, self.burst)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -209,19 +152,5 @@ mod tests {
         assert_eq!(Failure::from_errno(libc::ENOMEM), Failure::NoMemory);
         assert_eq!(Failure::from_errno(libc::EAGAIN), Failure::Transient);
         assert_eq!(Failure::from_errno(libc::EIO), Failure::Other(libc::EIO));
-    }
-
-    #[test]
-    fn the_rate_limit_allows_a_burst_then_paces() {
-        let t0 = Instant::now();
-        let mut r = RateLimit::new(10.0, 2, t0);
-        assert!(r.try_take(t0) && r.try_take(t0));
-        assert!(!r.try_take(t0), "the burst is spent");
-        let w = r.wait(t0);
-        assert!((w.as_secs_f64() - 0.1).abs() < 1e-9, "{w:?}");
-        assert!(r.try_take(t0 + Duration::from_millis(100)));
-        // A long idle refills to the burst, no more.
-        let later = t0 + Duration::from_secs(60);
-        assert!(r.try_take(later) && r.try_take(later) && !r.try_take(later));
     }
 }

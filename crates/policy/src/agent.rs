@@ -122,37 +122,54 @@ pub enum AgentConfigError {
     },
 }
 
-/// A token bucket over the policy clock ([`MemoryOps::now`]).
+/// A token bucket over a clock of [`Nanos`] (the policy's, [`MemoryOps::now`]): at most
+/// `per_s` actions a second on average, at most `burst` back to back; full at first use.
 #[derive(Clone, Copy, Debug)]
-struct Bucket {
+pub struct TokenBucket {
     per_s: f64,
     depth: f64,
     tokens: f64,
     last: Option<Nanos>,
 }
 
-impl Bucket {
-    fn new(limits: &AgentLimits) -> Bucket {
-        let depth = f64::from(limits.burst.max(1));
-        Bucket {
-            per_s: limits.max_collapses_per_s,
+impl TokenBucket {
+    /// `per_s` actions a second (> 0), bursts of up to `burst` (at least 1).
+    pub fn new(per_s: f64, burst: u32) -> TokenBucket {
+        let depth = f64::from(burst.max(1));
+        TokenBucket {
+            per_s: per_s.max(f64::MIN_POSITIVE),
             depth,
             tokens: depth,
             last: None,
         }
     }
 
-    fn take(&mut self, now: Nanos) -> bool {
+    fn refill(&mut self, now: Nanos) {
         let elapsed = self
             .last
             .map_or(0.0, |t| now.0.saturating_sub(t.0) as f64 / 1e9);
         self.tokens = (self.tokens + elapsed * self.per_s).min(self.depth);
         self.last = Some(now);
+    }
+
+    /// Take a token if one is there at `now`.
+    pub fn take(&mut self, now: Nanos) -> bool {
+        self.refill(now);
         if self.tokens >= 1.0 {
             self.tokens -= 1.0;
             true
         } else {
             false
+        }
+    }
+
+    /// How long from `now` until a token is there.
+    pub fn wait(&mut self, now: Nanos) -> Nanos {
+        self.refill(now);
+        if self.tokens >= 1.0 {
+            Nanos::ZERO
+        } else {
+            Nanos(((1.0 - self.tokens) / self.per_s * 1e9).ceil() as u64)
         }
     }
 }
@@ -189,7 +206,7 @@ pub struct AgentPolicy {
     promoter: Box<dyn Policy>,
     limits: AgentLimits,
     coverage: Coverage,
-    bucket: Bucket,
+    bucket: TokenBucket,
     deferred: u64,
 }
 
@@ -253,7 +270,7 @@ impl AgentPolicy {
             promoter: cfg.promoter.build(),
             limits: cfg.limits,
             coverage: cfg.coverage,
-            bucket: Bucket::new(&cfg.limits),
+            bucket: TokenBucket::new(cfg.limits.max_collapses_per_s, cfg.limits.burst),
             deferred: 0,
         }
     }
@@ -371,7 +388,7 @@ impl Policy for AgentPolicy {
 /// nothing; everything else passes through.
 pub struct Limited<'a> {
     inner: &'a mut dyn MemoryOps,
-    bucket: &'a mut Bucket,
+    bucket: &'a mut TokenBucket,
     coverage: Coverage,
     deferred: u64,
 }
@@ -478,19 +495,17 @@ mod tests {
 
     #[test]
     fn the_bucket_allows_a_burst_then_the_rate() {
-        let mut b = Bucket::new(&AgentLimits {
-            max_collapses_per_s: 10.0,
-            burst: 3,
-            cpu_budget: 1.0,
-        });
+        let mut b = TokenBucket::new(10.0, 3);
         let t0 = Nanos::from_millis(1000);
         assert!((0..3).all(|_| b.take(t0)));
         assert!(!b.take(t0));
+        assert_eq!(b.wait(t0), Nanos::from_millis(100));
         // 100 ms later, one more.
         assert!(b.take(Nanos::from_millis(1100)));
         assert!(!b.take(Nanos::from_millis(1100)));
         // Idle for a minute: the bucket holds only its depth.
         let later = Nanos::from_millis(61_100);
+        assert_eq!(b.wait(later), Nanos::ZERO);
         assert!((0..3).all(|_| b.take(later)));
         assert!(!b.take(later));
     }

@@ -25,7 +25,9 @@ pub mod tiering;
 use hugemm_hw::{Nanos, PageSize, Pid, VirtAddr};
 use hugemm_mm::FaultInfo;
 
-pub use agent::{AgentConfigError, AgentLimits, AgentPolicy, AgentPolicyConfig, Coverage};
+pub use agent::{
+    AgentConfigError, AgentLimits, AgentPolicy, AgentPolicyConfig, Coverage, TokenBucket,
+};
 pub use bloat::{BloatConfig, BloatRecovery};
 pub use freebsd::{FreeBsdConfig, FreeBsdPolicy};
 pub use hawkeye::{HawkeyeConfig, HawkeyePolicy, Variant as HawkeyeVariant};
