@@ -11,21 +11,13 @@
 
 use hugemm_agent::act::{Failure, Target};
 use hugemm_agent::observe::smaps::Smaps;
+use hugemm_agent::run::process_cpu_seconds;
 use hugemm_agent::{Geometry, HostPid, HugeRange, VirtAddr};
 use hugemm_hw::Nanos;
 use hugemm_policy::TokenBucket;
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
-
-fn cpu_seconds() -> f64 {
-    let t = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // utime and stime are fields 14 and 15, after the parenthesised command name.
-    let rest = t.rsplit_once(')').map_or("", |(_, r)| r);
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| f.get(i).and_then(|s| s.parse::<f64>().ok()).unwrap_or(0.0);
-    (ticks(11) + ticks(12)) / 100.0
-}
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
@@ -72,7 +64,7 @@ fn main() -> ExitCode {
     if high_first {
         regions.reverse();
     }
-    let (t0, cpu0) = (Instant::now(), cpu_seconds());
+    let (t0, cpu0) = (Instant::now(), process_cpu_seconds());
     let mut limit = TokenBucket::new(rate, 1);
     let now = || Nanos(t0.elapsed().as_nanos() as u64);
     let (mut done, mut failed) = (0u64, BTreeMap::<&str, u64>::new());
@@ -89,7 +81,7 @@ fn main() -> ExitCode {
         }
     }
     let wall = t0.elapsed().as_secs_f64();
-    let cpu = cpu_seconds() - cpu0;
+    let cpu = process_cpu_seconds() - cpu0;
     println!(
         "collapsed {done} of {} regions in {wall:.1} s ({:.1}/s), failures {failed:?}, \
          agent CPU {cpu:.2} s ({:.0}% of one core)",

@@ -29,7 +29,7 @@
 use crate::act::{Failure, Target};
 use crate::observe::buddyinfo::BuddyInfo;
 use crate::observe::pagemap::{HugeMapping, KPageFlags, Pagemap, RegionSummary, Summariser};
-use crate::observe::smaps::Smaps;
+use crate::observe::smaps::{EligibleRange, Smaps};
 use crate::observe::sources::AccessSource;
 use crate::units::{HostPid, HugeRange};
 use hugemm_hw::{Geometry, Nanos, Order, Picos, Pid, Pmu, VirtAddr};
@@ -213,15 +213,21 @@ impl LiveOps {
         };
         let s = self.summariser(&t.pagemap);
         let mut out = Vec::new();
-        for e in smaps.eligible_ranges(self.geometry) {
-            if e.vma.rss.0 == 0 || e.range.end().0 - e.range.start().0 > self.max_vma_bytes {
-                continue;
-            }
+        for e in self.acted_on(&smaps) {
             if let Ok(r) = s.eligible(&e) {
                 out.extend(r);
             }
         }
         out
+    }
+
+    /// The eligible ranges of `smaps` the policy may act on: holding resident memory, and
+    /// no larger than `max_vma_bytes`.
+    fn acted_on<'a>(&self, smaps: &'a Smaps) -> impl Iterator<Item = EligibleRange<'a>> {
+        let max = self.max_vma_bytes;
+        smaps
+            .eligible_ranges(self.geometry)
+            .filter(move |e| e.vma.rss.0 > 0 && e.range.end().0 - e.range.start().0 <= max)
     }
 
     fn summariser<'a>(&'a self, pagemap: &'a Pagemap) -> Summariser<'a> {
@@ -285,11 +291,7 @@ impl MemoryOps for LiveOps {
             return Vec::new();
         };
         let g = self.geometry;
-        smaps
-            .eligible_ranges(g)
-            .filter(|e| {
-                e.vma.rss.0 > 0 && e.range.end().0 - e.range.start().0 <= self.max_vma_bytes
-            })
+        self.acted_on(&smaps)
             .flat_map(|e| {
                 let advice = if e.vma.flags.hugepage() {
                     HugeAdvice::Hugepage

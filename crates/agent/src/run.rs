@@ -171,7 +171,8 @@ fn has_cap_sys_nice() -> bool {
         .is_some_and(|caps| caps & (1 << CAP_SYS_NICE) != 0)
 }
 
-fn process_cpu_s() -> f64 {
+/// This process's CPU time (user + system), in seconds.
+pub fn process_cpu_seconds() -> f64 {
     let t = clock_gettime(ClockId::ProcessCPUTime);
     t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9
 }
@@ -262,7 +263,7 @@ impl Agent {
             refused: BTreeSet::new(),
             started: Instant::now(),
             deferred_seen: 0,
-            cpu_seen: process_cpu_s(),
+            cpu_seen: process_cpu_seconds(),
         };
         agent.rescan()?;
         Ok(agent)
@@ -349,7 +350,7 @@ impl Agent {
                 self.metrics.set_pressure("full", full.avg10);
             }
         }
-        let cpu = process_cpu_s();
+        let cpu = process_cpu_seconds();
         self.metrics
             .cpu_seconds
             .inc_by((cpu - self.cpu_seen).max(0.0));
@@ -495,7 +496,7 @@ impl Agent {
             dry_run: self.opts.dry_run,
             stopped,
             wall_s: self.started.elapsed().as_secs_f64(),
-            cpu_s: process_cpu_s(),
+            cpu_s: process_cpu_seconds(),
             collapsed: self.reports.values().map(|r| r.collapsed).sum(),
             deferred: self.policy.deferred(),
             targets: self
