@@ -47,6 +47,8 @@ pub(crate) struct Mech<'a> {
     /// Clear frames that are not known zero before mapping them (Linux always does; off
     /// only for HawkEye Table 1's hypothetical kernel without page zeroing).
     pub clear_pages: bool,
+    /// `costs.zero_time` of one base page (the kernel computes it once).
+    pub clear_base: Nanos,
 }
 
 impl Mech<'_> {
@@ -91,6 +93,9 @@ impl Mech<'_> {
             return Nanos::ZERO;
         }
         self.stats.cleared_pages += frames;
+        if frames == 1 {
+            return self.clear_base;
+        }
         self.costs.zero_time(frames << self.layout.base_shift)
     }
 

@@ -64,7 +64,6 @@ impl BitTree {
         }
     }
 
-    #[cfg_attr(not(test), allow(dead_code))] // for tests and debug checks
     fn contains(&self, i: usize) -> bool {
         self.levels[0]
             .get(i / 64)
@@ -99,6 +98,11 @@ impl BitTree {
 #[derive(Clone, Debug)]
 pub(crate) struct AddrIndex {
     sets: Vec<[BitTree; MigrateType::COUNT]>,
+    /// Every order's heads together, by frame: bit `p` set iff a free head at frame `p`
+    /// is on that list at some order (blocks never overlap, so a frame heads at most one).
+    /// A search over all orders (an order-0 request: most of them) is then one descent
+    /// instead of one per order; the order is read back from `sets`.
+    any: [BitTree; MigrateType::COUNT],
 }
 
 impl AddrIndex {
@@ -108,7 +112,8 @@ impl AddrIndex {
         let sets = (0..=p.max_order().0)
             .map(|o| std::array::from_fn(|_| BitTree::new(n >> o)))
             .collect();
-        let mut index = AddrIndex { sets };
+        let any = std::array::from_fn(|_| BitTree::new(n));
+        let mut index = AddrIndex { sets, any };
         for area in &p.areas {
             for order in 0..=p.max_order().0 {
                 for mt in MigrateType::ALL {
@@ -123,10 +128,12 @@ impl AddrIndex {
 
     pub fn insert(&mut self, pfn: u32, order: u8, mt: MigrateType) {
         self.sets[order as usize][mt.index()].insert((pfn >> order) as usize);
+        self.any[mt.index()].insert(pfn as usize);
     }
 
     pub fn remove(&mut self, pfn: u32, order: u8, mt: MigrateType) {
         self.sets[order as usize][mt.index()].remove((pfn >> order) as usize);
+        self.any[mt.index()].remove(pfn as usize);
     }
 
     pub fn lowest(&self, order: u8, mt: MigrateType) -> Option<u32> {
@@ -142,6 +149,13 @@ impl AddrIndex {
     /// The lowest or highest block on `mt`'s lists of order `>= min`: (head, order).
     pub fn extreme(&self, min: u8, mt: MigrateType, at: Placement) -> Option<(u32, u8)> {
         let top = self.sets.len().saturating_sub(1) as u8;
+        if min == 0 {
+            let pfn = self.any[mt.index()].extreme(at == Placement::Highest)?;
+            let order = (0..=top).find(|&o| {
+                pfn.is_multiple_of(1 << o) && self.sets[o as usize][mt.index()].contains(pfn >> o)
+            })?;
+            return Some((pfn as u32, order));
+        }
         self.extreme_in(min..=top, mt, at)
     }
 
@@ -186,14 +200,26 @@ impl AddrIndex {
                     order: hugemm_hw::Order(o as u8),
                     migrate: mt,
                 };
-                let bad = (0..frames.len() >> o)
-                    .find(|&i| set.contains(i) && frames.at((i << o) as u32).state() != expect);
+                let bad = (0..frames.len() >> o).find(|&i| {
+                    set.contains(i)
+                        && (frames.at((i << o) as u32).state() != expect
+                            || !self.any[mt.index()].contains(i << o))
+                });
                 if let Some(i) = bad {
                     return Err(MmError::Invariant {
                         what: "address index names a block not on its list",
                         at: (i << o) as u64,
                     });
                 }
+            }
+        }
+        for mt in MigrateType::ALL {
+            let heads: u64 = self.sets.iter().map(|sets| sets[mt.index()].len()).sum();
+            if self.any[mt.index()].len() != heads {
+                return Err(MmError::Invariant {
+                    what: "address index's all-orders set differs from its per-order sets",
+                    at: heads,
+                });
             }
         }
         Ok(())
