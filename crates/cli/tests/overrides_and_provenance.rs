@@ -280,18 +280,15 @@ fn a_renamed_knob_still_loads_under_its_old_name_with_a_note() {
 fn reproduce_takes_overrides_and_its_outputs_carry_provenance() {
     let dir = tempfile::tempdir().unwrap();
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/apsys16/table1.toml");
-    let o = hugemm(
-        &[
-            "reproduce".as_ref(),
-            file.as_os_str(),
-            "--out".as_ref(),
-            "out".as_ref(),
-            "--set".as_ref(),
-            "kernel_build[0].units=50".as_ref(),
-        ],
-        dir.path(),
-        &[],
-    );
+    let mut args: Vec<&std::ffi::OsStr> = vec![
+        "reproduce".as_ref(),
+        file.as_os_str(),
+        "--out".as_ref(),
+        "out".as_ref(),
+    ];
+    let small = common::small_build(50);
+    args.extend(small.iter().map(std::ffi::OsStr::new));
+    let o = hugemm(&args, dir.path(), &[]);
     ok(&o);
     let text = read(&dir.path().join("out/reproduction.json"));
     assert!(

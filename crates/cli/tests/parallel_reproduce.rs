@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::without_provenance;
+use common::{small_build, without_provenance};
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -13,7 +13,7 @@ fn reproduce(dir: &Path, out: &str, jobs: &str) -> Output {
         .current_dir(dir)
         .args(["reproduce", "exp", "--out", out, "--jobs", jobs])
         // Smaller builds than the files', so that the test takes seconds.
-        .args(["--set", "kernel_build[0].units=60"])
+        .args(small_build(60))
         .output()
         .expect("starting hugemm")
 }

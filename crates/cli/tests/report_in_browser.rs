@@ -6,6 +6,8 @@
 //! package. Without it the test fails and says so: set `HUGEMM_SKIP_BROWSER_TESTS=1` to
 //! skip it knowingly.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -117,6 +119,7 @@ fn every_figure_and_table_of_the_reports_and_the_index_is_drawn_and_filled() {
         .arg(&out)
         .arg(root.join("experiments/apsys16/fig2.toml"))
         .arg(root.join("experiments/apsys16/table1.toml"))
+        .args(common::small_build(300))
         .output()
         .unwrap();
     assert!(

@@ -4,6 +4,22 @@
 
 use std::path::Path;
 
+/// `--set` arguments that shrink the APSys'16 files' full-scale kernel builds (7,000
+/// units, 16-64 MiB compiler heaps, 5 GiB of products; minutes a run) to `units` units
+/// with 1-4 MiB heaps and 64 MiB of products, for tests that check the machinery, not the
+/// paper's results (`crates/cli/tests/apsys16_paper_scale.rs` checks those).
+pub fn small_build(units: u32) -> Vec<String> {
+    [
+        format!("kernel_build[0].units={units}"),
+        "kernel_build[0].heap_min=\"1MiB\"".to_string(),
+        "kernel_build[0].heap_max=\"4MiB\"".to_string(),
+        "kernel_build[0].object_size=\"64MiB\"".to_string(),
+    ]
+    .into_iter()
+    .flat_map(|s| ["--set".to_string(), s])
+    .collect()
+}
+
 /// A small valid experiment (tests break or change one thing at a time).
 pub const BASE: &str = r#"[machine]
 profile = "epyc-milan-kvm"
