@@ -9,7 +9,10 @@
  *   gups          independent random 8-byte read-modify-writes
  *   host_probe_k* L2-resident chase over 4096 lines in K 4 KB pages spread
  *                 over the buffer (K = 4096, 512): host 4 KB backing probe
- *   fault_touch   first-touch fault cost (one write per 4 KB page)
+ *   fault_touch   first-touch fault cost (one write per 4 KB page), on memory
+ *                 the host still backs (after an unrecorded warm-up rep)
+ *   fault_cold    the same first touch after an idle wait long enough for
+ *                 free page reporting to hand the memory back to the host
  *   memset_gbps   memset bandwidth over a faulted 1 GB buffer
  *   memcpy_gbps   memcpy bandwidth 1 GB -> 1 GB (faulted)
  *
@@ -376,6 +379,8 @@ static uint64_t g_max_bytes = 8 * GB;
 static double g_target_ns = 0.6e9; /* min time per timed latency run */
 static uint64_t g_min_hops = 20000000ULL, g_max_hops = 50000000ULL;
 static uint64_t g_min_indep = 20000000ULL, g_max_indep = 400000000ULL;
+static int g_cold_idle_s = 5; /* fault_cold: idle seconds before each rep (-i) */
+static uint64_t g_cold_pad = 2 * GB; /* fault_cold: untimed pad touched first (-p) */
 
 /* test selection (-t): groups of CSV rows that run together */
 enum {
@@ -386,7 +391,8 @@ enum {
     T_FAULT = 1 << 4, /* fault_touch */
     T_BW = 1 << 5,    /* memset_gbps, memcpy_gbps */
     T_DIAG = 1 << 6,  /* text-only diagnostics: cold faults, TLB-reach probe */
-    T_ALL = (1 << 7) - 1,
+    T_COLD = 1 << 7,  /* fault_cold */
+    T_ALL = (1 << 8) - 1,
     T_SIZED = T_DEP | T_INDEP | T_GUPS | T_HOST, /* run on the per-size buffers */
 };
 static const struct {
@@ -396,7 +402,7 @@ static const struct {
     {"all", T_ALL},           {"dep_random", T_DEP},    {"indep_random", T_INDEP},
     {"prng_only", T_INDEP},   {"gups", T_GUPS},         {"host_probe", T_HOST},
     {"fault_touch", T_FAULT}, {"memset_gbps", T_BW},    {"memcpy_gbps", T_BW},
-    {"bw", T_BW},             {"diag", T_DIAG},
+    {"bw", T_BW},             {"diag", T_DIAG},         {"fault_cold", T_COLD},
 };
 static int g_tests = T_ALL;
 
@@ -734,6 +740,112 @@ static void fault_tests(uint64_t bytes, int huge)
 }
 
 /*
+ * KiB the guest has reported free to the host so far (virtio-balloon free
+ * page reporting), or -1 if this kernel does not export the counter.
+ */
+static long long reported_kib(void)
+{
+    FILE *f = fopen("/sys/module/page_reporting/parameters/reported_kib", "r");
+    long long kib = -1;
+    if (f) {
+        if (fscanf(f, "%lld", &kib) != 1)
+            kib = -1;
+        fclose(f);
+    }
+    return kib;
+}
+
+/*
+ * Idle (sleep) at least min_s seconds, then on until the reported counter has
+ * not grown for 4 s (this guest reports in passes about 2 s apart), up to
+ * 30 s in all, so that the free page reporting of the memory just freed has
+ * finished.  Returns the seconds slept; *rep_mib gets the MiB reported
+ * meanwhile (-1 if the kernel has no counter: then just min_s).
+ */
+static int idle_for_reporting(int min_s, double *rep_mib)
+{
+    long long k0 = reported_kib(), last;
+    sleep((unsigned)min_s);
+    int slept = min_s, quiet = 0;
+    for (last = reported_kib(); k0 >= 0 && quiet < 4 && slept < 30; slept++) {
+        sleep(1);
+        long long k = reported_kib();
+        quiet = k == last ? quiet + 1 : 0;
+        last = k;
+    }
+    *rep_mib = k0 >= 0 ? (double)(last - k0) / 1024.0 : -1;
+    return slept;
+}
+
+/*
+ * fault_cold: the fault_touch first touch, on memory the host no longer
+ * backs.  Before each rep the previous buffers are already freed, and the
+ * process idles (idle_for_reporting) so that the guest's free page reporting
+ * hands the free 2 MB blocks to the host, which drops them.  Linux keeps
+ * reported blocks at the tail of its free lists and this guest reports only
+ * while more than max_waiting_mib (1 GiB) waits unreported, so the first
+ * memory the guest hands out after the idle may still be backed: an untimed
+ * pad (g_cold_pad bytes, the same page size) is touched first to use it up.
+ * The timed touch then faults in the guest and, at the first touch of each
+ * dropped block, in the host.  fault_cold - fault_touch is the host's share.
+ * Not always: 4 KB-mapped memory the previous rep freed was reported slowly
+ * on 2026-11-26 (100-400 MiB in 10 s), and the 1 GB 4K touch still found
+ * backed memory after the pad (docs/calibration.md); compare each rep's
+ * ns/fault with fault_touch.
+ */
+static void fault_cold_tests(uint64_t bytes, int huge)
+{
+    char sz[32];
+    fmt_size(bytes, sz, sizeof sz);
+    printf("\n== fault_cold %s, %s pages (each rep after >= %d s idle) ==\n", sz,
+           huge ? "THP" : "4 KB", g_cold_idle_s);
+    double v[MAX_REPS], tot[MAX_REPS], per4k[MAX_REPS], hfs = 0;
+    long nfs[MAX_REPS];
+    int reps = 0;
+    for (int r = 0; r < g_reps; r++) {
+        double rep_mib;
+        int slept = idle_for_reporting(g_cold_idle_s, &rep_mib);
+        buf_t pad = {0}, b;
+        double tpad = 0;
+        if (g_cold_pad) {
+            if (buf_alloc(&pad, g_cold_pad, huge) != 0)
+                break;
+            tpad = now_ns();
+            touch_pages(pad.base, g_cold_pad, 1);
+            tpad = now_ns() - tpad;
+        }
+        if (buf_alloc(&b, bytes, huge) != 0) {
+            buf_free(&pad);
+            break;
+        }
+        long f0 = minflt();
+        tpt t0 = tbegin();
+        touch_pages(b.base, bytes, 1);
+        double t = tend(t0);
+        long nf = minflt() - f0;
+        double hf = huge_fraction(b.base, bytes);
+        buf_free(&b);
+        buf_free(&pad);
+        tot[r] = t / 1e6;
+        nfs[r] = nf;
+        v[r] = nf > 0 ? t / (double)nf : 0;
+        per4k[r] = t / (double)(bytes / PAGE4K);
+        hfs += hf;
+        printf("  rep %d: idle %d s, %.0f MiB reported meanwhile, pad %.0f ms (%.1f ns per "
+               "4KB page); %.2f ms, %ld faults, %.1f ns/fault, %.1f ns per 4KB page, "
+               "huge %.4f\n",
+               r, slept, rep_mib, tpad / 1e6, tpad / (double)(g_cold_pad / PAGE4K + !g_cold_pad),
+               tot[r], nf, v[r], per4k[r], hf);
+        reps++;
+    }
+    stats_t st = stats_of(tot, reps), sp = stats_of(per4k, reps);
+    char extra[96];
+    snprintf(extra, sizeof extra, "total_ms=%.1f faults=%ld ns_per_4KB=%.1f idle_s>=%d",
+             st.med, reps ? nfs[0] : 0, sp.med, g_cold_idle_s);
+    add_result("fault_cold", huge, bytes, v, reps, reps ? hfs / reps : 0, extra);
+}
+
+/*
  * Diagnostic (stdout only): first touch of memory that has been free for a
  * while.  On VMs with free page reporting / ballooning the host may have
  * reclaimed it, so the guest fault additionally pays for host faults.
@@ -991,7 +1103,7 @@ static void usage(const char *p)
 {
     fprintf(stderr,
             "usage: %s [-o out.csv] [-l label] [-c cpu] [-r reps] [-R big_reps]\n"
-            "          [-m max_buffer_MB] [-q] [-N] [-t test,...]\n"
+            "          [-m max_buffer_MB] [-i idle_s] [-p pad_MB] [-q] [-N] [-t test,...]\n"
             "  -o  CSV output path (default membench-<label>.csv)\n"
             "  -l  label used in default CSV name (default 'local')\n"
             "  -c  pin to this CPU (default: keep existing affinity if it is a\n"
@@ -999,11 +1111,14 @@ static void usage(const char *p)
             "  -r  repeats per measurement (default 5, max %d)\n"
             "  -R  repeats for 8 GB latency tests (default 3)\n"
             "  -m  largest latency buffer in MB (default 8192)\n"
+            "  -i  fault_cold: idle seconds before each rep (default 5)\n"
+            "  -p  fault_cold: MB of untimed pad touched before each rep (default 2048)\n"
             "  -q  quick smoke test (-m 64 -r 3, fault/bw on 64 MB)\n"
             "  -N  do not try to raise own priority (default: nice -20 if permitted)\n"
             "  -t  run only these tests (comma-separated; default all): dep_random,\n"
             "      indep_random (with prng_only), gups, host_probe, fault_touch,\n"
-            "      bw (memset_gbps + memcpy_gbps), diag (text-only diagnostics)\n",
+            "      fault_cold, bw (memset_gbps + memcpy_gbps), diag (text-only\n"
+            "      diagnostics)\n",
             p, MAX_REPS);
 }
 
@@ -1011,7 +1126,7 @@ int main(int argc, char **argv)
 {
     const char *csv = NULL, *label = "local";
     int cpu = -1, quick = 0, renice = 1, opt;
-    while ((opt = getopt(argc, argv, "o:l:c:r:R:m:qNt:h")) != -1) {
+    while ((opt = getopt(argc, argv, "o:l:c:r:R:m:i:p:qNt:h")) != -1) {
         switch (opt) {
         case 'o': csv = optarg; break;
         case 'l': label = optarg; break;
@@ -1019,6 +1134,8 @@ int main(int argc, char **argv)
         case 'r': g_reps = atoi(optarg); break;
         case 'R': g_big_reps = atoi(optarg); break;
         case 'm': g_max_bytes = strtoull(optarg, NULL, 0) * MB; break;
+        case 'i': g_cold_idle_s = atoi(optarg); break;
+        case 'p': g_cold_pad = strtoull(optarg, NULL, 0) * MB; break;
         case 'q': quick = 1; break;
         case 'N': renice = 0; break;
         case 't':
@@ -1035,7 +1152,8 @@ int main(int argc, char **argv)
         g_reps = 3;
         g_big_reps = 3;
     }
-    if (g_reps < 1 || g_reps > MAX_REPS || g_big_reps < 1 || g_big_reps > MAX_REPS) {
+    if (g_reps < 1 || g_reps > MAX_REPS || g_big_reps < 1 || g_big_reps > MAX_REPS ||
+        g_cold_idle_s < 0) {
         usage(argv[0]);
         return 2;
     }
@@ -1102,6 +1220,11 @@ int main(int argc, char **argv)
         fault_tests(bytes, 0);
         fault_tests(bytes, 1);
     }
+    for (int i = 0; i < (quick ? 1 : 2) && (g_tests & T_COLD); i++) {
+        uint64_t bytes = quick ? fault_quick[i] : fault_full[i];
+        fault_cold_tests(bytes, 0);
+        fault_cold_tests(bytes, 1);
+    }
     if (g_tests & T_BW) {
         bw_tests(quick ? 64 * MB : 1 * GB, 0);
         bw_tests(quick ? 64 * MB : 1 * GB, 1);
@@ -1114,7 +1237,7 @@ int main(int argc, char **argv)
     }
 
     /* ---- summary table ---- */
-    printf("\n# summary (median [min..max]); latency rows in ns/access, fault_touch in "
+    printf("\n# summary (median [min..max]); latency rows in ns/access, fault_* in "
            "ns/fault, *_gbps in GB/s\n");
     printf("%-16s %-4s %8s %10s %10s %10s %4s %6s %6s  %s\n", "test", "page", "buffer",
            "median", "min", "max", "reps", "huge", "wall/c", "notes");
