@@ -693,6 +693,30 @@ static void size_tests(uint64_t bytes, int huge)
     buf_free(&b);
 }
 
+/*
+ * One timed first touch (one write per 4 KB page) of a fresh `bytes` buffer, freed
+ * afterwards; fills rep `r` of the arrays.  Returns -1 if the buffer cannot be had.
+ */
+static int timed_touch(uint64_t bytes, int huge, int r, double *tot, long *nfs,
+                       double *v, double *per4k, double *hf)
+{
+    buf_t b;
+    if (buf_alloc(&b, bytes, huge) != 0)
+        return -1;
+    long f0 = minflt();
+    tpt t0 = tbegin();
+    touch_pages(b.base, bytes, 1);
+    double t = tend(t0);
+    long nf = minflt() - f0;
+    *hf = huge_fraction(b.base, bytes);
+    buf_free(&b);
+    tot[r] = t / 1e6;
+    nfs[r] = nf;
+    v[r] = nf > 0 ? t / (double)nf : 0;
+    per4k[r] = t / (double)(bytes / PAGE4K);
+    return 0;
+}
+
 static void fault_tests(uint64_t bytes, int huge)
 {
     char sz[32];
@@ -713,23 +737,12 @@ static void fault_tests(uint64_t bytes, int huge)
         buf_free(&b);
     }
     for (int r = 0; r < g_reps; r++) {
-        buf_t b;
-        if (buf_alloc(&b, bytes, huge) != 0)
+        double hf;
+        if (timed_touch(bytes, huge, r, tot, nfs, v, per4k, &hf) != 0)
             break;
-        long f0 = minflt();
-        tpt t0 = tbegin();
-        touch_pages(b.base, bytes, 1);
-        double t = tend(t0);
-        long nf = minflt() - f0;
-        double hf = huge_fraction(b.base, bytes);
-        buf_free(&b);
-        tot[r] = t / 1e6;
-        nfs[r] = nf;
-        v[r] = nf > 0 ? t / (double)nf : 0;
-        per4k[r] = t / (double)(bytes / PAGE4K);
         hfs += hf;
         printf("  rep %d: %.2f ms, %ld faults, %.1f ns/fault, %.1f ns per 4KB page, huge %.4f\n",
-               r, tot[r], nf, v[r], per4k[r], hf);
+               r, tot[r], nfs[r], v[r], per4k[r], hf);
         reps++;
     }
     stats_t st = stats_of(tot, reps), sp = stats_of(per4k, reps);
@@ -805,8 +818,8 @@ static void fault_cold_tests(uint64_t bytes, int huge)
     for (int r = 0; r < g_reps; r++) {
         double rep_mib;
         int slept = idle_for_reporting(g_cold_idle_s, &rep_mib);
-        buf_t pad = {0}, b;
-        double tpad = 0;
+        buf_t pad = {0};
+        double tpad = 0, hf;
         if (g_cold_pad) {
             if (buf_alloc(&pad, g_cold_pad, huge) != 0)
                 break;
@@ -814,28 +827,16 @@ static void fault_cold_tests(uint64_t bytes, int huge)
             touch_pages(pad.base, g_cold_pad, 1);
             tpad = now_ns() - tpad;
         }
-        if (buf_alloc(&b, bytes, huge) != 0) {
-            buf_free(&pad);
-            break;
-        }
-        long f0 = minflt();
-        tpt t0 = tbegin();
-        touch_pages(b.base, bytes, 1);
-        double t = tend(t0);
-        long nf = minflt() - f0;
-        double hf = huge_fraction(b.base, bytes);
-        buf_free(&b);
+        int failed = timed_touch(bytes, huge, r, tot, nfs, v, per4k, &hf);
         buf_free(&pad);
-        tot[r] = t / 1e6;
-        nfs[r] = nf;
-        v[r] = nf > 0 ? t / (double)nf : 0;
-        per4k[r] = t / (double)(bytes / PAGE4K);
+        if (failed)
+            break;
         hfs += hf;
         printf("  rep %d: idle %d s, %.0f MiB reported meanwhile, pad %.0f ms (%.1f ns per "
                "4KB page); %.2f ms, %ld faults, %.1f ns/fault, %.1f ns per 4KB page, "
                "huge %.4f\n",
                r, slept, rep_mib, tpad / 1e6, tpad / (double)(g_cold_pad / PAGE4K + !g_cold_pad),
-               tot[r], nf, v[r], per4k[r], hf);
+               tot[r], nfs[r], v[r], per4k[r], hf);
         reps++;
     }
     stats_t st = stats_of(tot, reps), sp = stats_of(per4k, reps);
