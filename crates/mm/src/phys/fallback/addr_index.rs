@@ -6,7 +6,9 @@
 //! [`Placement::ListHead`], one hierarchical bitmap per order per list (bit `i` of order
 //! `o` set iff a free head at frame `i << o` is on that list). Insert and remove are
 //! O(log64 frames) (at most 5 word updates on a 2^30-frame machine); the lowest and highest
-//! set bit are found in as many steps. Memory: about 2 bits per frame per list.
+//! set bit are found in as many steps. One more bitmap per list holds every order's heads
+//! by frame, so a search over all orders (an order-0 request) is one descent. Memory:
+//! about 3 bits per frame per list.
 //!
 //! This is allocator mechanism kept by `PhysMem` (the hooks are in `buddy.rs`); it lives
 //! beside the policies only because they alone need it. It must not decide which end a
@@ -228,7 +230,8 @@ impl AddrIndex {
 
 impl PhysMem {
     /// `__rmqueue_smallest` under a placement: the lowest or highest block on `mt`'s lists
-    /// of order >= `order`, split keeping the part at that end. O(orders x log64 frames).
+    /// of order >= `order`, split keeping the part at that end. O(log64 frames) for order
+    /// 0, O(orders x log64 frames) above.
     pub(crate) fn rmqueue_placed(
         &mut self,
         order: u8,
