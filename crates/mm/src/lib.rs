@@ -76,7 +76,7 @@ pub use huge::dedup::{ScanStyle, ZeroScan, ZeroScanOutcome};
 pub use kernel::migrate::EvacuateOutcome;
 pub use kernel::{Kernel, MemConfig};
 #[doc(no_inline)]
-pub use kmem::{KmemHandle, KmemKind};
+pub use kmem::{KmemCache, KmemHandle, KmemKind};
 #[doc(no_inline)]
 pub use metrics::{FragMetrics, PageblockCounts};
 #[doc(no_inline)]

@@ -86,13 +86,18 @@ pub struct KernelStats {
     pub split_time: Nanos,
     /// Frees the allocator refused: always 0 unless the model has a bug.
     pub internal_errors: u64,
-    /// Frames held by `kmalloc` with [`KmemKind::Unmovable`](crate::KmemKind) (now).
+    /// Frames held by unmovable kernel memory: slabs, with their free slots, and page
+    /// allocations ([`KmemKind::Unmovable`](crate::KmemKind); now).
     pub kmem_unmovable_pages: u64,
-    /// Frames held by `kmalloc` with [`KmemKind::Reclaimable`](crate::KmemKind) (now).
+    /// Frames held by reclaimable kernel memory ([`KmemKind::Reclaimable`](crate::KmemKind);
+    /// now).
     pub kmem_reclaimable_pages: u64,
     /// Frames of reclaimable kernel memory the slab shrinker freed under memory pressure
     /// (`slab.rs`; Linux counts these in `reclaimed_slab`, not in `/proc/vmstat`).
     pub slab_reclaimed_pages: u64,
+    /// Reclaimable objects the slab shrinker freed; their slabs' frames are in
+    /// `slab_reclaimed_pages` once the last object of each is gone.
+    pub slab_shrunk_objects: u64,
     /// Page-cache reads that found the page cached.
     pub page_cache_hits: u64,
     /// Pages read into the page cache (misses; Linux `pgpgin` in pages).

@@ -22,6 +22,7 @@ use crate::phys::buddy::PhysMem;
 use crate::phys::frame::{FrameState, OwnerKind};
 use crate::phys::freelist::FreeArea;
 use crate::phys::pageblock::MigrateType;
+use crate::pressure::kmem::KmemKind;
 use crate::space::addrspace::AddressSpace;
 use crate::space::pagetable::{PteTable, Slot, VaLayout};
 use hugemm_hw::{Order, Pfn, Pid, Vpn};
@@ -80,46 +81,33 @@ impl Kernel {
         self.check_page_cache(census.cached)
     }
 
-    /// Every live kernel block `kmalloc` handed out is an allocated block of its order
-    /// owned by kernel memory of its kind (the slab shrinker's for reclaimable ones), and
-    /// each kind's blocks add up to its counter.
+    /// Every slab of every cache is an allocated block of its cache's order owned by
+    /// kernel memory of its kind; each slab's object count matches its objects and its
+    /// list (`slab.rs`'s audit); each kind's slabs add up to its counter.
     fn check_kmem(&self) -> Result<()> {
-        let kinds = [
-            (
-                OwnerKind::KernelReclaimable,
-                self.slab.iter().collect::<Vec<_>>(),
-                self.stats.kmem_reclaimable_pages,
-            ),
-            (
-                OwnerKind::KernelUnmovable,
-                self.kmem_unmovable.values().copied().collect(),
-                self.stats.kmem_unmovable_pages,
-            ),
-        ];
-        for (kind, blocks, counter) in kinds {
-            let mut pages = 0;
-            for (pfn, order) in blocks {
-                let ok = matches!(
-                    self.phys.frame(pfn).map(|f| f.state()),
-                    Some(FrameState::Allocated { order: o, owner }) if o == order && owner == kind
-                );
-                ensure(
-                    ok,
-                    "a live kernel block is not kernel memory of its kind",
-                    pfn.0,
-                )?;
-                pages += 1u64 << order.0;
-            }
+        let slabs = self.slab.audit().or_else(|what| fail(what, 0))?;
+        let mut pages = [0u64; 2];
+        for (pfn, order, kind) in slabs {
+            let ok = matches!(
+                self.phys.frame(pfn).map(|f| f.state()),
+                Some(FrameState::Allocated { order: o, owner })
+                    if o == order && owner == kind.owner()
+            );
             ensure(
-                pages == counter,
-                "live kernel blocks do not add up to their kmem_*_pages counter",
-                pages,
+                ok,
+                "a live slab is not kernel memory of its kind and order",
+                pfn.0,
             )?;
+            pages[usize::from(kind == KmemKind::Reclaimable)] += 1u64 << order.0;
         }
+        let counters = [
+            self.stats.kmem_unmovable_pages,
+            self.stats.kmem_reclaimable_pages,
+        ];
         ensure(
-            self.slab.pages() == self.stats.kmem_reclaimable_pages,
-            "the slab's page count disagrees with kmem_reclaimable_pages",
-            self.slab.pages(),
+            pages == counters,
+            "live slabs do not add up to their kmem_*_pages counters",
+            pages[0],
         )
     }
 

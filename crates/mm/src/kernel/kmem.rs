@@ -1,90 +1,116 @@
-//! Kernel allocations (`kmalloc`/`kfree` at page granularity: slab pages, kernel stacks,
-//! dentry and inode caches): unmovable or reclaimable frames taken from the buddy
-//! allocator with their migrate type, so the fallback policy decides where they land
-//! (APSys'16 section 2: these are the "sysPages" that pollute user pageblocks).
+//! Kernel allocations (`kmalloc` of whole blocks: kernel stacks, page allocations;
+//! `kmem_cache_alloc` of slab objects: task structures, dentries, inodes; `kfree` of
+//! either): unmovable or reclaimable frames taken from the buddy allocator with their
+//! migrate type, so the fallback policy decides where they land (APSys'16 section 2:
+//! these are the "sysPages" that pollute user pageblocks).
 //!
-//! Allocation goes through [`Mem::alloc`](crate::reclaim) (direct reclaim of page cache
-//! for orders <= 3, kswapd below the low watermark). Kernel frames are never migrated.
-//! The workload holding a [`KmemHandle`] frees it; reclaimable blocks may be freed
-//! earlier by the slab shrinker under memory pressure (`slab.rs`), and their holder's
-//! `kfree` is then a no-op. This module owns the two entry points and their counters (the
+//! A new slab is allocated through [`Mem::alloc`](crate::reclaim) (direct reclaim of page
+//! cache for orders <= 3, kswapd below the low watermark). Kernel frames are never
+//! migrated. The workload holding a [`KmemHandle`] frees it; reclaimable objects may be
+//! freed earlier by the slab shrinker under memory pressure (`slab.rs`), and their
+//! holder's `kfree` is then a no-op. Which slab an object goes into, and when a slab is
+//! freed, is `slab.rs`'s. This module owns the entry points and their counters (the
 //! kinds and handles are `pressure/kmem.rs`'s); it must not choose pageblocks.
 
 use crate::error::{MmError, Result};
 use crate::kernel::Kernel;
 use crate::phys::buddy::AllocRequest;
 use crate::phys::frame::FrameState;
-use crate::pressure::kmem::{KmemHandle, KmemKind};
+use crate::pressure::kmem::{KmemCache, KmemHandle, KmemKind};
 use crate::pressure::slab::Release;
 use hugemm_hw::{Nanos, Order, Pfn};
 
 impl Kernel {
-    /// Allocate `2^order` frames of kernel memory of `kind`. The cost is one allocation
-    /// plus any direct reclaim it needed.
+    /// Allocate `2^order` frames of kernel memory of `kind` as one block (a page
+    /// allocation: a kernel stack, a page table, a kmalloc too large for a slab). The
+    /// cost is one allocation plus any direct reclaim it needed.
     pub fn kmalloc(&mut self, kind: KmemKind, order: Order) -> Result<(KmemHandle, Nanos)> {
-        let req = AllocRequest::new(order)
-            .migrate(kind.migrate())
-            .owner(kind.owner());
-        let (block, reclaim) = self.mem().alloc(&req)?;
-        let frames = 1u64 << order.0;
-        match kind {
-            KmemKind::Unmovable => self.stats.kmem_unmovable_pages += frames,
-            KmemKind::Reclaimable => self.stats.kmem_reclaimable_pages += frames,
-        }
+        let base = self.layout.base_bytes();
+        self.kmem_cache_alloc(KmemCache::pages(kind, order, base))
+    }
+
+    /// Allocate one object of the slab cache `cache` (`kmem_cache_alloc`): into the
+    /// cache's CPU slab or its oldest partial slab, else into a new slab from the buddy
+    /// allocator (`slab.rs`). The handle names the object's slab. The cost is one
+    /// allocation, plus any direct reclaim a new slab needed.
+    pub fn kmem_cache_alloc(&mut self, cache: KmemCache) -> Result<(KmemHandle, Nanos)> {
+        let c = self.slab.cache(cache, self.layout.base_bytes())?;
+        let (pfn, reclaim) = match self.slab.slab_with_room(c) {
+            Some(pfn) => (pfn, Nanos::ZERO),
+            None => {
+                let req = AllocRequest::new(cache.order)
+                    .migrate(cache.kind.migrate())
+                    .owner(cache.kind.owner());
+                let (block, reclaim) = self.mem().alloc(&req)?;
+                if let Some((old, order)) = self.slab.add_slab(c, block.pfn) {
+                    self.free_slab(old, order);
+                }
+                (block.pfn, reclaim)
+            }
+        };
         self.kmem_id += 1;
+        self.slab.place(c, pfn, self.kmem_id);
+        self.sync_kmem_stats();
         let handle = KmemHandle {
-            pfn: block.pfn,
-            order,
+            pfn,
+            order: cache.order,
             id: self.kmem_id,
         };
-        match kind {
-            KmemKind::Unmovable => {
-                self.kmem_unmovable.insert(handle.id, (block.pfn, order));
-            }
-            KmemKind::Reclaimable => self.slab.insert(handle.id, block.pfn, order),
-        }
         let evacuate = self.drain_evacuations();
         Ok((handle, self.costs.alloc + reclaim + evacuate))
     }
 
-    /// Free a kernel allocation. A reclaimable block the slab shrinker already freed is
-    /// a no-op. A handle that is not a live kernel allocation is refused with
-    /// [`MmError::BadFree`] and changes nothing: one freed twice, or one whose frames the
-    /// shrinker freed and another allocation now holds, never frees that allocation.
+    /// Free a kernel allocation; its slab goes back to the buddy allocator if it was the
+    /// slab's last object. An object the slab shrinker already freed is a no-op. A handle
+    /// that is not a live kernel allocation is refused with [`MmError::BadFree`] and
+    /// changes nothing: one freed twice, or one whose object the shrinker freed and whose
+    /// id or frames another allocation now holds, never frees that allocation.
     pub fn kfree(&mut self, h: KmemHandle) -> Result<()> {
         let bad = |what| MmError::BadFree { pfn: h.pfn.0, what };
-        let registered = |live: Option<&(Pfn, Order)>| live == Some(&(h.pfn, h.order));
-        let kind = if registered(self.kmem_unmovable.get(&h.id)) {
-            KmemKind::Unmovable
-        } else {
-            match self.slab.state(h.id, h.pfn, h.order) {
-                Release::Live => KmemKind::Reclaimable,
-                Release::Shrunk => {
-                    self.slab.release(h.id);
-                    return Ok(());
-                }
-                Release::Unknown => return Err(bad("not a live kernel allocation")),
+        let kind = match self.slab.state(h.id, h.pfn, h.order) {
+            Release::Live(kind) => kind,
+            Release::Shrunk => {
+                self.slab.release(h.id);
+                return Ok(());
             }
+            Release::Unknown => return Err(bad("not a live kernel allocation")),
         };
-        // The registries and the frames agree (`check_invariants` checks it); a
-        // disagreement is the model's bug, refused before anything changes.
+        // The slabs and the frames agree (`check_invariants` checks it); a disagreement is
+        // the model's bug, refused before anything changes.
         match self.phys.frame(h.pfn).map(|f| f.state()) {
             Some(FrameState::Allocated { order, owner })
                 if order == h.order && owner == kind.owner() => {}
             _ => return Err(bad("its frames are not the kernel block it names")),
         }
-        let counter = match kind {
-            KmemKind::Unmovable => {
-                self.kmem_unmovable.remove(&h.id);
-                &mut self.stats.kmem_unmovable_pages
-            }
-            KmemKind::Reclaimable => {
-                self.slab.release(h.id);
-                &mut self.stats.kmem_reclaimable_pages
-            }
-        };
-        *counter = counter.saturating_sub(1 << h.order.0);
-        self.phys.free(h.pfn, h.order)
+        if let Some((pfn, order)) = self.slab.release(h.id) {
+            self.free_slab(pfn, order);
+        }
+        self.sync_kmem_stats();
+        Ok(())
+    }
+
+    /// `kmem_cache_shrink` of every cache: free the CPU slabs left empty (`slab.rs`
+    /// keeps them, as SLUB does). Returns the frames freed.
+    pub fn kmem_cache_shrink(&mut self) -> u64 {
+        let mut frames = 0;
+        for (pfn, order) in self.slab.release_empty() {
+            frames += 1 << order.0;
+            self.free_slab(pfn, order);
+        }
+        self.sync_kmem_stats();
+        frames
+    }
+
+    fn free_slab(&mut self, pfn: Pfn, order: Order) {
+        if self.phys.free(pfn, order).is_err() {
+            self.stats.internal_errors += 1;
+        }
+    }
+
+    /// The kernel-memory counters follow the slabs.
+    fn sync_kmem_stats(&mut self) {
+        self.stats.kmem_unmovable_pages = self.slab.frames(KmemKind::Unmovable);
+        self.stats.kmem_reclaimable_pages = self.slab.frames(KmemKind::Reclaimable);
     }
 }
 
@@ -93,6 +119,7 @@ mod tests {
     use super::*;
     use crate::phys::frame::OwnerKind;
     use crate::phys::pageblock::MigrateType;
+    use crate::pressure::kmem::KmemCache;
     use crate::pressure::pagecache::FileId;
     use crate::testutil::kernel;
 
@@ -111,6 +138,50 @@ mod tests {
         assert_eq!(k.stats().kmem_reclaimable_pages, 4);
         k.kfree(h).unwrap();
         assert_eq!(k.stats().kmem_reclaimable_pages, 0);
+        k.check_invariants().unwrap();
+    }
+
+    /// Objects share slabs: a long-lived object keeps its slab, and so its frames and
+    /// pageblock, after every neighbour is freed; the shrinker frees objects, and a slab
+    /// only when it empties.
+    #[test]
+    fn slab_objects_share_pages_and_the_last_object_frees_the_slab() {
+        let mut k = kernel(64);
+        let dentry = KmemCache {
+            kind: KmemKind::Reclaimable,
+            order: Order(0),
+            object_bytes: 192,
+        };
+        let objs: Vec<_> = (0..42)
+            .map(|_| k.kmem_cache_alloc(dentry).unwrap().0)
+            .collect();
+        assert_eq!(objs[20].pfn, objs[0].pfn, "21 dentries a page");
+        assert_ne!(objs[21].pfn, objs[0].pfn);
+        assert_eq!(k.stats().kmem_reclaimable_pages, 2);
+        for h in &objs[1..] {
+            k.kfree(*h).unwrap();
+        }
+        assert_eq!(
+            k.stats().kmem_reclaimable_pages,
+            2,
+            "the first slab is held by its oldest object, the second is the CPU slab"
+        );
+        k.check_invariants().unwrap();
+        // Reclaim with no page cache shrinks the slab: the oldest object goes, and
+        // with it the first slab.
+        assert_eq!(k.reclaim(1).freed, 1);
+        assert_eq!(k.stats().slab_shrunk_objects, 1);
+        assert_eq!(k.stats().kmem_reclaimable_pages, 1);
+        k.kfree(objs[0]).unwrap();
+        assert!(k.kfree(objs[0]).is_err(), "a shrunk handle freed twice");
+        let bad = KmemCache {
+            object_bytes: 8192,
+            ..dentry
+        };
+        assert!(
+            k.kmem_cache_alloc(bad).is_err(),
+            "an object larger than its slab"
+        );
         k.check_invariants().unwrap();
     }
 

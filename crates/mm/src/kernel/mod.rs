@@ -44,7 +44,6 @@ use crate::space::vma::{align_up, Vma};
 use crate::stats::KernelStats;
 use hugemm_hw::{Geometry, Nanos, Order, PageSize, Pfn, Pid, VirtAddr};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 
 /// The machine's memory: its size and MMU geometry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -75,10 +74,9 @@ pub struct Kernel {
     pub(crate) wmark: Watermarks,
     pub(crate) compact: CompactState,
     pub(crate) reserv: ReservTable,
-    /// Live reclaimable kernel blocks, shrunk under memory pressure.
+    /// Every live kernel allocation, in its slab cache; the reclaimable ones are shrunk
+    /// under memory pressure.
     pub(crate) slab: SlabCaches,
-    /// Live unmovable kernel blocks by id (the reclaimable ones are the slab's).
-    pub(crate) kmem_unmovable: BTreeMap<u64, (Pfn, Order)>,
     /// The id of the last kernel allocation (ids start at 1).
     pub(crate) kmem_id: u64,
     /// Seed of the page-content draws (`content.rs`).
@@ -157,7 +155,6 @@ impl Kernel {
             compact,
             reserv,
             slab: SlabCaches::default(),
-            kmem_unmovable: BTreeMap::new(),
             kmem_id: 0,
             content_seed: 0,
             quantiles: Vec::new(),

@@ -30,9 +30,9 @@
 //! atomic reserves to protect), so an allocation only fails when no block is free.
 //! Clean page cache and reclaimable kernel memory (`KmemKind::Reclaimable`, through the
 //! slab shrinker of `slab.rs`, which scans twice the fraction of it that reclaim scans of
-//! the LRU lists) are reclaimable; anonymous memory is not (no swap). This module owns
-//! when and how much to reclaim; the LRU order is `lru.rs`'s, which slab block goes next
-//! `slab.rs`'s.
+//! the LRU lists' and frees a slab when its last object goes) are reclaimable; anonymous
+//! memory is not (no swap). This module owns when and how much to reclaim; the LRU order
+//! is `lru.rs`'s, which slab object goes next `slab.rs`'s.
 
 use crate::costs::{FragCosts, MmCosts};
 use crate::error::{MmError, Result};
@@ -186,7 +186,7 @@ impl Mem<'_> {
 
     /// Frames reclaim can free: clean page cache and reclaimable slab.
     fn reclaimable(&self) -> u64 {
-        self.cache.pages() + self.slab.pages()
+        self.cache.pages() + self.slab.shrinkable()
     }
 
     /// Free about `pages` frames: page-cache pages from the inactive tail in batches of
@@ -225,11 +225,13 @@ impl Mem<'_> {
         freed
     }
 
-    /// Free the reclaimable kernel blocks the shrinker's work covers; returns frames
-    /// freed.
+    /// Free the reclaimable objects the shrinkers' work covers, and the slabs that
+    /// empties; returns frames freed.
     fn shrink_slab(&mut self) -> u64 {
         let mut freed = 0;
-        while let Some((pfn, order)) = self.slab.take_due() {
+        let emptied = self.slab.shrink_due();
+        self.stats.slab_shrunk_objects = self.slab.shrunk_objects();
+        for (pfn, order) in emptied {
             let frames = 1u64 << order.0;
             let held = &mut self.stats.kmem_reclaimable_pages;
             *held = held.saturating_sub(frames);

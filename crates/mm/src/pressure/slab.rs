@@ -1,138 +1,397 @@
-//! Slab shrinking: reclaimable kernel memory (dentry, inode and buffer-head caches, the
-//! `KmemKind::Reclaimable` allocations) freed under memory pressure in proportion to
-//! page-cache reclaim, as `shrink_slab` does (`mm/vmscan.c`, `mm/shrinker.c`).
+//! Slab caches: every kernel allocation is an object of a cache ([`KmemCache`]); objects
+//! smaller than a slab share slabs as SLUB packs them, and the reclaimable caches are
+//! shrunk under memory pressure as `shrink_slab` does (`mm/vmscan.c`, `mm/shrinker.c`).
 //!
-//! Linux scans a cache's `freeable` objects at `4 / seeks` times the rate at which reclaim
-//! scans the LRU lists: `do_shrink_slab` adds `delta = 4 * nr_scanned / seeks * freeable /
-//! (nr_eligible + 1)` to the shrinker's work (Linux 4.x; 6.x computes `freeable >>
-//! priority` against `lru_size >> priority`, the same ratio), and every filesystem cache
-//! uses `DEFAULT_SEEKS` (2). So reclaiming a fraction `f` of the LRU scans a fraction `2f`
-//! of each cache. Work below a page is carried over, as Linux carries `nr_deferred`, and
-//! the carried work never exceeds twice the cache (`do_shrink_slab`'s cap on
-//! `total_scan`).
+//! **Placement (SLUB, `mm/slub.c`).** A cache fills one slab at a time (the CPU slab).
+//! When it is full, the cache takes the slab at the head of its partial list, and only
+//! when that list is empty a new slab from the buddy allocator. A free into a full slab
+//! puts the slab at the tail of the partial list (`__slab_free`'s `add_partial(...,
+//! DEACTIVATE_TO_TAIL)`), so partial slabs are refilled oldest first; a free that empties
+//! a slab other than the CPU slab returns its pages to the buddy allocator. So a slab
+//! lives as long as its longest-lived object, and short-lived objects keep refilling the
+//! slabs long-lived ones hold: the persistence of kernel pages in whatever pageblocks
+//! they fell into. Simplified: one CPU slab per cache (SLUB has one per CPU, plus per-CPU
+//! partial lists), and an emptied slab is freed at once (SLUB keeps up to `min_partial`,
+//! 5-10, empty slabs per node; a few pages a cache). An object as large as its slab is a
+//! page allocation: never a CPU slab, freed with its object.
 //!
-//! Choices where the model is coarser than Linux, each written here:
-//! - Page granularity. The model's kernel memory is whole slab pages, so a scanned page
-//!   is a freed page, oldest first (a cache's LRU is roughly its allocation order). Real
-//!   shrinkers free objects, skip referenced ones once, and a slab page returns to the
-//!   buddy allocator only when all its objects are gone, so Linux frees fewer pages for
-//!   the same scan: this is an upper bound on slab reclaim.
-//! - One cache. All reclaimable kernel memory is one shrinker's, oldest first; Linux
-//!   balances per cache (and per memcg and node), which is the same ratio applied to each.
-//! - With the LRU lists empty, reclaim shrinks the slab alone (Linux's priority falls to
-//!   0 and shrinkers scan their whole cache).
+//! **Shrinking.** Linux scans a cache's `freeable` objects at `4 / seeks` times the rate
+//! at which reclaim scans the LRU lists: `do_shrink_slab` adds `delta = 4 * nr_scanned /
+//! seeks * freeable / (nr_eligible + 1)` to the shrinker's work (Linux 4.x; 6.x computes
+//! `freeable >> priority` against `lru_size >> priority`, the same ratio), and every
+//! filesystem cache uses `DEFAULT_SEEKS` (2). So reclaiming a fraction `f` of the LRU
+//! scans a fraction `2f` of each reclaimable cache's objects, each cache on its own (as
+//! each has its own shrinker), oldest object first (a cache's LRU is roughly its
+//! allocation order). Work below an object is carried over, as Linux carries
+//! `nr_deferred`, and the carried work never exceeds twice the cache (`do_shrink_slab`'s
+//! cap on `total_scan`). A scanned object is freed: real shrinkers skip referenced ones
+//! once, so this is an upper bound on slab reclaim. A slab's pages return to the buddy
+//! allocator only when its last object goes, shrunk or freed by its holder. With the LRU
+//! lists empty, reclaim shrinks the slab alone (Linux's priority falls to 0 and shrinkers
+//! scan their whole cache).
 //!
-//! A block the shrinker freed while a workload still holds its handle is remembered, so
+//! An object the shrinker freed while a workload still holds its handle is remembered, so
 //! the holder's later `kfree` is a no-op rather than a double free (in Linux the object is
 //! simply gone: its owner, a dentry or inode, would be looked up again). This module owns
-//! which reclaimable blocks are live and which to shrink next; how much to reclaim is
-//! `reclaim.rs`'s.
+//! which objects are live, in which slab, and which to shrink next; it never touches a
+//! frame: it names the slabs to allocate and free, the kernel does both. How much to
+//! reclaim is `reclaim.rs`'s.
 
+use crate::error::MmError;
+use crate::pressure::kmem::{KmemCache, KmemKind};
 use hugemm_hw::{Order, Pfn};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// `4 / DEFAULT_SEEKS`: cache scanned per LRU scanned.
 pub const SHRINK_RATIO: u64 = 2;
-/// Work is counted in thousandths of a page so that small scans accumulate.
+/// Work is counted in thousandths of an object so that small scans accumulate.
 const MILLI: u64 = 1000;
 
-/// The live reclaimable kernel blocks and the shrinker's carried-over work.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct SlabCaches {
-    /// Live blocks by allocation id (ids grow with time, so the first is the oldest).
-    live: BTreeMap<u64, (Pfn, Order)>,
-    /// Ids shrunk while their holder still had the handle.
-    shrunk: BTreeSet<u64>,
-    /// Frames in live blocks.
-    pages: u64,
-    /// Shrinker work owed, in thousandths of a page (`nr_deferred`).
+/// One slab: how many objects it holds and, if on the partial list, its place there.
+#[derive(Clone, Copy, Debug)]
+struct Slab {
+    inuse: u32,
+    partial: Option<u64>,
+}
+
+/// One cache's slabs and objects.
+#[derive(Clone, Debug)]
+struct Cache {
+    spec: KmemCache,
+    /// Objects per slab.
+    per_slab: u32,
+    /// Whether each object is its own block (a page allocation).
+    direct: bool,
+    slabs: BTreeMap<Pfn, Slab>,
+    /// Partial slabs by the order they became partial (head = first).
+    partial: BTreeMap<u64, Pfn>,
+    /// The slab being filled (SLUB's CPU slab); never set for a direct cache.
+    current: Option<Pfn>,
+    /// Live objects, oldest first (the shrinker's LRU; kept for every cache).
+    live: BTreeSet<u64>,
+    /// Shrinker work owed, in thousandths of an object (`nr_deferred`).
     debt: u64,
+}
+
+impl Cache {
+    fn frames(&self) -> u64 {
+        (self.slabs.len() as u64) << self.spec.order.0
+    }
+
+    fn has_room(&self, pfn: Pfn) -> bool {
+        self.slabs
+            .get(&pfn)
+            .is_some_and(|s| s.inuse < self.per_slab)
+    }
 }
 
 /// What [`SlabCaches::state`] finds for a handle.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Release {
-    /// The block is live; its holder's free releases its frames.
-    Live,
+    /// The object is live, of this kind; its holder's free releases it.
+    Live(KmemKind),
     /// The shrinker already freed it; its holder's free only forgets it.
     Shrunk,
-    /// Not a reclaimable block this cache knows (never allocated, freed twice, or not the
-    /// block the id was given to).
+    /// Not an object this kernel knows (never allocated, freed twice, or not in the slab
+    /// the handle names).
     Unknown,
 }
 
+/// Every slab cache, the live objects and the shrinker's state.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct SlabCaches {
+    caches: Vec<Cache>,
+    by_spec: BTreeMap<KmemCache, usize>,
+    /// Live objects: their cache and slab. Looked up only, never iterated in an order
+    /// that matters.
+    objects: HashMap<u64, (usize, Pfn)>,
+    /// Ids shrunk while their holder still had the handle.
+    shrunk: BTreeSet<u64>,
+    /// Frames held by slabs of each kind (index: unmovable, reclaimable).
+    frames: [u64; 2],
+    /// Objects freed by the shrinker so far.
+    shrunk_objects: u64,
+    /// Placement sequence of the partial lists.
+    seq: u64,
+}
+
+fn kind_index(kind: KmemKind) -> usize {
+    match kind {
+        KmemKind::Unmovable => 0,
+        KmemKind::Reclaimable => 1,
+    }
+}
+
 impl SlabCaches {
-    /// Frames held by live reclaimable blocks.
-    pub fn pages(&self) -> u64 {
-        self.pages
+    /// Frames held by the slabs of `kind`.
+    pub fn frames(&self, kind: KmemKind) -> u64 {
+        self.frames[kind_index(kind)]
     }
 
-    /// Record a new live block.
-    pub fn insert(&mut self, id: u64, pfn: Pfn, order: Order) {
-        self.live.insert(id, (pfn, order));
-        self.pages += 1 << order.0;
+    /// Frames reclaim could free by shrinking: those of the reclaimable caches, while
+    /// any of them holds an object (an emptied CPU slab alone is not shrinkable).
+    pub fn shrinkable(&self) -> u64 {
+        let reclaimable = || {
+            self.caches
+                .iter()
+                .filter(|c| c.spec.kind == KmemKind::Reclaimable)
+        };
+        if reclaimable().any(|c| !c.live.is_empty()) {
+            self.frames(KmemKind::Reclaimable)
+        } else {
+            0
+        }
+    }
+
+    /// Objects the shrinker has freed so far.
+    pub fn shrunk_objects(&self) -> u64 {
+        self.shrunk_objects
+    }
+
+    /// The cache of shape `spec` with base pages of `base_bytes` (created on first use);
+    /// refuses a shape whose object does not fit its slab.
+    pub fn cache(&mut self, spec: KmemCache, base_bytes: u64) -> Result<usize, MmError> {
+        if let Some(&c) = self.by_spec.get(&spec) {
+            return Ok(c);
+        }
+        let per_slab = spec.objects_per_slab(base_bytes)?;
+        self.caches.push(Cache {
+            spec,
+            per_slab,
+            direct: spec.object_bytes == base_bytes << spec.order.0,
+            slabs: BTreeMap::new(),
+            partial: BTreeMap::new(),
+            current: None,
+            live: BTreeSet::new(),
+            debt: 0,
+        });
+        self.by_spec.insert(spec, self.caches.len() - 1);
+        Ok(self.caches.len() - 1)
+    }
+
+    /// A slab of cache `c` with room for one more object, as SLUB finds one: the CPU
+    /// slab, else the head of the partial list (which becomes the CPU slab). `None`: a new
+    /// slab is needed ([`SlabCaches::add_slab`]).
+    pub fn slab_with_room(&mut self, c: usize) -> Option<Pfn> {
+        let cache = &mut self.caches[c];
+        if let Some(pfn) = cache.current.filter(|&p| cache.has_room(p)) {
+            return Some(pfn);
+        }
+        let (_, pfn) = cache.partial.pop_first()?;
+        if let Some(s) = cache.slabs.get_mut(&pfn) {
+            s.partial = None;
+        }
+        // The full CPU slab is left alone (SLUB tracks no full slabs).
+        cache.current = Some(pfn);
+        Some(pfn)
+    }
+
+    /// A new, empty slab of cache `c` at `pfn` (the kernel allocated it); it becomes the
+    /// CPU slab. Returns a previous CPU slab to free if it was left empty meanwhile
+    /// (reclaim during the allocation may shrink it).
+    pub fn add_slab(&mut self, c: usize, pfn: Pfn) -> Option<(Pfn, Order)> {
+        let kind = kind_index(self.caches[c].spec.kind);
+        let cache = &mut self.caches[c];
+        cache.slabs.insert(
+            pfn,
+            Slab {
+                inuse: 0,
+                partial: None,
+            },
+        );
+        self.frames[kind] += 1 << cache.spec.order.0;
+        if cache.direct {
+            return None;
+        }
+        let old = cache.current.replace(pfn)?;
+        match cache.slabs.get(&old).map(|s| s.inuse) {
+            Some(0) => self.drop_slab(c, old),
+            Some(n) if n < self.caches[c].per_slab => {
+                self.add_partial(c, old);
+                None
+            }
+            _ => None,
+        }
+    }
+
+    /// Place object `id` in slab `pfn` of cache `c` (which has room).
+    pub fn place(&mut self, c: usize, pfn: Pfn, id: u64) {
+        let cache = &mut self.caches[c];
+        let slab = cache.slabs.get_mut(&pfn).expect("placed in a live slab");
+        slab.inuse += 1;
+        cache.live.insert(id);
+        self.objects.insert(id, (c, pfn));
     }
 
     /// What a free of `id`'s handle (naming `pfn` and `order`) would find. Changes nothing.
     pub fn state(&self, id: u64, pfn: Pfn, order: Order) -> Release {
-        match self.live.get(&id) {
-            Some(&block) if block == (pfn, order) => Release::Live,
+        match self.objects.get(&id) {
+            Some(&(c, slab)) if slab == pfn && self.caches[c].spec.order == order => {
+                Release::Live(self.caches[c].spec.kind)
+            }
             Some(_) => Release::Unknown,
             None if self.shrunk.contains(&id) => Release::Shrunk,
             None => Release::Unknown,
         }
     }
 
-    /// The holder of `id` frees it (after [`SlabCaches::state`] said `Live` or `Shrunk`):
-    /// forget it.
-    pub fn release(&mut self, id: u64) {
-        if let Some((_, order)) = self.live.remove(&id) {
-            self.pages -= 1 << order.0;
-        } else {
-            self.shrunk.remove(&id);
-        }
-    }
-
-    /// Reclaim scanned `scanned` LRU pages out of `lru` on the lists: add the shrinker's
-    /// share of work (`SHRINK_RATIO * scanned / (lru + 1)` of the cache).
-    pub fn charge(&mut self, scanned: u64, lru: u64) {
-        let share = u128::from(SHRINK_RATIO * scanned) * u128::from(self.pages * MILLI)
-            / u128::from(lru + 1);
-        let cap = SHRINK_RATIO * self.pages * MILLI;
-        self.debt = (self.debt + u64::try_from(share).unwrap_or(cap)).min(cap);
-    }
-
-    /// Owe at least `pages` pages of work (reclaim with nothing on the LRU lists).
-    /// At least the oldest block is owed, so that a call frees something.
-    pub fn charge_pages(&mut self, pages: u64) {
-        let oldest = self
-            .live
-            .first_key_value()
-            .map_or(0, |(_, &(_, order))| 1u64 << order.0);
-        self.debt = self.debt.max(pages.min(self.pages).max(oldest) * MILLI);
-    }
-
-    /// The oldest live block if the work owed covers it: removes it, pays for it and
-    /// remembers its id as shrunk. `None` when the work owed is below its size.
-    pub fn take_due(&mut self) -> Option<(Pfn, Order)> {
-        let (&id, &(pfn, order)) = self.live.first_key_value()?;
-        let cost = (1u64 << order.0) * MILLI;
-        if self.debt < cost {
+    /// The holder of `id` frees it (after [`SlabCaches::state`] said `Live` or `Shrunk`).
+    /// Returns the slab to free if the object was its last.
+    pub fn release(&mut self, id: u64) -> Option<(Pfn, Order)> {
+        if self.shrunk.remove(&id) {
             return None;
         }
-        self.debt -= cost;
-        self.live.remove(&id);
-        self.shrunk.insert(id);
-        self.pages -= 1 << order.0;
-        if self.live.is_empty() {
-            self.debt = 0;
+        let (c, pfn) = self.objects.remove(&id)?;
+        self.caches[c].live.remove(&id);
+        self.unplace(c, pfn)
+    }
+
+    /// One object fewer in slab `pfn` of cache `c`: move the slab between lists as SLUB
+    /// does; returns it if it is to be freed.
+    fn unplace(&mut self, c: usize, pfn: Pfn) -> Option<(Pfn, Order)> {
+        let cache = &mut self.caches[c];
+        let slab = cache.slabs.get_mut(&pfn).expect("object in a live slab");
+        let was_full = slab.inuse == cache.per_slab;
+        slab.inuse -= 1;
+        let (inuse, partial) = (slab.inuse, slab.partial);
+        if cache.current == Some(pfn) {
+            return None;
         }
+        if inuse == 0 {
+            if let Some(seq) = partial {
+                cache.partial.remove(&seq);
+            }
+            return self.drop_slab(c, pfn);
+        }
+        if was_full {
+            self.add_partial(c, pfn);
+        }
+        None
+    }
+
+    fn add_partial(&mut self, c: usize, pfn: Pfn) {
+        self.seq += 1;
+        let cache = &mut self.caches[c];
+        cache.partial.insert(self.seq, pfn);
+        if let Some(s) = cache.slabs.get_mut(&pfn) {
+            s.partial = Some(self.seq);
+        }
+    }
+
+    fn drop_slab(&mut self, c: usize, pfn: Pfn) -> Option<(Pfn, Order)> {
+        let cache = &mut self.caches[c];
+        cache.slabs.remove(&pfn)?;
+        let order = cache.spec.order;
+        self.frames[kind_index(cache.spec.kind)] -= 1 << order.0;
         Some((pfn, order))
     }
 
-    /// Every live block, oldest first (for the invariant check).
-    pub fn iter(&self) -> impl Iterator<Item = (Pfn, Order)> + '_ {
-        self.live.values().copied()
+    /// `kmem_cache_shrink` of every cache: the empty CPU slabs are let go; returns them.
+    pub fn release_empty(&mut self) -> Vec<(Pfn, Order)> {
+        let mut out = Vec::new();
+        for c in 0..self.caches.len() {
+            let cache = &mut self.caches[c];
+            let Some(pfn) = cache.current else { continue };
+            if cache.slabs.get(&pfn).is_some_and(|s| s.inuse == 0) {
+                cache.current = None;
+                out.extend(self.drop_slab(c, pfn));
+            }
+        }
+        out
+    }
+
+    /// Reclaim scanned `scanned` LRU pages out of `lru` on the lists: add each reclaimable
+    /// cache's share of work (`SHRINK_RATIO * scanned / (lru + 1)` of its objects).
+    pub fn charge(&mut self, scanned: u64, lru: u64) {
+        for cache in self.reclaimable_mut() {
+            let objects = cache.live.len() as u64;
+            let share = u128::from(SHRINK_RATIO * scanned) * u128::from(objects * MILLI)
+                / u128::from(lru + 1);
+            let cap = SHRINK_RATIO * objects * MILLI;
+            cache.debt = (cache.debt + u64::try_from(share).unwrap_or(cap)).min(cap);
+        }
+    }
+
+    /// Owe the work of freeing about `pages` pages with nothing on the LRU lists: each
+    /// reclaimable cache that share of its objects (its objects times `pages` over its
+    /// frames), at least its oldest object, so that a call frees something.
+    pub fn charge_pages(&mut self, pages: u64) {
+        for cache in self.reclaimable_mut() {
+            let objects = cache.live.len() as u64;
+            let frames = cache.frames().max(1);
+            let owed = (pages.saturating_mul(objects).div_ceil(frames)).clamp(1, objects);
+            cache.debt = cache.debt.max(owed * MILLI);
+        }
+    }
+
+    fn reclaimable_mut(&mut self) -> impl Iterator<Item = &mut Cache> {
+        self.caches
+            .iter_mut()
+            .filter(|c| c.spec.kind == KmemKind::Reclaimable && !c.live.is_empty())
+    }
+
+    /// Free every object the shrinkers' work covers, oldest first in each cache; returns
+    /// the slabs emptied (to return to the buddy allocator), in the order they emptied.
+    pub fn shrink_due(&mut self) -> Vec<(Pfn, Order)> {
+        let mut emptied = Vec::new();
+        for c in 0..self.caches.len() {
+            if self.caches[c].spec.kind != KmemKind::Reclaimable {
+                continue;
+            }
+            while self.caches[c].debt >= MILLI {
+                let Some(id) = self.caches[c].live.pop_first() else {
+                    self.caches[c].debt = 0;
+                    break;
+                };
+                self.caches[c].debt -= MILLI;
+                let (_, pfn) = self.objects.remove(&id).expect("a live object is indexed");
+                self.shrunk.insert(id);
+                self.shrunk_objects += 1;
+                emptied.extend(self.unplace(c, pfn));
+            }
+            if self.caches[c].live.is_empty() {
+                self.caches[c].debt = 0;
+            }
+        }
+        emptied
+    }
+
+    /// Every slab with its order, kind and objects in use (for the invariant check), and
+    /// each cache's count of live objects against its slabs' counts.
+    pub fn audit(&self) -> Result<Vec<(Pfn, Order, KmemKind)>, &'static str> {
+        let mut per_slab: HashMap<(usize, Pfn), u32> = HashMap::new();
+        for &(c, pfn) in self.objects.values() {
+            *per_slab.entry((c, pfn)).or_default() += 1;
+        }
+        let mut out = Vec::new();
+        let mut frames = [0u64; 2];
+        for (c, cache) in self.caches.iter().enumerate() {
+            if cache.live.len() != self.objects.values().filter(|o| o.0 == c).count() {
+                return Err("a cache's live objects disagree with the object index");
+            }
+            for (&pfn, slab) in &cache.slabs {
+                let inuse = per_slab.get(&(c, pfn)).copied().unwrap_or(0);
+                if inuse != slab.inuse || inuse > cache.per_slab {
+                    return Err("a slab's object count disagrees with its objects");
+                }
+                let on_list = slab
+                    .partial
+                    .is_some_and(|seq| cache.partial.get(&seq) == Some(&pfn));
+                let should = cache.current != Some(pfn) && inuse > 0 && inuse < cache.per_slab;
+                if on_list != should || (inuse == 0 && cache.current != Some(pfn)) {
+                    return Err("a slab is on the wrong list (partial, CPU or freed)");
+                }
+                frames[kind_index(cache.spec.kind)] += 1 << cache.spec.order.0;
+                out.push((pfn, cache.spec.order, cache.spec.kind));
+            }
+            if cache.partial.len() != cache.slabs.values().filter(|s| s.partial.is_some()).count() {
+                return Err("a partial list names a slab that is not partial");
+            }
+        }
+        if frames != self.frames {
+            return Err("the slabs' frames disagree with the per-kind totals");
+        }
+        Ok(out)
     }
 }
 
@@ -140,69 +399,219 @@ impl SlabCaches {
 mod tests {
     use super::*;
 
-    fn cache(blocks: &[(u64, u8)]) -> SlabCaches {
-        let mut s = SlabCaches::default();
-        for (i, &(pfn, order)) in blocks.iter().enumerate() {
-            s.insert(i as u64 + 1, Pfn(pfn), Order(order));
+    const PAGE: u64 = 4096;
+
+    /// A cache of `per` objects per order-0 slab (`direct` when `per` is 1).
+    fn spec(kind: KmemKind, per: u64) -> KmemCache {
+        KmemCache {
+            kind,
+            order: Order(0),
+            object_bytes: PAGE / per,
         }
-        s
     }
 
-    fn drain(s: &mut SlabCaches) -> Vec<u64> {
-        std::iter::from_fn(|| s.take_due())
-            .map(|(p, _)| p.0)
-            .collect()
+    /// Allocates as the kernel does, with frames handed out from `next`.
+    struct World {
+        s: SlabCaches,
+        next: u64,
+        id: u64,
+        freed: Vec<u64>,
+    }
+
+    impl World {
+        fn new() -> World {
+            World {
+                s: SlabCaches::default(),
+                next: 0,
+                id: 0,
+                freed: Vec::new(),
+            }
+        }
+
+        fn alloc(&mut self, spec: KmemCache) -> (u64, Pfn) {
+            let c = self.s.cache(spec, PAGE).unwrap();
+            let pfn = match self.s.slab_with_room(c) {
+                Some(p) => p,
+                None => {
+                    let p = Pfn(self.next);
+                    self.next += 1;
+                    let dropped = self.s.add_slab(c, p);
+                    self.freed.extend(dropped.map(|(p, _)| p.0));
+                    p
+                }
+            };
+            self.id += 1;
+            self.s.place(c, pfn, self.id);
+            (self.id, pfn)
+        }
+
+        fn free(&mut self, id: u64) {
+            let dropped = self.s.release(id);
+            self.freed.extend(dropped.map(|(p, _)| p.0));
+        }
+
+        fn shrink(&mut self) -> Vec<u64> {
+            self.s.shrink_due().into_iter().map(|(p, _)| p.0).collect()
+        }
     }
 
     #[test]
-    fn reclaiming_a_fraction_of_the_lru_shrinks_twice_that_fraction_oldest_first() {
-        let mut s = cache(&(0..100).map(|i| (i, 0)).collect::<Vec<_>>());
-        s.charge(100, 999); // 10% of the LRU
-        assert_eq!(drain(&mut s), (0..20).collect::<Vec<_>>());
-        assert_eq!(s.pages(), 80);
+    fn objects_share_slabs_and_a_slab_is_freed_with_its_last_object() {
+        let mut w = World::new();
+        let dentry = spec(KmemKind::Reclaimable, 4);
+        let ids: Vec<_> = (0..8).map(|_| w.alloc(dentry)).collect();
+        assert_eq!(w.s.frames(KmemKind::Reclaimable), 2, "8 objects, 4 a slab");
+        assert_eq!(ids[3].1, Pfn(0));
+        assert_eq!(ids[4].1, Pfn(1));
+        // Three of the first slab's objects go: it stays, held by the fourth.
+        for (id, _) in &ids[..3] {
+            w.free(*id);
+        }
+        assert!(w.freed.is_empty());
+        assert_eq!(w.s.frames(KmemKind::Reclaimable), 2);
+        w.free(ids[3].0);
+        assert_eq!(w.freed, vec![0], "its last object frees it");
+        assert_eq!(w.s.frames(KmemKind::Reclaimable), 1);
+        w.s.audit().unwrap();
     }
 
     #[test]
-    fn small_scans_accumulate_until_a_block_is_due() {
-        let mut s = cache(&[(0, 2), (4, 0)]); // 5 pages, the oldest an order-2 block
+    fn partial_slabs_are_refilled_oldest_first_before_a_new_slab() {
+        let mut w = World::new();
+        let c = spec(KmemKind::Unmovable, 2);
+        let a: Vec<_> = (0..6).map(|_| w.alloc(c)).collect(); // slabs 0, 1, 2 full
+        w.free(a[3].0); // slab 1 becomes partial first
+        w.free(a[0].0); // then slab 0
+        assert_eq!(w.alloc(c).1, Pfn(1), "the head of the partial list");
+        assert_eq!(w.alloc(c).1, Pfn(0));
+        assert_eq!(w.alloc(c).1, Pfn(3), "no partial slab left: a new one");
+        w.s.audit().unwrap();
+    }
+
+    #[test]
+    fn the_cpu_slab_stays_when_emptied_and_is_freed_once_replaced() {
+        let mut w = World::new();
+        let c = spec(KmemKind::Unmovable, 2);
+        let (first, _) = w.alloc(c);
+        w.free(first);
+        assert!(w.freed.is_empty(), "the CPU slab is kept empty");
+        let (again, _) = w.alloc(c);
+        assert_eq!(w.s.frames(KmemKind::Unmovable), 1, "and refilled");
+        assert!(w.s.release_empty().is_empty(), "in use");
+        w.free(again);
+        assert_eq!(w.s.release_empty(), vec![(Pfn(0), Order(0))]);
+        assert_eq!(w.s.frames(KmemKind::Unmovable), 0);
+        w.s.audit().unwrap();
+    }
+
+    #[test]
+    fn page_allocations_are_their_own_blocks() {
+        let mut w = World::new();
+        let pages = spec(KmemKind::Unmovable, 1);
+        let (a, pa) = w.alloc(pages);
+        let (b, pb) = w.alloc(pages);
+        assert_ne!(pa, pb);
+        w.free(a);
+        assert_eq!(w.freed, vec![pa.0], "freed with its object");
+        w.free(b);
+        assert_eq!(w.freed, vec![pa.0, pb.0]);
+        assert_eq!(w.s.frames(KmemKind::Unmovable), 0);
+        w.s.audit().unwrap();
+    }
+
+    #[test]
+    fn reclaiming_a_fraction_of_the_lru_shrinks_twice_that_fraction_of_objects_oldest_first() {
+        let mut w = World::new();
+        let c = spec(KmemKind::Reclaimable, 1);
+        for _ in 0..100 {
+            w.alloc(c);
+        }
+        w.s.charge(100, 999); // 10% of the LRU
+        assert_eq!(w.shrink(), (0..20).collect::<Vec<_>>());
+        assert_eq!(w.s.frames(KmemKind::Reclaimable), 80);
+        assert_eq!(w.s.shrunk_objects(), 20);
+        w.s.audit().unwrap();
+    }
+
+    #[test]
+    fn shrinking_objects_frees_only_the_slabs_it_empties() {
+        let mut w = World::new();
+        let c = spec(KmemKind::Reclaimable, 4);
+        let ids: Vec<_> = (0..8).map(|_| w.alloc(c).0).collect();
+        // Objects 2-4 go and three new ones (ids 9-11) take their slots in slab 0, the
+        // head of the partial list: slab 0 holds the oldest object (1) and three young
+        // ones.
+        for id in &ids[1..4] {
+            w.free(*id);
+        }
         for _ in 0..3 {
-            s.charge(1, 9_999); // 2 * 5 / 10,000 of a page each
-            assert_eq!(s.take_due(), None);
+            assert_eq!(w.alloc(c).1, Pfn(0));
         }
-        for _ in 0..4_000 {
-            s.charge(1, 9_999);
+        w.s.charge_pages(1); // owe 1 page's share: 8 objects over 2 frames -> 4 objects
+                             // The four oldest live objects are 1 (slab 0) and 5, 6, 7 (slab 1): slab 1 keeps
+                             // object 8, slab 0 its three young ones; nothing is emptied.
+        assert_eq!(w.shrink(), Vec::<u64>::new());
+        assert_eq!(w.s.shrunk_objects(), 4);
+        assert_eq!(w.s.frames(KmemKind::Reclaimable), 2);
+        w.s.audit().unwrap();
+    }
+
+    #[test]
+    fn small_scans_accumulate_until_an_object_is_due() {
+        let mut w = World::new();
+        let c = spec(KmemKind::Reclaimable, 1);
+        for _ in 0..5 {
+            w.alloc(c);
         }
+        for _ in 0..3 {
+            w.s.charge(1, 9_999); // 2 * 5 / 10,000 of an object each
+            assert!(w.shrink().is_empty());
+        }
+        for _ in 0..1_000 {
+            w.s.charge(1, 9_999);
+        }
+        assert_eq!(w.shrink(), vec![0], "one object owed by now");
+    }
+
+    #[test]
+    fn work_owed_is_capped_at_twice_the_cache_and_unmovable_caches_are_never_shrunk() {
+        let mut w = World::new();
+        let r = spec(KmemKind::Reclaimable, 1);
+        let u = spec(KmemKind::Unmovable, 1);
+        w.alloc(r);
+        w.alloc(u);
+        w.alloc(r);
+        w.s.charge(1_000_000, 0);
+        assert_eq!(w.shrink(), vec![0, 2]);
+        assert_eq!(w.s.frames(KmemKind::Unmovable), 1);
+        assert_eq!(w.s.shrinkable(), 0);
+        w.alloc(r);
+        assert!(w.shrink().is_empty(), "an emptied cache owes nothing");
+    }
+
+    #[test]
+    fn holders_of_shrunk_objects_release_them_once() {
+        let mut w = World::new();
+        let c = spec(KmemKind::Reclaimable, 1);
+        let (a, pa) = w.alloc(c);
+        let (b, pb) = w.alloc(KmemCache {
+            order: Order(1),
+            object_bytes: 2 * PAGE,
+            ..c
+        });
+        w.s.charge_pages(1);
+        assert_eq!(w.shrink(), vec![pa.0, pb.0], "each cache owes at least one");
+        assert_eq!(w.s.state(a, pa, Order(0)), Release::Shrunk);
+        w.free(a);
+        assert_eq!(w.s.state(a, pa, Order(0)), Release::Unknown, "twice");
+        let (c2, pc) = w.alloc(c);
+        assert_eq!(w.s.state(c2, pc, Order(1)), Release::Unknown, "order");
+        assert_eq!(w.s.state(c2, Pfn(99), Order(0)), Release::Unknown, "frame");
         assert_eq!(
-            s.take_due(),
-            Some((Pfn(0), Order(2))),
-            "4 pages owed by now"
+            w.s.state(c2, pc, Order(0)),
+            Release::Live(KmemKind::Reclaimable)
         );
-        assert_eq!(s.pages(), 1);
-    }
-
-    #[test]
-    fn work_owed_is_capped_at_twice_the_cache() {
-        let mut s = cache(&[(0, 0), (1, 0)]);
-        s.charge(1_000_000, 0);
-        assert_eq!(drain(&mut s).len(), 2);
-        s.insert(10, Pfn(7), Order(0));
-        assert_eq!(s.take_due(), None, "an emptied cache owes nothing");
-    }
-
-    #[test]
-    fn holders_of_shrunk_blocks_release_them_once() {
-        let mut s = cache(&[(0, 0), (1, 1)]);
-        s.charge_pages(1);
-        assert_eq!(s.take_due(), Some((Pfn(0), Order(0))));
-        assert_eq!(s.state(1, Pfn(0), Order(0)), Release::Shrunk);
-        s.release(1);
-        assert_eq!(s.state(1, Pfn(0), Order(0)), Release::Unknown, "twice");
-        assert_eq!(s.state(2, Pfn(1), Order(0)), Release::Unknown, "order");
-        assert_eq!(s.state(2, Pfn(0), Order(1)), Release::Unknown, "frame");
-        assert_eq!(s.state(2, Pfn(1), Order(1)), Release::Live);
-        assert_eq!(s.pages(), 2, "asking changes nothing");
-        s.release(2);
-        assert_eq!(s.state(2, Pfn(1), Order(1)), Release::Unknown, "twice");
-        assert_eq!(s.pages(), 0);
+        w.free(b);
+        w.s.audit().unwrap();
     }
 }
