@@ -838,6 +838,41 @@ fn kernel_build_slab_order_shares_must_be_three_percentages_summing_to_100() {
     }
 }
 
+#[test]
+fn slab_objects_must_fit_their_slabs() {
+    for sizes in [
+        "[192, 584]",
+        "[0, 584, 1128]",
+        "[4097, 584, 1128]",
+        "[192, 584, 16385]",
+    ] {
+        let text = format!(
+            "{BASE}\n[[kernel_build]]\nname = \"make\"\nreclaimable_object_sizes = {sizes}\n"
+        );
+        expect_bad(
+            &text,
+            "kernel_build[0].reclaimable_object_sizes",
+            &["three object sizes", "16384"],
+        );
+    }
+    let text = format!(
+        "{BASE}\n[[kernel_build]]\nname = \"make\"\nunmovable_slab_order = 0\nunmovable_object_size = \"8KiB\"\n"
+    );
+    expect_bad(
+        &text,
+        "kernel_build[0].unmovable_object_size",
+        &["its slab's 4096 bytes (order 0)", "found 8192"],
+    );
+    let text = format!(
+        "{BASE}\n[[process.phase]]\nop = \"kernel_alloc\"\nsize = \"1MiB\"\nobject_size = \"5KiB\"\n"
+    );
+    expect_bad(
+        &text,
+        "process[0].phase[3].object_size",
+        &["its slab's 4096 bytes"],
+    );
+}
+
 /// `BASE` with an `[[app]]` table of `keys` appended.
 fn with_app(keys: &str) -> String {
     format!("{BASE}\n[[app]]\n{keys}")

@@ -11,7 +11,7 @@ use crate::engine::Engine;
 use crate::results::HighAllocResult;
 use crate::run::Stop;
 use hugemm_hw::{Nanos, Order, Picos};
-use hugemm_mm::{AllocRequest, KmemHandle, KmemKind, MigrateType, OwnerKind};
+use hugemm_mm::{AllocRequest, KmemCache, KmemHandle, KmemKind, MigrateType, OwnerKind};
 use hugemm_workload::{FileId, KernelMem, Lifetime, Phase};
 use rand::Rng;
 use std::cmp::Reverse;
@@ -118,9 +118,25 @@ impl Engine {
             Phase::KernelAlloc {
                 kind,
                 order,
+                object_bytes,
                 bytes,
                 lifetime,
-            } => self.kernel_alloc(i, now, *kind, *order, *bytes, *lifetime),
+            } => {
+                let base = self.kernel.geometry().base_bytes();
+                let kind = match kind {
+                    KernelMem::Unmovable => KmemKind::Unmovable,
+                    KernelMem::Reclaimable => KmemKind::Reclaimable,
+                };
+                let cache = match object_bytes {
+                    Some(n) => KmemCache {
+                        kind,
+                        order: Order(*order),
+                        object_bytes: *n,
+                    },
+                    None => KmemCache::pages(kind, Order(*order), base),
+                };
+                self.kernel_alloc(i, now, cache, *bytes, *lifetime)
+            }
             Phase::DropCaches => {
                 let pages = self.kernel.drop_caches();
                 Ok(self.freeing_cost(pages))
@@ -168,22 +184,17 @@ impl Engine {
         &mut self,
         i: usize,
         now: Picos,
-        kind: KernelMem,
-        order: u8,
+        cache: KmemCache,
         bytes: u64,
         life: Lifetime,
     ) -> Result<Picos, Stop> {
-        let block = self.kernel.geometry().base_bytes() << order;
-        let kind = match kind {
-            KernelMem::Unmovable => KmemKind::Unmovable,
-            KernelMem::Reclaimable => KmemKind::Reclaimable,
-        };
+        let base = self.kernel.geometry().base_bytes();
+        if let Err(e) = cache.objects_per_slab(base) {
+            return Err(Stop::Error(format!("kernel allocation {cache:?}: {e}")));
+        }
         let mut cost = Nanos::ZERO;
-        for _ in 0..bytes.div_ceil(block) {
-            let (h, t) = self
-                .kernel
-                .kmalloc(kind, Order(order))
-                .map_err(|_| Stop::Oom)?;
+        for _ in 0..bytes.div_ceil(cache.object_bytes) {
+            let (h, t) = self.kernel.kmem_cache_alloc(cache).map_err(|_| Stop::Oom)?;
             cost += t;
             let draw = match life {
                 Lifetime::Exponential(mean) => exponential(&mut self.procs[i].rng, mean),

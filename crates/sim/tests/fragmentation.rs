@@ -78,6 +78,7 @@ fn kernel_memory_is_freed_when_its_lifetime_ends() {
     let alloc = |bytes, lifetime| Phase::KernelAlloc {
         kind: KernelMem::Unmovable,
         order: 0,
+        object_bytes: None,
         bytes,
         lifetime,
     };
@@ -97,5 +98,36 @@ fn kernel_memory_is_freed_when_its_lifetime_ends() {
     let free = r.summary.system.frames_free_end;
     // Only the `forever` megabyte is still allocated at the end.
     assert_eq!(frames - free, MIB / 4096);
+    assert_eq!(r.summary.system.kmem_free_errors, 0);
+}
+
+/// Slab objects share pages: a page holding seven short-lived objects and one long-lived
+/// one stays allocated after the seven are freed, so 16 long-lived 512-byte objects hold
+/// 16 pages (64 KiB), where as whole blocks they would hold 2 (8 KiB).
+#[test]
+fn a_long_lived_slab_object_keeps_its_page() {
+    use hugemm_workload::{KernelMem, Lifetime};
+    let objects = |count: u64, lifetime| Phase::KernelAlloc {
+        kind: KernelMem::Unmovable,
+        order: 0,
+        object_bytes: Some(512),
+        bytes: count * 512,
+        lifetime,
+    };
+    let mut phases = Vec::new();
+    for _ in 0..16 {
+        phases.push(objects(7, Lifetime::Fixed(Nanos::from_millis(5))));
+        phases.push(objects(1, Lifetime::Forever));
+    }
+    phases.push(Phase::Sleep(Nanos::from_millis(20)));
+    let p = ProcessSpec {
+        name: "k".into(),
+        start: Nanos::ZERO,
+        core: None,
+        phases,
+    };
+    let r = Scenario::new(64 * MIB, ThpMode::Never).process(p).run();
+    let held = r.summary.system.frames_total - r.summary.system.frames_free_end;
+    assert_eq!(held, 16, "one page per long-lived object");
     assert_eq!(r.summary.system.kmem_free_errors, 0);
 }

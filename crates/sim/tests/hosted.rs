@@ -207,6 +207,7 @@ fn guest_pre_zeroing_is_backed_by_the_host() {
                     Phase::KernelAlloc {
                         kind: KernelMem::Unmovable,
                         order: 0,
+                        object_bytes: None,
                         bytes: 64 * MIB,
                         lifetime: Lifetime::Fixed(Nanos::from_millis(10)),
                     },

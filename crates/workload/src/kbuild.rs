@@ -52,9 +52,28 @@ pub struct KernelBuild {
     pub heap_bytes: (u64, u64),
     /// Compute time of one unit. Default 300 ms.
     pub compute: Nanos,
-    /// Unmovable kernel memory per unit, freed when the unit ends. Default 96 KiB: task
-    /// and mm structures, VMAs, anon_vma, files, pipes (a kernel stack comes on top).
+    /// Unmovable slab objects per unit, freed when the unit ends. Default 96 KiB (an
+    /// assumption): task and mm structures, VMAs, anon_vma, open files of the unit's
+    /// processes (a kernel stack comes on top, as a page allocation).
     pub unmovable_per_unit: u64,
+    /// Unmovable page allocations per unit, in order-0 pages freed when the unit ends:
+    /// the page tables of the unit's short-lived processes (make's shell, the compiler
+    /// driver, the assembler, fixdep; the model maps only the compiler's heap and
+    /// allocates its page tables itself), the TLB-gather batches of their unmaps, pipe
+    /// buffers. Default 0: `unmovable_per_unit` stood for them before they were measured.
+    /// Measured on Linux 6.18 here (`tools/kbuild-probe/pagealloc.py`,
+    /// `docs/kbuild-measurement.md`): 2,559 KiB of unmovable page allocations per unit,
+    /// so about 2,400 KiB less the compiler heap's page tables (about 80 KiB) and new
+    /// slab pages (35 KiB), which the model makes itself;
+    /// `experiments/apsys16/traced-build-slub.toml` uses that. They live for
+    /// `unmovable_pages_lifetime`.
+    pub unmovable_pages_per_unit: u64,
+    /// Mean lifetime of those pages (each drawn from an exponential law). Default 265
+    /// ms, measured with them (`pagealloc.py --lifetimes`): page tables lived a mean 349
+    /// ms (median 25 ms: most belong to short-lived processes; 90th percentile 990 ms,
+    /// the compiler's), TLB-gather batches 7.9 ms; 265 ms is the mean weighted by their
+    /// bytes. The mean is what matters for how many coexist (Little's law).
+    pub unmovable_pages_lifetime: Nanos,
     /// Unmovable kernel memory per unit kept for much longer (slab pages pinned by a few
     /// long-lived objects). Default 626 bytes, measured: `SUnreclaim` grew 1.5 MiB over
     /// the 2,531 compilation units of a real build (docs/kbuild-measurement.md). Amounts
@@ -73,6 +92,23 @@ pub struct KernelBuild {
     /// nodes in order-1 slabs (11%), dentries, buffer heads and extent-status entries in
     /// order-0 slabs (32%).
     pub reclaimable_order_percent: [u8; 3],
+    /// The slab order and object size of the unit's unmovable slab memory
+    /// (`unmovable_per_unit` and `pinned_per_unit` share the cache, as a task's
+    /// short-lived structures and the few objects that outlive it share slabs in Linux).
+    /// Default order 0, 4,096 bytes: an object as large as its slab, so each is a page
+    /// allocation of its own (whole pages, the model's kernel memory before slab
+    /// objects). Order 1 and 512 bytes is `kmalloc-512`, which with `lsm_inode_cache` is
+    /// the unmovable cache that grew in the measured build (`docs/kbuild-measurement.md`;
+    /// 16 objects a slab); `experiments/apsys16/traced-build-slub.toml` runs it, and the
+    /// README there says why it is not the default.
+    pub unmovable_object: (u8, u64),
+    /// Bytes of one reclaimable object in the slabs of order 0, 1 and 2. Default `[4096,
+    /// 8192, 16384]`: whole slabs (page allocations). The measured caches' objects are
+    /// `[192, 584, 1128]`: `objsize` in `/proc/slabinfo` of `dentry` (21 a page),
+    /// `radix_tree_node` (14 an order-1 slab) and `ext4_inode_cache` (14 an order-2 slab),
+    /// the largest grower of each order in the measured build, read on this project's
+    /// Linux 6.18 machine (`buffer_head`, 104 bytes, grew as much as `dentry`).
+    pub reclaimable_object_bytes: [u64; 3],
     /// Mean lifetime of reclaimable memory when nothing presses on memory (its files are
     /// deleted or their dentries and inodes age out). Default 1,200 s: the measured
     /// build's reclaimable slab only grew. Under memory pressure the kernel's slab
@@ -96,10 +132,14 @@ impl Default for KernelBuild {
             heap_bytes: (16 * MIB, 64 * MIB),
             compute: Nanos::from_millis(300),
             unmovable_per_unit: 96 * KIB,
+            unmovable_pages_per_unit: 0,
+            unmovable_pages_lifetime: Nanos::from_millis(265),
             pinned_per_unit: 626,
             pinned_lifetime: Nanos::from_millis(600_000),
             reclaimable_per_unit: 18 * KIB,
             reclaimable_order_percent: [32, 11, 57],
+            unmovable_object: (0, PAGE),
+            reclaimable_object_bytes: [PAGE, 2 * PAGE, 4 * PAGE],
             reclaimable_lifetime: Nanos::from_millis(1_200_000),
             seed: 1,
         }
@@ -184,18 +224,45 @@ impl KernelBuild {
         let unit_life = Lifetime::Fixed(Nanos(self.compute.0 + self.compute.0 / 10));
         let temp = ids.fresh();
         let object_bytes = (self.object_bytes / units).max(4 * KIB);
+        let (slab_order, slab_object) = self.unmovable_object;
         let mut v = vec![
-            kalloc(KernelMem::Unmovable, 2, 16 * KIB, unit_life),
-            kalloc(KernelMem::Unmovable, 0, self.unmovable_per_unit, unit_life),
+            kalloc(KernelMem::Unmovable, 2, None, 16 * KIB, unit_life),
+            kalloc(
+                KernelMem::Unmovable,
+                slab_order,
+                Some(slab_object),
+                self.unmovable_per_unit,
+                unit_life,
+            ),
         ];
-        let pinned = owed.pinned.take(self.pinned_per_unit, PAGE);
+        v.push(kalloc(
+            KernelMem::Unmovable,
+            0,
+            None,
+            self.unmovable_pages_per_unit,
+            Lifetime::Exponential(self.unmovable_pages_lifetime),
+        ));
+        let pinned = owed.pinned.take(self.pinned_per_unit, slab_object);
         let pinned_life = Lifetime::Exponential(self.pinned_lifetime);
-        v.push(kalloc(KernelMem::Unmovable, 0, pinned, pinned_life));
+        v.push(kalloc(
+            KernelMem::Unmovable,
+            slab_order,
+            Some(slab_object),
+            pinned,
+            pinned_life,
+        ));
         for (order, percent) in self.reclaimable_order_percent.iter().enumerate() {
             let bytes = self.reclaimable_per_unit * u64::from(*percent) / 100;
-            let due = owed.reclaimable[order].take(bytes, PAGE << order);
+            let size = self.reclaimable_object_bytes[order];
+            let due = owed.reclaimable[order].take(bytes, size);
             let life = Lifetime::Exponential(self.reclaimable_lifetime);
-            v.push(kalloc(KernelMem::Reclaimable, order as u8, due, life));
+            v.push(kalloc(
+                KernelMem::Reclaimable,
+                order as u8,
+                Some(size),
+                due,
+                life,
+            ));
         }
         v.retain(|ph| !matches!(ph, Phase::KernelAlloc { bytes: 0, .. }));
         v.push(read(source, (self.source_bytes / units).max(4 * KIB)));
@@ -222,9 +289,9 @@ impl KernelBuild {
     }
 }
 
-/// Kernel memory owed across units, so that per-unit amounts below a block (a measured
-/// 626 bytes of pinned slab per unit, say) are neither lost nor rounded up to a block per
-/// unit: each account allocates the whole blocks due so far and carries the rest.
+/// Kernel memory owed across units, so that per-unit amounts below an object (a measured
+/// 626 bytes of pinned slab per unit, say) are neither lost nor rounded up to an object
+/// per unit: each account allocates the whole objects due so far and carries the rest.
 #[derive(Default)]
 struct Owed {
     pinned: Account,
@@ -235,7 +302,8 @@ struct Owed {
 struct Account(u64);
 
 impl Account {
-    /// Adds `bytes`; returns the bytes of whole `block`s now due, keeping the remainder.
+    /// Adds `bytes`; returns the bytes of whole `block`s (objects) now due, keeping the
+    /// remainder.
     fn take(&mut self, bytes: u64, block: u64) -> u64 {
         self.0 += bytes;
         let due = self.0 / block * block;
@@ -245,13 +313,20 @@ impl Account {
 }
 
 fn round_page(bytes: u64) -> u64 {
-    bytes.div_ceil(4 * KIB) * 4 * KIB
+    bytes.div_ceil(PAGE) * PAGE
 }
 
-fn kalloc(kind: KernelMem, order: u8, bytes: u64, lifetime: Lifetime) -> Phase {
+fn kalloc(
+    kind: KernelMem,
+    order: u8,
+    object_bytes: Option<u64>,
+    bytes: u64,
+    lifetime: Lifetime,
+) -> Phase {
     Phase::KernelAlloc {
         kind,
         order,
+        object_bytes,
         bytes,
         lifetime,
     }
@@ -380,11 +455,13 @@ mod tests {
     }
 
     #[test]
-    fn sub_page_kernel_memory_per_unit_accumulates_instead_of_rounding_up() {
+    fn kernel_memory_per_unit_accumulates_in_whole_objects() {
         let build = KernelBuild {
             units: 100,
             builds: 1,
             headers: 0,
+            unmovable_object: (1, 512),
+            reclaimable_object_bytes: [192, 584, 1128],
             ..KernelBuild::default()
         };
         let procs = build.processes("make", Nanos::ZERO, &mut FileIds::from(0));
@@ -393,24 +470,48 @@ mod tests {
             if let Phase::KernelAlloc {
                 kind,
                 order,
+                object_bytes: Some(object),
                 bytes: b,
                 lifetime: Lifetime::Exponential(_),
             } = ph
             {
+                assert_eq!(b % object, 0, "whole objects");
                 *bytes
-                    .entry((*kind == KernelMem::Reclaimable, *order))
+                    .entry((*kind == KernelMem::Reclaimable, *order, *object))
                     .or_insert(0) += b;
             }
         }
-        let due = |per_unit: u64, block: u64| 100 * per_unit / block * block;
-        // 626 B of pinned slab per unit: 15 pages over 100 units, not 100.
-        assert_eq!(bytes[&(false, 0)], due(626, PAGE));
-        assert_eq!(bytes[&(false, 0)], 15 * PAGE);
-        // 18 KiB reclaimable per unit split 32/11/57 over orders 0, 1, 2.
+        let due = |per_unit: u64, object: u64| 100 * per_unit / object * object;
+        // 626 B of pinned slab per unit: 122 objects of 512 B over 100 units.
+        assert_eq!(bytes[&(false, 1, 512)], due(626, 512));
+        assert_eq!(bytes[&(false, 1, 512)], 122 * 512);
+        // 18 KiB reclaimable per unit split 32/11/57 over orders 0, 1, 2, in dentries,
+        // page-cache tree nodes and inodes.
         let r = build.reclaimable_per_unit;
-        assert_eq!(bytes[&(true, 0)], due(r * 32 / 100, PAGE));
-        assert_eq!(bytes[&(true, 1)], due(r * 11 / 100, 2 * PAGE));
-        assert_eq!(bytes[&(true, 2)], due(r * 57 / 100, 4 * PAGE));
+        assert_eq!(bytes[&(true, 0, 192)], due(r * 32 / 100, 192));
+        assert_eq!(bytes[&(true, 1, 584)], due(r * 11 / 100, 584));
+        assert_eq!(bytes[&(true, 2, 1128)], due(r * 57 / 100, 1128));
+        assert_eq!(bytes.len(), 4);
+        // The defaults are whole pages: 626 B per unit is 15 pages over 100 units.
+        let procs = KernelBuild {
+            unmovable_object: KernelBuild::default().unmovable_object,
+            ..build
+        }
+        .processes("make", Nanos::ZERO, &mut FileIds::from(0));
+        let pinned: u64 = procs
+            .iter()
+            .flat_map(|p| &p.phases)
+            .filter_map(|ph| match ph {
+                Phase::KernelAlloc {
+                    kind: KernelMem::Unmovable,
+                    bytes,
+                    lifetime: Lifetime::Exponential(_),
+                    ..
+                } => Some(*bytes),
+                _ => None,
+            })
+            .sum();
+        assert_eq!(pinned, 15 * PAGE);
     }
 
     #[test]

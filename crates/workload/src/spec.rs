@@ -198,13 +198,18 @@ pub enum Phase {
         file: FileId,
     },
     /// Kernel allocations made on the process's behalf: `bytes` in blocks of `2^order`
-    /// base pages, freed when `lifetime` says.
+    /// base pages, or in objects of a slab cache whose slabs are such blocks, each freed
+    /// when `lifetime` says.
     KernelAlloc {
         /// Unmovable or reclaimable.
         kind: KernelMem,
-        /// Buddy order of each block.
+        /// Buddy order of each block (of each slab, for objects).
         order: u8,
-        /// Total bytes (rounded up to whole blocks).
+        /// `None`: whole blocks. `Some(n)`: objects of `n` bytes, packed into shared
+        /// slabs of their cache (kind, order and size; `hugemm_mm`'s `slab.rs`): a slab is
+        /// freed only when its last object is.
+        object_bytes: Option<u64>,
+        /// Total bytes (rounded up to whole blocks or objects).
         bytes: u64,
         /// When the blocks are freed.
         lifetime: Lifetime,

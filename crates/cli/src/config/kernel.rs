@@ -192,6 +192,21 @@ impl Validator<'_> {
         Ok(Nanos((s * 1e9) as u64))
     }
 
+    /// An object of `bytes` in a slab of `order` (4 KiB pages): at least a byte, at most
+    /// the slab.
+    pub(super) fn slab_object(&self, key: &str, bytes: u64, order: u8) -> R<u64> {
+        let slab = 4096u64 << order;
+        if bytes == 0 || bytes > slab {
+            return Err(self.bad(
+                key,
+                format!(
+                    "an object size of 1 byte to its slab's {slab} bytes (order {order}), found {bytes}"
+                ),
+            ));
+        }
+        Ok(bytes)
+    }
+
     /// Three percentages (slab orders 0, 1, 2) that sum to 100.
     fn order_percent(&self, key: &str, v: &mut Option<Vec<i64>>, default: [u8; 3]) -> R<[u8; 3]> {
         let Some(raw) = v else {
@@ -205,6 +220,29 @@ impl Validator<'_> {
             .collect();
         match <[u8; 3]>::try_from(shares) {
             Ok(p) if raw.len() == 3 && p.iter().map(|&x| u32::from(x)).sum::<u32>() == 100 => Ok(p),
+            _ => Err(self.bad(key, format!("{expected}, found {raw:?}"))),
+        }
+    }
+
+    /// Three object sizes in bytes, for slabs of order 0, 1 and 2, each fitting its slab.
+    fn object_sizes(&self, key: &str, v: &mut Option<Vec<i64>>) -> R<[u64; 3]> {
+        let Some(raw) = v else {
+            let d = KernelBuild::default().reclaimable_object_bytes;
+            *v = Some(d.iter().map(|&b| b as i64).collect());
+            return Ok(d);
+        };
+        let expected = "three object sizes in bytes, for slabs of order 0, 1 and 2 (each 1 byte to its slab's 4096, 8192 or 16384 bytes)";
+        let sizes: Vec<u64> = raw
+            .iter()
+            .enumerate()
+            .filter_map(|(order, &b)| {
+                u64::try_from(b)
+                    .ok()
+                    .filter(|&b| b >= 1 && b <= 4096 << order)
+            })
+            .collect();
+        match <[u64; 3]>::try_from(sizes) {
+            Ok(s) if raw.len() == 3 => Ok(s),
             _ => Err(self.bad(key, format!("{expected}, found {raw:?}"))),
         }
     }
@@ -264,6 +302,28 @@ impl Validator<'_> {
             &mut b.reclaimable_order_percent,
             d.reclaimable_order_percent,
         )?;
+        let unmovable_slab_order = int(
+            "unmovable_slab_order",
+            &mut b.unmovable_slab_order,
+            u64::from(d.unmovable_object.0),
+            0,
+            3,
+        )? as u8;
+        let unmovable_object_size = self.opt_size(
+            &key("unmovable_object_size"),
+            &mut b.unmovable_object_size,
+            d.unmovable_object.1,
+            0,
+        )?;
+        self.slab_object(
+            &key("unmovable_object_size"),
+            unmovable_object_size,
+            unmovable_slab_order,
+        )?;
+        let reclaimable_object_bytes = self.object_sizes(
+            &key("reclaimable_object_sizes"),
+            &mut b.reclaimable_object_sizes,
+        )?;
         let build = KernelBuild {
             jobs,
             builds,
@@ -296,6 +356,17 @@ impl Validator<'_> {
                 d.unmovable_per_unit,
                 0,
             )?,
+            unmovable_pages_per_unit: self.opt_size(
+                &key("unmovable_pages_per_unit"),
+                &mut b.unmovable_pages_per_unit,
+                d.unmovable_pages_per_unit,
+                0,
+            )?,
+            unmovable_pages_lifetime: self.seconds(
+                &key("unmovable_pages_lifetime_s"),
+                &mut b.unmovable_pages_lifetime_s,
+                d.unmovable_pages_lifetime,
+            )?,
             pinned_per_unit: self.opt_size(
                 &key("pinned_per_unit"),
                 &mut b.pinned_per_unit,
@@ -314,6 +385,8 @@ impl Validator<'_> {
                 0,
             )?,
             reclaimable_order_percent,
+            unmovable_object: (unmovable_slab_order, unmovable_object_size),
+            reclaimable_object_bytes,
             reclaimable_lifetime: self.seconds(
                 &key("reclaimable_lifetime_s"),
                 &mut b.reclaimable_lifetime_s,
@@ -457,7 +530,14 @@ impl Phases<'_, '_> {
             j,
             ph,
             "kernel_alloc",
-            &["kind", "order", "size", "lifetime", "lifetime_ms"],
+            &[
+                "kind",
+                "order",
+                "object_size",
+                "size",
+                "lifetime",
+                "lifetime_ms",
+            ],
         )?;
         let kind = self.v.choice(
             &self.key(j, "kind"),
@@ -482,10 +562,19 @@ impl Phases<'_, '_> {
                 format!("a size above zero no larger than the machine's memory, found {bytes}"),
             ));
         }
+        let object_bytes = match &ph.object_size {
+            None => None,
+            Some(raw) => {
+                let key = self.key(j, "object_size");
+                let object = self.v.size(&key, raw)?;
+                Some(self.v.slab_object(&key, object, order as u8)?)
+            }
+        };
         let lifetime = self.lifetime(j, ph)?;
         Ok(Phase::KernelAlloc {
             kind,
             order: order as u8,
+            object_bytes,
             bytes,
             lifetime,
         })

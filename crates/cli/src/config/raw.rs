@@ -327,8 +327,12 @@ pub struct RawKernelBuild {
     pub heap_max: Option<RawSize>,
     /// Compute per unit (ms).
     pub compute_ms: Option<f64>,
-    /// Unmovable kernel memory per unit.
+    /// Unmovable slab objects per unit.
     pub unmovable_per_unit: Option<RawSize>,
+    /// Unmovable page allocations per unit.
+    pub unmovable_pages_per_unit: Option<RawSize>,
+    /// Mean lifetime of those pages (s).
+    pub unmovable_pages_lifetime_s: Option<f64>,
     /// Long-lived unmovable kernel memory per unit.
     pub pinned_per_unit: Option<RawSize>,
     /// Mean lifetime of the long-lived part (s).
@@ -339,6 +343,12 @@ pub struct RawKernelBuild {
     pub reclaimable_order_percent: Option<Vec<i64>>,
     /// Mean lifetime of reclaimable memory (s).
     pub reclaimable_lifetime_s: Option<f64>,
+    /// Buddy order of the slabs of the unit's unmovable objects.
+    pub unmovable_slab_order: Option<i64>,
+    /// Bytes of one unmovable object.
+    pub unmovable_object_size: Option<RawSize>,
+    /// Bytes of one reclaimable object in the slabs of order 0, 1 and 2.
+    pub reclaimable_object_sizes: Option<Vec<i64>>,
 }
 
 /// `[[file_reader]]`.
@@ -724,6 +734,9 @@ pub struct RawPhase {
     /// kernel_alloc: buddy order of each block.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub order: Option<i64>,
+    /// kernel_alloc: bytes of one slab object (absent: whole blocks).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub object_size: Option<RawSize>,
     /// kernel_alloc: process, forever, fixed, exponential.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lifetime: Option<String>,
