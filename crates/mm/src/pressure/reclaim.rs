@@ -38,6 +38,7 @@ use crate::costs::{FragCosts, MmCosts};
 use crate::error::{MmError, Result};
 use crate::phys::buddy::{AllocRequest, Block, PhysMem};
 use crate::phys::reserv::{break_cost, break_reservation, ReservTable};
+use crate::pressure::kmem::KmemKind;
 use crate::pressure::lru::{int_sqrt, PageCache};
 use crate::pressure::slab::SlabCaches;
 use crate::stats::KernelStats;
@@ -229,18 +230,15 @@ impl Mem<'_> {
     /// empties; returns frames freed.
     fn shrink_slab(&mut self) -> u64 {
         let mut freed = 0;
-        let emptied = self.slab.shrink_due();
-        self.stats.slab_shrunk_objects = self.slab.shrunk_objects();
-        for (pfn, order) in emptied {
-            let frames = 1u64 << order.0;
-            let held = &mut self.stats.kmem_reclaimable_pages;
-            *held = held.saturating_sub(frames);
-            self.stats.slab_reclaimed_pages += frames;
+        for (pfn, order) in self.slab.shrink_due() {
             if self.phys.free(pfn, order).is_err() {
                 self.stats.internal_errors += 1;
             }
-            freed += frames;
+            freed += 1u64 << order.0;
         }
+        self.stats.slab_shrunk_objects = self.slab.shrunk_objects();
+        self.stats.slab_reclaimed_pages += freed;
+        self.stats.kmem_reclaimable_pages = self.slab.frames(KmemKind::Reclaimable);
         freed
     }
 }
