@@ -290,7 +290,7 @@ fn bytes_at(bytes: u64, gbps: f64) -> Nanos {
 }
 
 /// The profiles shipped in `/profiles`, compiled in.
-const BUILTINS: [(&str, &str); 5] = [
+const BUILTINS: [(&str, &str); 6] = [
     (
         "haswell-e5-2690v3",
         include_str!("../../../profiles/haswell-e5-2690v3.toml"),
@@ -311,14 +311,19 @@ const BUILTINS: [(&str, &str); 5] = [
         "nehalem-i7",
         include_str!("../../../profiles/nehalem-i7.toml"),
     ),
+    (
+        "xeon-emerald-rapids-kvm",
+        include_str!("../../../profiles/xeon-emerald-rapids-kvm.toml"),
+    ),
 ];
 
-const BUILTIN_NAMES: [&str; 5] = [
+const BUILTIN_NAMES: [&str; 6] = [
     BUILTINS[0].0,
     BUILTINS[1].0,
     BUILTINS[2].0,
     BUILTINS[3].0,
     BUILTINS[4].0,
+    BUILTINS[5].0,
 ];
 
 impl MachineProfile {
