@@ -200,6 +200,7 @@ fn agent_daemon_name(name: &'static str) -> &'static str {
 }
 
 /// A promotion policy run by an agent beside a host kernel (see the module doc).
+#[derive(Clone)]
 pub struct AgentPolicy {
     kernel: LinuxPolicy,
     kernel_daemons: usize,

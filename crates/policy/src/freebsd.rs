@@ -46,7 +46,7 @@ impl Default for FreeBsdConfig {
 }
 
 /// FreeBSD superpage reservations.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct FreeBsdPolicy {
     cfg: FreeBsdConfig,
 }

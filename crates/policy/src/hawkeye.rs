@@ -277,7 +277,7 @@ impl GlobalRoundRobin {
 }
 
 /// HawkEye.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct HawkeyePolicy {
     cfg: HawkeyeConfig,
     sampler: AccessSampler,

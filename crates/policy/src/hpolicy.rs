@@ -64,7 +64,7 @@ impl Default for HPolicyConfig {
 }
 
 /// The policy (see the module doc).
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct HPolicy {
     cfg: HPolicyConfig,
     monitor: SysMon,

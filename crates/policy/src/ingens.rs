@@ -110,7 +110,7 @@ pub fn promotion_metric(rss_pages: u64, huge: u64, hot_fraction: f64, idle_tax: 
 }
 
 /// Ingens.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct IngensPolicy {
     cfg: IngensConfig,
     procs: Vec<Proc>,

@@ -91,8 +91,9 @@ pub struct Reclaimed {
 }
 
 /// A huge-page management policy (the catalogue: `linux`, `freebsd`, and later `ingens`,
-/// `hawkeye`, `hpolicy`, `nimble`).
-pub trait Policy {
+/// `hawkeye`, `hpolicy`, `nimble`). A policy can be cloned with the run it belongs to
+/// (`dyn_clone::clone_box`): a forked run continues from the same state.
+pub trait Policy: dyn_clone::DynClone + Send {
     /// The policy's name, as written in experiment files.
     fn name(&self) -> &'static str;
 
@@ -205,3 +206,5 @@ impl PolicyConfig {
         }
     }
 }
+
+dyn_clone::clone_trait_object!(Policy);

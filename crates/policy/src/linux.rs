@@ -130,7 +130,7 @@ impl Default for LinuxConfig {
 }
 
 /// Linux THP with khugepaged.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct LinuxPolicy {
     cfg: LinuxConfig,
     /// Processes in the order they joined khugepaged's list.

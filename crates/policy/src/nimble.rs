@@ -92,7 +92,7 @@ impl Candidate {
 }
 
 /// Nimble's policy.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct NimblePolicy {
     cfg: NimbleConfig,
     /// Per process, each page's list state, by address.

@@ -74,8 +74,8 @@ impl TieringConfig {
     }
 }
 
-/// A tiering policy.
-pub trait Tiering {
+/// A tiering policy (cloned with its run, as [`crate::Policy`]).
+pub trait Tiering: dyn_clone::DynClone + Send {
     /// Its name.
     fn name(&self) -> &'static str;
     /// Time between runs.
@@ -87,3 +87,5 @@ pub trait Tiering {
         let _ = pid;
     }
 }
+
+dyn_clone::clone_trait_object!(Tiering);

@@ -77,6 +77,7 @@ pub trait TimeseriesSink {
 }
 
 /// A simulated core.
+#[derive(Clone)]
 pub(crate) struct Core {
     pub mmu: Mmu,
     pub now: Picos,
@@ -96,6 +97,7 @@ impl Core {
     }
 }
 
+#[derive(Clone)]
 struct Daemon {
     spec: DaemonSpec,
     kind: DaemonKind,
@@ -176,6 +178,44 @@ pub struct Engine {
     /// The frames the balloon driver holds (`Phase::Balloon`).
     pub(crate) balloon: Vec<hugemm_hw::Pfn>,
 }
+
+/// A run's state without its observers or host ([`Engine::fork`]): unlike an
+/// [`Engine`], it can move between threads, and clones into further forks.
+#[derive(Clone)]
+pub struct Detached {
+    exp: Experiment,
+    kernel: Kernel,
+    policy: Box<dyn Policy>,
+    tiering: Option<Box<dyn Tiering>>,
+    cores: Vec<Core>,
+    procs: Vec<Proc>,
+    daemons: Vec<Daemon>,
+    next_sample: Picos,
+    last_sample: Option<Picos>,
+    timeseries: Vec<TimeseriesRow>,
+    stop: Option<StopFlag>,
+    cycles_per_ps: f64,
+    scan_cost: Picos,
+    ledger: KmemLedger,
+    deferral: Deferral,
+    kcompactd: Kcompactd,
+    highalloc: Vec<HighAllocResult>,
+    kmem_errors: u64,
+    now: Picos,
+    live: Vec<LiveProc>,
+    prezero: Prezero,
+    kswapd_wakes_seen: u64,
+    policy_reclaim_cpu: Nanos,
+    policy_reclaim_freed: u64,
+    bandwidth: Option<Bandwidth>,
+    balloon: Vec<hugemm_hw::Pfn>,
+}
+
+/// A detached run must stay movable between threads (what it is for).
+const _: fn() = || {
+    fn send<T: Send>() {}
+    send::<Detached>();
+};
 
 fn ns(x: f64) -> Nanos {
     Nanos(x.max(0.0).round() as u64)
@@ -519,6 +559,83 @@ impl Engine {
     /// The experiment's time limit is reached.
     pub fn at_limit(&self) -> bool {
         self.now >= Picos::from(self.exp.time_limit)
+    }
+
+    /// A copy of this run in its present state, which continues exactly as this one
+    /// would (the same kernel, policies, processes, clocks and random streams) once
+    /// [`Engine::attach`]ed, for callers that run several continuations of one prefix:
+    /// `hugemm reproduce` runs a workload several reproductions share once and forks it
+    /// for each. The copy has no timeseries sink or watcher (rows it samples stay in
+    /// memory) and shares the stop flag. `None` for a VM's guest or a host of VMs, whose
+    /// memory is tied to another engine's.
+    pub fn fork(&self) -> Option<Detached> {
+        if self.host.is_some() || self.mapping_log.is_some() {
+            return None;
+        }
+        Some(Detached {
+            exp: self.exp.clone(),
+            kernel: self.kernel.clone(),
+            policy: dyn_clone::clone_box(&*self.policy),
+            tiering: self.tiering.as_ref().map(|t| dyn_clone::clone_box(&**t)),
+            cores: self.cores.clone(),
+            procs: self.procs.clone(),
+            daemons: self.daemons.clone(),
+            next_sample: self.next_sample,
+            last_sample: self.last_sample,
+            timeseries: self.timeseries.clone(),
+            stop: self.stop.clone(),
+            cycles_per_ps: self.cycles_per_ps,
+            scan_cost: self.scan_cost,
+            ledger: self.ledger.clone(),
+            deferral: self.deferral,
+            kcompactd: self.kcompactd,
+            highalloc: self.highalloc.clone(),
+            kmem_errors: self.kmem_errors,
+            now: self.now,
+            live: self.live.clone(),
+            prezero: self.prezero.clone(),
+            kswapd_wakes_seen: self.kswapd_wakes_seen,
+            policy_reclaim_cpu: self.policy_reclaim_cpu,
+            policy_reclaim_freed: self.policy_reclaim_freed,
+            bandwidth: self.bandwidth.clone(),
+            balloon: self.balloon.clone(),
+        })
+    }
+
+    /// A forked run made a run again, with no sink or watcher.
+    pub fn attach(d: Detached) -> Engine {
+        Engine {
+            exp: d.exp,
+            kernel: d.kernel,
+            policy: d.policy,
+            tiering: d.tiering,
+            cores: d.cores,
+            procs: d.procs,
+            daemons: d.daemons,
+            next_sample: d.next_sample,
+            last_sample: d.last_sample,
+            timeseries: d.timeseries,
+            sink: None,
+            watcher: None,
+            stop: d.stop,
+            cycles_per_ps: d.cycles_per_ps,
+            scan_cost: d.scan_cost,
+            ledger: d.ledger,
+            deferral: d.deferral,
+            kcompactd: d.kcompactd,
+            highalloc: d.highalloc,
+            kmem_errors: d.kmem_errors,
+            now: d.now,
+            live: d.live,
+            prezero: d.prezero,
+            kswapd_wakes_seen: d.kswapd_wakes_seen,
+            policy_reclaim_cpu: d.policy_reclaim_cpu,
+            policy_reclaim_freed: d.policy_reclaim_freed,
+            bandwidth: d.bandwidth,
+            host: None,
+            mapping_log: None,
+            balloon: d.balloon,
+        }
     }
 
     /// Every process has ended.

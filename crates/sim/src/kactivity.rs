@@ -18,7 +18,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 /// Kernel blocks waiting to be freed: at a time, or when their process exits.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct KmemLedger {
     /// (free time, sequence, block), earliest first; the sequence keeps frees in
     /// allocation order among equal times.

@@ -72,7 +72,7 @@ pub(crate) enum Activity {
 }
 
 /// A process.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct Proc {
     pub spec: ProcessSpec,
     pub core: usize,

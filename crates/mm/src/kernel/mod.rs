@@ -55,7 +55,7 @@ pub struct MemConfig {
 }
 
 /// The kernel model.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Kernel {
     pub(crate) layout: VaLayout,
     pub(crate) geometry: Geometry,

@@ -148,7 +148,7 @@ pub enum PrezeroScope {
 }
 
 /// Physical memory: frame metadata, the buddy free area of each node and the pageblocks.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct PhysMem {
     pub(crate) frames: FrameTable,
     /// The free lists of each node.

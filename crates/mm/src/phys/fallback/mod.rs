@@ -196,8 +196,8 @@ impl PageblockCensus {
     }
 }
 
-/// A pageblock fallback policy.
-pub trait FallbackPolicy: Debug + Send {
+/// A pageblock fallback policy (cloned with the kernel it belongs to).
+pub trait FallbackPolicy: Debug + Send + dyn_clone::DynClone {
     /// Name in reports and errors.
     fn name(&self) -> &'static str;
 
@@ -275,6 +275,8 @@ impl LinuxDefault {
         ))
     }
 }
+
+dyn_clone::clone_trait_object!(FallbackPolicy);
 
 impl FallbackPolicy for LinuxDefault {
     fn name(&self) -> &'static str {
