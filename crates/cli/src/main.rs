@@ -595,6 +595,17 @@ fn run_reproduce(
         }
         loaded.push(r);
     }
+    // Workloads several reproductions start from run once (reproduce/shared.rs).
+    let shared = std::sync::Arc::new(reproduce::shared::SharedRuns::plan(&loaded));
+    if !shared.is_empty() && print.text() {
+        eprintln!(
+            "reproduce: {} workload(s) shared between reproductions, each run once",
+            shared.len()
+        );
+    }
+    for r in &mut loaded {
+        r.shared = shared.clone();
+    }
     let started = std::time::Instant::now();
     // Every file at once (each parallel inside too); reports are printed and written in
     // file order once all have run.

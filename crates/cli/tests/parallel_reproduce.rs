@@ -87,3 +87,63 @@ fn zero_jobs_is_refused() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--jobs"));
 }
+
+/// Table 1, Table 2 and Figure 3 start from the same two builds under the default
+/// fallback: run together, that workload runs once and the others fork it
+/// (`reproduce/shared.rs`), and each report is the one it makes alone.
+#[test]
+fn reproductions_sharing_a_workload_report_what_they_report_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let exp = dir.path().join("exp");
+    std::fs::create_dir(&exp).unwrap();
+    let apsys = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/apsys16");
+    let files = ["table1", "table2", "fig3"];
+    for f in files {
+        std::fs::copy(
+            apsys.join(f).with_extension("toml"),
+            exp.join(f).with_extension("toml"),
+        )
+        .unwrap();
+    }
+    let run = |args: &[&str], out: &str| {
+        let o = Command::new(env!("CARGO_BIN_EXE_hugemm"))
+            .current_dir(dir.path())
+            .arg("reproduce")
+            .args(args)
+            .args(["--out", out, "--jobs", "2"])
+            .args(small_build(60))
+            .output()
+            .expect("starting hugemm");
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    let err = run(&["exp"], "together");
+    assert!(
+        err.contains("reproduce: 1 workload(s) shared between reproductions, each run once"),
+        "{err}"
+    );
+    for f in files {
+        let err = run(&[&format!("exp/{f}.toml")], &format!("alone/{f}"));
+        assert!(
+            !err.contains("shared between"),
+            "{f} alone shares nothing: {err}"
+        );
+        for file in [
+            "reproduction.json",
+            "config.resolved.toml",
+            "runs/default/summary.json",
+            "runs/default/timeseries.csv",
+        ] {
+            assert_eq!(
+                without_provenance(&dir.path().join("together").join(f).join(file)),
+                without_provenance(&dir.path().join("alone").join(f).join(file)),
+                "{f}/{file}"
+            );
+        }
+    }
+}

@@ -168,7 +168,7 @@ pub fn figure2(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Repor
 /// Table 1: degree of pollution after the builds, first variant (the paper's: default).
 pub fn table1(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Report> {
     let v = &r.variants[0];
-    let engine = run_workload(progress, &format!("table 1: {v}"), variant(r, v))?;
+    let engine = run_workload(r, progress, &format!("table 1: {v}"), variant(r, v))?;
     let s = snapshot(&engine);
     let ours = pollution_rows(&s.pollution);
     let mut values: Vec<Value> = TABLE1_PAPER
@@ -269,7 +269,7 @@ pub fn figure3(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Repor
     let out = par_map(&r.variants, |v| {
         let exp = variant(r, v);
         let workload = exp.processes.clone();
-        let mut engine = run_workload(progress, &format!("figure 3: {v}"), exp)?;
+        let mut engine = run_workload(r, progress, &format!("figure 3: {v}"), exp)?;
         let after = compact_and_snapshot(&mut engine)?;
         for p in &workload {
             let mut p = p.clone();
@@ -429,7 +429,7 @@ fn kernel_fallbacks_below(f: &FallbackStats, pageblock: Order) -> u64 {
 pub fn table2(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Report> {
     let huge = r.experiment.geometry.huge_order().0 as usize;
     let (rows, data): (Vec<_>, Vec<_>) = par_map(&r.variants, |v| {
-        let mut engine = run_workload(progress, &format!("table 2: {v}"), variant(r, v))?;
+        let mut engine = run_workload(r, progress, &format!("table 2: {v}"), variant(r, v))?;
         let end = snapshot(&engine);
         let compacted = compact_and_snapshot(&mut engine)?;
         let paper = TABLE2_PAPER.iter().find(|(n, ..)| n == v);
@@ -564,7 +564,12 @@ pub fn table2(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Report
 pub fn highalloc(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Report> {
     let share = 0.95;
     let (rows, data): (Vec<_>, Vec<_>) = par_map(&r.variants, |v| {
-        let mut engine = run_workload(progress, &format!("stress-highalloc: {v}"), variant(r, v))?;
+        let mut engine = run_workload(
+            r,
+            progress,
+            &format!("stress-highalloc: {v}"),
+            variant(r, v),
+        )?;
         let built = snapshot(&engine);
         let pageblock = engine.kernel().phys().pageblock_order();
         let attempt = |label: &str| Phase::HighAlloc {

@@ -15,6 +15,7 @@ pub mod hawkeye_vm;
 pub mod nimble;
 pub mod nimble_micro;
 pub mod output;
+pub mod shared;
 pub mod sysmon;
 pub mod sysmon_vs;
 pub mod zeroing;
@@ -261,6 +262,9 @@ pub struct Reproduction {
     pub vms: Vec<config::vms::VmSpec>,
     /// The file's `[host]` table.
     pub host: config::vms::HostSpec,
+    /// Workloads this reproduction shares with others of the same `hugemm reproduce`
+    /// (none unless [`shared::SharedRuns::plan`] found some).
+    pub shared: shared::Shared,
 }
 
 /// The version of `reproduction.json`'s shape (`docs/output.md`): raised when a field
@@ -643,6 +647,7 @@ pub fn load_with(path: &Path, overrides: &[config::Override]) -> Result<Reproduc
         guest_profile: loaded.guest_profile,
         vms: loaded.vms,
         host: loaded.host,
+        shared: Default::default(),
     })
 }
 
@@ -777,17 +782,7 @@ pub(crate) fn variant(r: &Reproduction, fallback: &str) -> Experiment {
     exp
 }
 
-/// Run `exp`'s processes (the run of `what`, followed by `progress`) to completion and
-/// hand back the engine for more.
-pub(crate) fn run_workload(
-    progress: Progress<'_>,
-    what: &str,
-    exp: Experiment,
-) -> anyhow::Result<Engine> {
-    let mut engine = engine(progress, what, exp)?;
-    engine.run_until_idle()?;
-    Ok(engine)
-}
+pub(crate) use shared::run_workload;
 
 /// Fragmentation figures of the moment.
 #[derive(Clone, Debug, Serialize)]
