@@ -9,8 +9,11 @@
 //! ([`Engine::fork`]), which continues exactly as the run itself would, so every report is
 //! byte-identical to one made alone. A reproduction that reaches a workload while another
 //! is still running it helps with other pending work on the thread pool meanwhile
-//! (`rayon::yield_now`), so no core idles. The last one to take a workload takes the run
-//! itself, and its memory goes with it.
+//! (`rayon::yield_now`), so no core idles. The first keeps its run and leaves a copy; the
+//! last to take the workload takes that copy itself, and its memory goes with it.
+//! [`requests`] must list what each kind passes to [`run_workload`]: a workload it omits
+//! is only run once per asker, as before; one it lists but never asks for keeps its copy
+//! in memory until the command ends.
 //!
 //! Two experiments are the same workload when their `Debug` forms are equal: every
 //! field, profile and process included, so equal forms run identically.
