@@ -5,17 +5,15 @@ mod common;
 
 use common::*;
 use hugemm_hw::Nanos;
-use hugemm_policy::access::SamplerConfig;
-use hugemm_policy::{HawkeyeConfig, IngensConfig, PolicyConfig, ThpMode};
+use hugemm_policy::{HawkeyeVariant, PolicyConfig, ThpMode};
 use hugemm_sim::{Engine, Experiment, SampledConfig};
 use hugemm_workload::kbuild::{self, FileIds};
 use hugemm_workload::{Amount, KernelMem, Lifetime, Pattern, Phase, ProcessSpec};
 
 /// A run with every kind of state a fork must copy: page cache filled past memory (so
 /// reclaim runs) with every other file deleted, slab objects and kernel pages with
-/// lifetimes, a policy whose daemons promote and choose at random, and sampled mode's
-/// windows. The daemons' periods are those of `promotion.rs`, so promotions happen within
-/// seconds.
+/// lifetimes, a policy whose daemons promote and choose at random (`common`'s fast
+/// daemons, so promotions happen within seconds), and sampled mode's windows.
 fn busy(policy: PolicyConfig) -> Experiment {
     let mut ids = FileIds::from(0);
     let reader = kbuild::file_reader("reader", 560 * 1024 / 16, 16 << 10, 2, &mut ids);
@@ -94,23 +92,10 @@ fn forked_runs_match(policy: PolicyConfig) {
 
 #[test]
 fn a_forked_hawkeye_run_continues_as_the_run_itself() {
-    forked_runs_match(PolicyConfig::Hawkeye(HawkeyeConfig {
-        sampling: SamplerConfig {
-            period: Nanos::from_secs(3),
-            window: Nanos::from_millis(500),
-        },
-        scan_sleep: Nanos::from_secs(1),
-        promotions_per_pass: 2,
-        ..HawkeyeConfig::default()
-    }));
+    forked_runs_match(hawkeye(HawkeyeVariant::G));
 }
 
 #[test]
 fn a_forked_ingens_run_continues_as_the_run_itself() {
-    forked_runs_match(PolicyConfig::Ingens(IngensConfig {
-        scan_sleep: Nanos::from_secs(1),
-        regions_per_pass: 2,
-        track_period: Nanos::from_secs(1),
-        ..IngensConfig::default()
-    }));
+    forked_runs_match(ingens());
 }

@@ -17,11 +17,7 @@ mod common;
 
 use common::*;
 use hugemm_hw::Nanos;
-use hugemm_policy::access::SamplerConfig;
-use hugemm_policy::{
-    HawkeyeConfig, HawkeyeVariant, IngensConfig, KhugepagedConfig, LinuxConfig, PolicyConfig,
-    ThpMode,
-};
+use hugemm_policy::{HawkeyeVariant, KhugepagedConfig, LinuxConfig, PolicyConfig, ThpMode};
 use hugemm_sim::{RunResult, SampledConfig};
 use hugemm_workload::kbuild::{self, FileIds};
 use hugemm_workload::Writes;
@@ -38,28 +34,6 @@ fn linux() -> PolicyConfig {
             ..KhugepagedConfig::default()
         },
         ..LinuxConfig::default()
-    })
-}
-
-fn ingens() -> PolicyConfig {
-    PolicyConfig::Ingens(IngensConfig {
-        scan_sleep: Nanos::from_secs(1),
-        regions_per_pass: 2,
-        track_period: Nanos::from_secs(1),
-        ..IngensConfig::default()
-    })
-}
-
-fn hawkeye(variant: HawkeyeVariant) -> PolicyConfig {
-    PolicyConfig::Hawkeye(HawkeyeConfig {
-        variant,
-        sampling: SamplerConfig {
-            period: Nanos::from_secs(3),
-            window: Nanos::from_millis(500),
-        },
-        scan_sleep: Nanos::from_secs(1),
-        promotions_per_pass: 2,
-        ..HawkeyeConfig::default()
     })
 }
 

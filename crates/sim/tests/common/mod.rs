@@ -2,7 +2,11 @@
 #![allow(dead_code)]
 
 use hugemm_hw::{Geometry, MachineProfile, Nanos};
-use hugemm_policy::{FreeBsdConfig, KhugepagedConfig, LinuxConfig, PolicyConfig, ThpMode};
+use hugemm_policy::access::SamplerConfig;
+use hugemm_policy::{
+    FreeBsdConfig, HawkeyeConfig, HawkeyeVariant, IngensConfig, KhugepagedConfig, LinuxConfig,
+    PolicyConfig, ThpMode,
+};
 use hugemm_sim::{Engine, Experiment, Mode, RunResult, SampledConfig};
 use hugemm_workload::Writes;
 use hugemm_workload::{
@@ -154,4 +158,30 @@ pub fn base_then_eligible(name: &str, bytes: u64, idle: Nanos, start: Nanos) -> 
             Phase::Sleep(idle),
         ],
     }
+}
+
+/// Ingens with daemons every second, 2 regions a pass (the paper's: every 10 s, 8
+/// regions), so that a run of seconds shows its promotions.
+pub fn ingens() -> PolicyConfig {
+    PolicyConfig::Ingens(IngensConfig {
+        scan_sleep: Nanos::from_secs(1),
+        regions_per_pass: 2,
+        track_period: Nanos::from_secs(1),
+        ..IngensConfig::default()
+    })
+}
+
+/// HawkEye `variant` with daemons every second, 2 promotions a pass and sampling every
+/// 3 s (the paper's: every 10 s, 8 regions, sampling every 30 s).
+pub fn hawkeye(variant: HawkeyeVariant) -> PolicyConfig {
+    PolicyConfig::Hawkeye(HawkeyeConfig {
+        variant,
+        sampling: SamplerConfig {
+            period: Nanos::from_secs(3),
+            window: Nanos::from_millis(500),
+        },
+        scan_sleep: Nanos::from_secs(1),
+        promotions_per_pass: 2,
+        ..HawkeyeConfig::default()
+    })
 }
