@@ -104,7 +104,11 @@ pub(crate) fn run_workload(
     what: &str,
     exp: Experiment,
 ) -> anyhow::Result<Engine> {
-    let Some(slot) = r.shared.slots.get(&key(&exp)) else {
+    // The key is the whole experiment's `Debug` form: only made when something is shared.
+    let slot = (!r.shared.is_empty())
+        .then(|| r.shared.slots.get(&key(&exp)))
+        .flatten();
+    let Some(slot) = slot else {
         return alone(progress, what, exp);
     };
     let taken = |why: &str| State::Failed(why.into());
