@@ -68,7 +68,8 @@
 //!   translates every guest page-table page and the final guest-physical address through
 //!   the host's page table, caches them in a nested TLB and host paging-structure caches,
 //!   and caches the combined translation in the TLBs at the smaller of the guest's and
-//!   the host's page size (`nested.rs` says which hardware this follows).
+//!   the host's page size (`nested.rs` says which hardware this follows); the STLB may
+//!   limit such splintered translations to fewer ways than native ones.
 //! * Caches have no prefetchers, so sequential streams pay DRAM latency per line divided
 //!   by `mlp`; TLB sets are indexed by low page-number bits (no hashing, no skew).
 //! * ASIDs are reduced modulo 2^16 in tags.
@@ -206,6 +207,9 @@ pub struct Mmu {
     l1: Vec<SetAssoc>,
     stlb: SetAssoc,
     stlb_limit: [WayLimit; 3],
+    /// The STLB's way limit for splintered translations (a guest's, `nested.rs`), when
+    /// the profile gives them their own; `None`: they are native 4 KB entries.
+    splintered_limit: Option<WayLimit>,
     /// Page-walk caches for levels 2 (PDE), 3 (PDPTE), 4 (PML4E).
     pwc: [SetAssoc; 3],
     caches: CacheHierarchy,
@@ -246,6 +250,14 @@ impl Mmu {
             class_mask: SIZE_MASK,
             max_ways: t.stlb.max_ways.get(s) as usize,
         });
+        let splintered_limit = profile
+            .guest
+            .as_ref()
+            .and_then(|g| g.stlb_splintered_ways)
+            .map(|w| WayLimit {
+                class_mask: SIZE_MASK,
+                max_ways: w as usize,
+            });
         let pwc = [
             array(profile.pwc.pde),
             array(profile.pwc.pdpte),
@@ -259,6 +271,7 @@ impl Mmu {
             l1,
             stlb,
             stlb_limit,
+            splintered_limit,
             pwc,
             caches: CacheHierarchy::new(&profile.caches, dram_cycles),
             timing: Timing::new(profile),
@@ -358,19 +371,27 @@ impl Mmu {
     /// the same and each structure is probed once.
     #[inline]
     fn translate(&mut self, r: &Reference) -> (TlbOutcome, f64) {
-        // A guest's TLB caches the smaller of its page and the host's.
-        let cached = match &self.nested {
-            None => r.size,
-            Some(n) => n.effective(r.size, r.pa),
+        // A guest's TLB caches the smaller of its page and the host's; a splintered piece
+        // may have its own STLB way limit.
+        let (cached, splintered) = match &self.nested {
+            None => (r.size, None),
+            Some(n) => {
+                let cached = n.effective(r.size, r.pa);
+                let own = self.splintered_limit.filter(|_| cached != r.size);
+                (cached, own)
+            }
         };
         let s = cached.index();
-        let tag = self.tags.tlb(r.asid, r.va, cached);
+        let tag = match splintered {
+            None => self.tags.tlb(r.asid, r.va, cached),
+            Some(_) => self.tags.splintered(r.asid, r.va),
+        };
         if let Some(i) = self.l1_of_size[s] {
             if self.l1[usize::from(i)].access(tag) {
                 return (TlbOutcome::L1Hit, 0.0);
             }
         }
-        let limit = self.stlb_limit[s];
+        let limit = splintered.unwrap_or(self.stlb_limit[s]);
         if limit.max_ways > 0 && self.stlb.access_limited(tag, limit) {
             return (TlbOutcome::StlbHit, 0.0);
         }

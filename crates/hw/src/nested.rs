@@ -29,18 +29,23 @@
 //! the guest's and the host's page size: a guest 2 MB page on host 4 KB pages takes one
 //! TLB entry per 4 KB it touches ("splintering"), while the guest walk still ends at the
 //! guest's PDE. [`Nested::effective`] gives that size. The host maps guest memory with
-//! 4 KB and 2 MB pages only (1 GB host pages are not modelled).
+//! 4 KB and 2 MB pages only (1 GB host pages are not modelled). The STLB may hold such
+//! splintered pieces in fewer ways than native 4 KB translations
+//! (`guest.stlb_splintered_ways`, a separate size class in `tags.rs`): neither vendor documents
+//! how its second-level TLB treats them, and the calibration data of both development
+//! machines say it keeps far fewer of them than native ones (docs/calibration.md).
 //!
 //! **Host backing.** Which guest-physical 2 MB regions the host maps with a 2 MB page is
 //! decided in one of two ways:
 //!
 //! - by the profile's `guest.host_huge_fraction` alone (no host model): a region is huge
-//!   when a fixed hash of its number falls below the fraction, so the same regions are
-//!   huge on every run and the huge ones are spread evenly over guest memory;
+//!   when its number's place in a fixed low-discrepancy sequence ([`weyl`]) falls below
+//!   the fraction, so the same regions are huge on every run and any stretch of guest
+//!   memory, however short, has the fraction's share of huge ones;
 //! - by a **host model** (`hugemm-sim`'s `host/`): a host kernel and its policy decide,
 //!   and the engine writes each region's size into a map here
 //!   ([`Nested::set_host_huge`]). Guest page-table pages, whose gPAs are synthetic
-//!   ([`Nested::pt_gpa`]), then follow the hash rule at the share of the guest's backed
+//!   ([`Nested::pt_gpa`]), then follow the same rule at the share of the guest's backed
 //!   regions the host currently maps huge: the guest kernel allocates its page tables
 //!   from the same memory as data, so they get the same share of host huge pages.
 //!
@@ -70,7 +75,7 @@ pub(crate) struct Nested {
     ntlb: SetAssoc,
     /// Host paging-structure caches for levels 2 (PDE), 3 (PDPTE), 4 (PML4E).
     host_pwc: [SetAssoc; 3],
-    /// Regions whose hash is below this (out of 2^32) are backed by host 2 MB pages
+    /// Regions whose [`weyl`] value is below this (out of 2^32) are backed by host 2 MB pages
     /// (with a host map: only the regions outside it).
     huge_threshold: u64,
     /// With a host model: one bit per guest-physical 2 MB region, set when the host maps
@@ -152,7 +157,7 @@ impl Nested {
                 };
             }
         }
-        if (mix64(gpa >> 21) >> 32) < self.huge_threshold {
+        if (weyl(gpa >> 21) >> 32) < self.huge_threshold {
             PageSize::Huge
         } else {
             PageSize::Base
@@ -232,18 +237,20 @@ struct HostMap {
     huge: u64,
 }
 
-/// The hash threshold (out of 2^32) below which a region is huge, for a share `fraction`.
+/// The threshold (out of 2^32) below which a region's [`weyl`] value makes it huge, for a
+/// share `fraction`.
 fn threshold(fraction: f64) -> u64 {
     (fraction.clamp(0.0, 1.0) * 4_294_967_296.0).round() as u64
 }
 
-/// A fixed 64-bit mix (SplitMix64's finaliser): region numbers to well-spread hashes.
+/// Region `x`'s place in a Weyl sequence, `frac(x / golden ratio)` scaled to 2^64: the
+/// regions below a threshold are spread evenly over guest memory *in every window*, not
+/// only on average (a window of n regions holds the fraction's share to within about
+/// log n regions; a hash gave 37.5% instead of 53% over the 32 regions of a 64 MiB
+/// buffer), and without the period a stride could alias with.
 #[inline]
-fn mix64(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
+fn weyl(x: u64) -> u64 {
+    x.wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
 #[cfg(test)]
@@ -266,6 +273,7 @@ mod tests {
                 pdpte: a(4),
                 pde: a(16),
             },
+            stlb_splintered_ways: None,
         }
     }
 
@@ -280,6 +288,17 @@ mod tests {
             assert!((got - f).abs() < 0.01, "fraction {f}: {got}");
             // Every byte of a region shares its region's size.
             assert_eq!(n.host_size(5 << 21), n.host_size((5 << 21) + 0x1f_ffff));
+            // And short stretches meet it too: any 32 neighbouring regions (a 64 MiB
+            // buffer) hold f * 32 huge ones to within two.
+            for start in (0..10_000u64).step_by(97) {
+                let huge = (start..start + 32)
+                    .filter(|r| n.host_size(r << 21) == PageSize::Huge)
+                    .count() as f64;
+                assert!(
+                    (huge - f * 32.0).abs() <= 2.0,
+                    "{f}: {huge} of 32 from {start}"
+                );
+            }
         }
     }
 

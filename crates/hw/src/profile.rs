@@ -71,7 +71,8 @@ pub struct MachineProfile {
 pub struct GuestProfile {
     /// Fraction of guest-physical 2 MB regions the host maps with a 2 MB page (the rest
     /// with 4 KB pages), when no host kernel model decides. Which regions are huge is a
-    /// fixed hash of the region number, so it is the same on every run.
+    /// fixed low-discrepancy sequence over region numbers, so it is the same on every run and
+    /// every stretch of guest memory has this share.
     pub host_huge_fraction: f64,
     /// Fixed cycles of one host walk (the second dimension) besides its page-table loads.
     pub host_walk_base_cycles: f64,
@@ -85,6 +86,13 @@ pub struct GuestProfile {
     pub nested_tlb: AssocProfile,
     /// The host's paging-structure caches, keyed by guest-physical address.
     pub host_pwc: PwcProfile,
+    /// Ways of an STLB set that *splintered* translations may hold: the 4 KB pieces of
+    /// guest huge pages the host maps with 4 KB pages (`nested.rs`). Absent: they share
+    /// the ways native 4 KB translations may use, as native ones. 0: the STLB keeps none,
+    /// so every reference to a splintered page that misses the L1 TLB walks. Neither
+    /// vendor documents which; the calibration measures it (docs/calibration.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stlb_splintered_ways: Option<u32>,
 }
 
 /// One memory tier (a NUMA node without CPUs, or the far socket's memory) as the cores

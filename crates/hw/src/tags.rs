@@ -3,7 +3,9 @@
 //!
 //! * A TLB tag packs the page size (bits 62..61), the ASID (16 bits above the page number)
 //!   and the virtual page number at that size, so one STLB can hold several sizes and
-//!   address spaces without aliasing; its low bits (the page number's) index the set, as
+//!   address spaces without aliasing; size class 3 is a *splintered* 4 KB translation (a
+//!   guest 2 MB or 1 GB page the host maps with 4 KB pages: `nested.rs`), a 4 KB entry
+//!   the STLB may limit apart from native ones; its low bits (the page number's) index the set, as
 //!   Intel and AMD TLBs index by low VPN bits. A page-walk-cache tag is the same with the
 //!   "page size" of the region an upper-level entry maps (PDE: 2 MB, PDPTE: 1 GB, PML4E:
 //!   512 GB).
@@ -27,6 +29,8 @@ const ASID_MASK: u64 = (1 << ASID_BITS) - 1;
 const SIZE_SHIFT: u32 = 61;
 /// The bits of a TLB tag naming its page size (the class for STLB way limits).
 pub(crate) const SIZE_MASK: u64 = 3 << SIZE_SHIFT;
+/// The size class of a splintered translation: a 4 KB piece of a guest huge page.
+pub(crate) const SPLINTERED: u64 = 3;
 /// Bit marking a page-table line tag.
 const PT_LINE_BIT: u64 = 1 << 63;
 /// Lines per page-table page (4 KB / 64 B) as a shift.
@@ -71,7 +75,7 @@ impl TagScheme {
     }
 
     /// Tag of the region of `1 << shift` bytes holding `va`, in address space `asid`, in
-    /// size class `class` (0..=2).
+    /// size class `class` (0..=3).
     #[inline]
     fn region_tag(&self, asid: u32, va: VirtAddr, shift: u32, class: u64) -> u64 {
         let page = ((va.0 & self.va_mask) >> shift) & ((1 << self.asid_shift) - 1);
@@ -82,6 +86,13 @@ impl TagScheme {
     #[inline]
     pub(crate) fn tlb(&self, asid: u32, va: VirtAddr, size: PageSize) -> u64 {
         self.region_tag(asid, va, self.geometry.shift(size), size.index() as u64)
+    }
+
+    /// TLB tag of the 4 KB piece holding `va` of a splintered guest huge page in `asid`
+    /// (size class [`SPLINTERED`]).
+    #[inline]
+    pub(crate) fn splintered(&self, asid: u32, va: VirtAddr) -> u64 {
+        self.region_tag(asid, va, self.geometry.shift(PageSize::Base), SPLINTERED)
     }
 
     /// Page-walk-cache tag of the upper-level entry at `level` (2 = PDE) covering `va`.
@@ -102,7 +113,7 @@ impl TagScheme {
     /// The page size a TLB tag was made for.
     pub(crate) fn size_of(&self, tag: u64) -> PageSize {
         match (tag >> SIZE_SHIFT) & 3 {
-            0 => PageSize::Base,
+            0 | SPLINTERED => PageSize::Base,
             1 => PageSize::Huge,
             _ => PageSize::Giant,
         }
@@ -163,6 +174,7 @@ mod tests {
             s.tlb(1, va, PageSize::Huge),
             s.tlb(1, va, PageSize::Giant),
             s.tlb(2, va, PageSize::Base),
+            s.splintered(1, va),
         ];
         for (i, a) in tags.iter().enumerate() {
             assert_ne!(*a, INVALID);
@@ -171,6 +183,8 @@ mod tests {
             }
         }
         assert_eq!(s.size_of(tags[1]), PageSize::Huge);
+        assert_eq!(s.size_of(tags[2]), PageSize::Giant);
+        assert_eq!(s.size_of(tags[4]), PageSize::Base);
         assert_eq!(
             s.tlb(1, va, PageSize::Base),
             s.tlb(1, VirtAddr(va.0 + 0xfff), PageSize::Base)

@@ -45,7 +45,7 @@ pub(crate) fn validate(p: &MachineProfile, origin: &str) -> Result<()> {
     v.check(w >= 1, "page_walkers", "at least 1", &w.to_string())?;
     v.non_negative("walk_base_cycles", p.walk_base_cycles)?;
     if let Some(g) = &p.guest {
-        validate_guest(&v, g)?;
+        validate_guest(&v, g, p.tlb.stlb.ways)?;
     }
     v.positive("issue_cycles", p.issue_cycles)?;
     validate_costs(&v, &p.costs)
@@ -123,7 +123,7 @@ fn validate_tiers(v: &Validator, tiers: &[TierProfile], dram_latency_ns: f64) ->
     Ok(())
 }
 
-fn validate_guest(v: &Validator, g: &GuestProfile) -> Result<()> {
+fn validate_guest(v: &Validator, g: &GuestProfile, stlb_ways: u32) -> Result<()> {
     let f = g.host_huge_fraction;
     v.check(
         (0.0..=1.0).contains(&f),
@@ -136,7 +136,17 @@ fn validate_guest(v: &Validator, g: &GuestProfile) -> Result<()> {
     v.assoc("guest.nested_tlb", g.nested_tlb)?;
     v.assoc("guest.host_pwc.pml4e", g.host_pwc.pml4e)?;
     v.assoc("guest.host_pwc.pdpte", g.host_pwc.pdpte)?;
-    v.assoc("guest.host_pwc.pde", g.host_pwc.pde)
+    v.assoc("guest.host_pwc.pde", g.host_pwc.pde)?;
+    if let Some(w) = g.stlb_splintered_ways {
+        let expected = format!("at most tlb.stlb.ways = {stlb_ways}");
+        v.check(
+            w <= stlb_ways,
+            "guest.stlb_splintered_ways",
+            &expected,
+            &w.to_string(),
+        )?;
+    }
+    Ok(())
 }
 
 fn validate_migration(v: &Validator, m: &MigrationCosts) -> Result<()> {

@@ -247,6 +247,13 @@ fn bad_guest_values_are_named() {
     let ntlb = line("nested_tlb =");
     let e = err(&epyc.replace(&ntlb, "nested_tlb = { entries = 24, ways = 16 }"));
     assert_names(&e, "guest.nested_tlb.ways");
+    // Splintered translations cannot have more ways than the STLB (16 on this profile).
+    let splintered = line("stlb_splintered_ways");
+    let e = err(&epyc.replace(&splintered, "stlb_splintered_ways = 17"));
+    assert_names(&e, "guest.stlb_splintered_ways");
+    assert!(e.to_string().contains("at most tlb.stlb.ways = 16"), "{e}");
+    let e = err(&epyc.replace(&splintered, "stlb_splintered_ways = -1"));
+    assert!(e.to_string().contains("stlb_splintered_ways"), "{e}");
     // The retired single-number nested model is an unknown key now.
     let e = err(&epyc.replace(&fraction, "nested_dram_walk_cycles = 250.0"));
     assert!(e.to_string().contains("nested_dram_walk_cycles"), "{e}");

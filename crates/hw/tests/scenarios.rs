@@ -421,3 +421,36 @@ fn a_guest_pays_more_per_walk_than_bare_metal_and_less_with_host_huge_pages() {
         "4K/2M {host2m}: between {native} and {host4k}"
     );
 }
+
+#[test]
+fn the_stlb_keeps_splintered_translations_only_in_the_ways_the_profile_gives_them() {
+    // 1,024 random 4 KB pages of 1 GiB, one line each: their translations fit the
+    // 2,048-entry STLB, not the 64-entry L1 TLB. Guest 2 MB pages on host 4 KB pages
+    // (every one splintered), and the same pages mapped 4 KB by the guest (native).
+    let vas = random_vas(1024, GB, 9);
+    let stlb_hits = |ways: Option<u32>, size| {
+        let mut p = guest(0.0);
+        p.guest.as_mut().unwrap().stlb_splintered_ways = ways;
+        let refs: Vec<Reference> = vas.iter().map(|&va| reference(va, size, true)).collect();
+        let (_, stlb, walks, _, _) = run(&mut mmu(&p), &refs);
+        (stlb, walks)
+    };
+    // Absent: splintered pieces are held as native 4 KB entries.
+    let (shared, _) = stlb_hits(None, PageSize::Huge);
+    assert!(shared > 0.85, "shared ways: {shared} STLB hits");
+    // None kept: every L1 miss walks; native 4 KB translations are still held.
+    let (none, walks) = stlb_hits(Some(0), PageSize::Huge);
+    assert_eq!(none, 0.0, "0 ways: {none} STLB hits");
+    assert!(walks > 0.9, "0 ways: {walks} walks");
+    let (native, _) = stlb_hits(Some(0), PageSize::Base);
+    assert!(
+        native > 0.85,
+        "native 4 KB beside 0 splintered ways: {native}"
+    );
+    // Two of 16 ways (256 entries) for 1,024 pieces visited in a repeated order: LRU
+    // keeps almost none; 12 (1,536 entries) keep most.
+    let (two, _) = stlb_hits(Some(2), PageSize::Huge);
+    assert!(two < 0.1, "2 ways: {two} STLB hits");
+    let (twelve, _) = stlb_hits(Some(12), PageSize::Huge);
+    assert!(twelve > 0.6, "12 ways: {twelve} STLB hits");
+}

@@ -533,6 +533,24 @@ fn params() -> Vec<Param> {
             range: (1.0, 24.0),
             integer: false,
         },
+        // -1 stands for "absent" (splintered translations share the native 4 KB ways).
+        Param {
+            name: "guest.stlb_splintered_ways",
+            get: |p| {
+                p.guest
+                    .as_ref()
+                    .and_then(|g| g.stlb_splintered_ways)
+                    .map_or(-1.0, f64::from)
+            },
+            set: |p, x| {
+                let ways = p.tlb.stlb.ways;
+                if let Some(g) = p.guest.as_mut() {
+                    g.stlb_splintered_ways = Some((x as u32).min(ways));
+                }
+            },
+            range: (0.0, 16.0),
+            integer: true,
+        },
     ]
 }
 
