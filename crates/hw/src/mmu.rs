@@ -87,6 +87,9 @@ use crate::units::{Geometry, PageSize, Picos, VirtAddr};
 /// The highest page-table level with a page-walk cache (PML4).
 const PWC_TOP: u32 = 4;
 
+/// Index of the splintered translations' way limit in [`Mmu`]'s `stlb_limit`.
+const SPLINTERED_LIMIT: usize = 3;
+
 /// One memory reference, already resolved by the kernel model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Reference {
@@ -206,10 +209,12 @@ pub struct Mmu {
     l1_of_size: [Option<u8>; 3],
     l1: Vec<SetAssoc>,
     stlb: SetAssoc,
-    stlb_limit: [WayLimit; 3],
-    /// The STLB's way limit for splintered translations (a guest's, `nested.rs`), when
-    /// the profile gives them their own; `None`: they are native 4 KB entries.
-    splintered_limit: Option<WayLimit>,
+    /// The STLB's way limit of each page size, then ([`SPLINTERED_LIMIT`]) of a guest's
+    /// splintered translations (`nested.rs`).
+    stlb_limit: [WayLimit; 4],
+    /// Whether splintered translations have their own way limit; if not, they are
+    /// native 4 KB entries.
+    splintered_own_ways: bool,
     /// Page-walk caches for levels 2 (PDE), 3 (PDPTE), 4 (PML4E).
     pwc: [SetAssoc; 3],
     caches: CacheHierarchy,
@@ -246,18 +251,13 @@ impl Mmu {
             entries: t.stlb.entries,
             ways: t.stlb.ways,
         });
-        let stlb_limit = PageSize::ALL.map(|s| WayLimit {
+        let limit = |ways: u32| WayLimit {
             class_mask: SIZE_MASK,
-            max_ways: t.stlb.max_ways.get(s) as usize,
-        });
-        let splintered_limit = profile
-            .guest
-            .as_ref()
-            .and_then(|g| g.stlb_splintered_ways)
-            .map(|w| WayLimit {
-                class_mask: SIZE_MASK,
-                max_ways: w as usize,
-            });
+            max_ways: ways as usize,
+        };
+        let splintered = profile.guest.as_ref().and_then(|g| g.stlb_splintered_ways);
+        let [l4k, l2m, l1g] = PageSize::ALL.map(|s| limit(t.stlb.max_ways.get(s)));
+        let stlb_limit = [l4k, l2m, l1g, splintered.map_or(l4k, limit)];
         let pwc = [
             array(profile.pwc.pde),
             array(profile.pwc.pdpte),
@@ -271,7 +271,7 @@ impl Mmu {
             l1,
             stlb,
             stlb_limit,
-            splintered_limit,
+            splintered_own_ways: splintered.is_some(),
             pwc,
             caches: CacheHierarchy::new(&profile.caches, dram_cycles),
             timing: Timing::new(profile),
@@ -371,31 +371,38 @@ impl Mmu {
     /// the same and each structure is probed once.
     #[inline]
     fn translate(&mut self, r: &Reference) -> (TlbOutcome, f64) {
-        // A guest's TLB caches the smaller of its page and the host's; a splintered piece
-        // may have its own STLB way limit.
-        let (cached, splintered) = match &self.nested {
-            None => (r.size, None),
-            Some(n) => {
-                let cached = n.effective(r.size, r.pa);
-                let own = self.splintered_limit.filter(|_| cached != r.size);
-                (cached, own)
-            }
-        };
-        let s = cached.index();
-        let tag = match splintered {
-            None => self.tags.tlb(r.asid, r.va, cached),
-            Some(_) => self.tags.splintered(r.asid, r.va),
+        let (s, tag, class) = match &self.nested {
+            None => (
+                r.size.index(),
+                self.tags.tlb(r.asid, r.va, r.size),
+                r.size.index(),
+            ),
+            Some(n) => self.guest_tlb_key(n, r),
         };
         if let Some(i) = self.l1_of_size[s] {
             if self.l1[usize::from(i)].access(tag) {
                 return (TlbOutcome::L1Hit, 0.0);
             }
         }
-        let limit = splintered.unwrap_or(self.stlb_limit[s]);
+        let limit = self.stlb_limit[class];
         if limit.max_ways > 0 && self.stlb.access_limited(tag, limit) {
             return (TlbOutcome::StlbHit, 0.0);
         }
         (TlbOutcome::Walk, self.walk(r.asid, r.va, r.size, r.pa))
+    }
+
+    /// A guest's TLB key for `r`: the size index and tag of the smaller of its page and
+    /// the host's, and the index of its STLB way limit ([`SPLINTERED_LIMIT`] for a
+    /// splintered piece when the profile gives those their own ways).
+    #[inline]
+    fn guest_tlb_key(&self, n: &Nested, r: &Reference) -> (usize, u64, usize) {
+        let cached = n.effective(r.size, r.pa);
+        let s = cached.index();
+        if self.splintered_own_ways && cached != r.size {
+            (s, self.tags.splintered(r.asid, r.va), SPLINTERED_LIMIT)
+        } else {
+            (s, self.tags.tlb(r.asid, r.va, cached), s)
+        }
     }
 
     /// Walks the page table for the `size` page holding `va` (mapped at `pa`); returns the
