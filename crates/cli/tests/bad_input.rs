@@ -642,6 +642,19 @@ fn min_free_kbytes_above_half_the_memory() {
 }
 
 #[test]
+fn negative_watermark_boost_factor() {
+    let text = BASE.replace(
+        "[[process]]",
+        "[kernel]\nwatermark_boost_factor = -1\n\n[[process]]",
+    );
+    expect_bad(
+        &text,
+        "kernel.watermark_boost_factor",
+        &["an integer from 0 to 100000", "-1"],
+    );
+}
+
+#[test]
 fn clear_pages_of_wrong_type() {
     expect_bad(
         &format!("{BASE}\n[kernel]\nclear_pages = \"no\"\n"),

@@ -110,8 +110,10 @@ pub struct KernelStats {
     pub pgsteal_direct: u64,
     /// Pages reclaimed by kswapd (`pgsteal_kswapd`).
     pub pgsteal_kswapd: u64,
-    /// Times kswapd was woken below the low watermark.
+    /// Times kswapd was woken below the low watermark or by a watermark boost.
     pub kswapd_wakes: u64,
+    /// Fallbacks that boosted the watermark (`boost_watermark`; only with boosting on).
+    pub watermark_boosts: u64,
     /// Time of direct and explicit reclaim (charged to callers).
     pub direct_reclaim_time: Nanos,
     /// Time kswapd spent (charged to no process).

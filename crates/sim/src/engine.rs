@@ -304,6 +304,7 @@ impl Engine {
         if exp.kernel.per_cpu_lists {
             kernel.enable_per_cpu_lists(exp.cores as usize);
         }
+        kernel.set_watermark_boost_factor(exp.kernel.watermark_boost_factor);
         kernel.set_preserve_huge_blocks(exp.kernel.preserve_huge_blocks);
         kernel.set_compaction_mode(exp.kernel.compaction);
         kernel.set_accessed_bits(exp.kernel.accessed_bits);

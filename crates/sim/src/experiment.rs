@@ -109,6 +109,12 @@ pub struct KernelConfig {
     /// Keep Linux's per-CPU page lists, one set per core (`hugemm_mm::pcp`). Off by
     /// default: every result published before they existed was made without them.
     pub per_cpu_lists: bool,
+    /// `vm.watermark_boost_factor` (Linux 5.0+, where it defaults to 15000): after a
+    /// fallback that fragments, kswapd reclaims up to `high` plus up to this many
+    /// 1/10000 of `high` (`hugemm_mm`'s `pressure/reclaim.rs`). 0, the default here,
+    /// turns boosting off, as in Linux before 5.0: every result published before the
+    /// model had it was made so.
+    pub watermark_boost_factor: u32,
     /// `vm.min_free_kbytes`; `None` is Linux's default for the memory size
     /// (`calculate_min_free_kbytes`). A THP-enabled Linux raises it
     /// (`set_recommended_min_free_kbytes`: 66 MiB on this project's machines); the model
@@ -137,6 +143,7 @@ impl Default for KernelConfig {
             fallback_rules: hugemm_mm::FallbackRules::default(),
             kcompactd: KcompactdConfig::default(),
             per_cpu_lists: false,
+            watermark_boost_factor: 0,
             min_free_kbytes: None,
             clear_pages: true,
             prezero: PrezeroConfig::default(),

@@ -53,6 +53,14 @@ impl Validator<'_> {
         raw.compaction_proactiveness = Some(kcompactd.proactiveness as i64);
         k.fallback = Some(fallback.clone());
         let per_cpu_lists = *k.per_cpu_lists.get_or_insert(false);
+        let watermark_boost_factor = self.int(
+            "kernel.watermark_boost_factor",
+            k.watermark_boost_factor,
+            0,
+            0,
+            100_000,
+        )? as u32;
+        k.watermark_boost_factor = Some(i64::from(watermark_boost_factor));
         // Unset means Linux's own value for this memory, which the resolved file
         // leaves unset too (it follows the memory size).
         let min_free_kbytes = match k.min_free_kbytes {
@@ -93,6 +101,7 @@ impl Validator<'_> {
             fallback_rules,
             kcompactd,
             per_cpu_lists,
+            watermark_boost_factor,
             min_free_kbytes,
             clear_pages,
             prezero,

@@ -254,6 +254,8 @@ pub struct RawKernel {
     pub kcompactd: Option<RawKcompactd>,
     /// Keep Linux's per-CPU page lists.
     pub per_cpu_lists: Option<bool>,
+    /// `vm.watermark_boost_factor` (default 0: no boosting; Linux 5.0+ uses 15000).
+    pub watermark_boost_factor: Option<i64>,
     /// `vm.min_free_kbytes` (default: Linux's value for the memory size).
     pub min_free_kbytes: Option<i64>,
     /// Clear pages at fault (false: HawkEye Table 1's kernel without page zeroing).

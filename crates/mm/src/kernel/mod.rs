@@ -534,6 +534,12 @@ impl Kernel {
         self.phys.set_fallback_rules(rules);
     }
 
+    /// `vm.watermark_boost_factor` (Linux 5.0+; 0, the default here, turns watermark
+    /// boosting off: `pressure/reclaim.rs`).
+    pub fn set_watermark_boost_factor(&mut self, factor: u32) {
+        self.phys.set_watermark_boost_factor(factor);
+    }
+
     /// Replace the pageblock fallback policy (APSys'16's policies plug in here).
     pub fn set_fallback_policy(&mut self, policy: Box<dyn FallbackPolicy>) {
         self.phys.set_fallback_policy(policy);

@@ -174,6 +174,13 @@ pub struct PhysMem {
     /// Pageblocks (start frames) AAF claimed and wants emptied of movable frames.
     pub(crate) evacuations: Vec<Pfn>,
     pub(crate) fallback_stats: FallbackStats,
+    /// Fallbacks since the kernel last looked that would boost the watermark
+    /// ([`FallbackChoice::boosts`](crate::fallback::FallbackChoice)).
+    pub(crate) boosting_fallbacks: u64,
+    /// `vm.watermark_boost_factor`, in 1/10000 of the high watermark; 0: no boosting.
+    boost_factor: u32,
+    /// `zone->watermark_boost`, frames: kswapd's extra target (`reclaim.rs`).
+    watermark_boost: u64,
     /// The Linux whose common fallback rules apply.
     pub(crate) rules: FallbackRules,
     max_order: u8,
@@ -227,6 +234,9 @@ impl PhysMem {
             special: [false; MigrateType::COUNT],
             evacuations: Vec::new(),
             fallback_stats: FallbackStats::default(),
+            boosting_fallbacks: 0,
+            boost_factor: 0,
+            watermark_boost: 0,
             rules: FallbackRules::default(),
             max_order,
             pcp: None,
@@ -379,6 +389,50 @@ impl PhysMem {
             Some(index) => index.check(&self.frames, |o, mt| self.areas[0].count(o, mt)),
             None => Ok(()),
         }
+    }
+
+    /// `vm.watermark_boost_factor` from now on (Linux 5.0+; its default there is 15000,
+    /// 150% of the high watermark): how far fallbacks that fragment may raise the
+    /// watermark kswapd reclaims to. 0, the model's default, turns boosting off, as in
+    /// Linux before 5.0 (every result published before the model had it was made so).
+    pub fn set_watermark_boost_factor(&mut self, factor: u32) {
+        self.boost_factor = factor;
+    }
+
+    /// `boost_watermark` once for each fallback since the last call that boosts
+    /// ([`FallbackChoice::boosts`](crate::fallback::FallbackChoice)), given the high
+    /// watermark `high`: the boost grows by a pageblock each, up to `high *
+    /// factor / 10000` (at least a pageblock); nothing when boosting is off or memory
+    /// is under four pageblocks. Returns the boosts applied.
+    pub(crate) fn apply_watermark_boost(&mut self, high: u64) -> u64 {
+        let n = std::mem::take(&mut self.boosting_fallbacks);
+        let pageblock = self.blocks.frames_per_block() as u64;
+        if n == 0 || self.boost_factor == 0 || pageblock * 4 > self.frames_total() {
+            return 0;
+        }
+        let max = high * u64::from(self.boost_factor) / 10_000;
+        if max == 0 {
+            return 0;
+        }
+        let max = max.max(pageblock);
+        self.watermark_boost = (self.watermark_boost + n * pageblock).min(max);
+        n
+    }
+
+    /// Take the count [`PhysMem::apply_watermark_boost`] would apply (tests only).
+    #[cfg(test)]
+    pub(crate) fn take_boosting_fallbacks_for_test(&mut self) -> u64 {
+        std::mem::take(&mut self.boosting_fallbacks)
+    }
+
+    /// The zone's watermark boost, frames (0 when not boosted).
+    pub fn watermark_boost(&self) -> u64 {
+        self.watermark_boost
+    }
+
+    /// kswapd has reclaimed for the boost: it is spent.
+    pub(crate) fn clear_watermark_boost(&mut self) {
+        self.watermark_boost = 0;
     }
 
     /// The fallback policy's name.

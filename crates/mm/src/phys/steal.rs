@@ -37,6 +37,8 @@ impl PhysMem {
         self.fallback_stats.fallbacks += 1;
         self.fallback_stats.pageblocks_scanned += u64::from(choice.scanned);
         let claimed_before = self.fallback_stats.pageblocks_claimed;
+        let boosts = choice.boosts.unwrap_or(taken_order < self.blocks.order());
+        self.boosting_fallbacks += u64::from(boosts);
         self.steal_suitable_fallback(head, &choice, migrate);
         let claimed = self.fallback_stats.pageblocks_claimed > claimed_before;
         self.fallback_stats

@@ -5,7 +5,17 @@
 //! Watermarks follow `__setup_per_zone_wmarks` for one zone: `min_free_kbytes =
 //! int_sqrt(16 * lowmem_kbytes)` clamped to [128 KB, 256 MB] (`calculate_min_free_kbytes`);
 //! `low = min + max(min / 4, managed * watermark_scale_factor / 10000)` with the default
-//! factor 10; `high = min + 2 * (low - min)`. Watermark boosting is not modelled.
+//! factor 10; `high = min + 2 * (low - min)`.
+//!
+//! **Watermark boosting** (Linux 5.0+, `boost_watermark`; off unless
+//! [`PhysMem::set_watermark_boost_factor`] turns it on): each fallback that fragments (a
+//! block smaller than a pageblock taken from another type's lists; since 6.15 only a
+//! claim tried from one) raises the zone's boost by a pageblock, up to `high *
+//! watermark_boost_factor / 10000`, and wakes kswapd even above `low`; kswapd then
+//! reclaims to `high + boost` and the boost is spent. Linux's kswapd runs later and may
+//! see several boosts at once; the model's runs at once, so it sees one fallback's
+//! (the allocation that fell back gets its page first, as in Linux). Linux then wakes
+//! kcompactd for a pageblock; the model does not (kcompactd runs on its own period).
 //!
 //! Every allocation of the model's own paths (anonymous and page-table pages, `kmalloc`,
 //! page-cache reads) goes through [`Mem::alloc`]:
@@ -132,6 +142,7 @@ impl Mem<'_> {
                 Err(e) => return Err(e),
             }
         };
+        self.stats.watermark_boosts += self.phys.apply_watermark_boost(self.wmark.high);
         self.wake_kswapd();
         Ok((block, spent))
     }
@@ -158,25 +169,30 @@ impl Mem<'_> {
         cost
     }
 
-    /// kswapd: below `low`, break partially populated reservations, then reclaim page
-    /// cache, up to `high`.
+    /// kswapd: below `low`, or with the watermark boosted, break partially populated
+    /// reservations, then reclaim page cache, up to `high` plus the boost, which is then
+    /// spent.
     pub fn wake_kswapd(&mut self) {
         let free = self.phys.frames_free();
-        if free >= self.wmark.low
+        let boost = self.phys.watermark_boost();
+        let high = self.wmark.high + boost;
+        self.phys.clear_watermark_boost();
+        if (free >= self.wmark.low && boost == 0)
+            || free >= high
             || (self.reclaimable() == 0 && self.reserv.oldest_partial().is_none())
         {
             return;
         }
         self.stats.kswapd_wakes += 1;
-        while self.phys.frames_free() < self.wmark.high && self.reserv.oldest_partial().is_some() {
+        while self.phys.frames_free() < high && self.reserv.oldest_partial().is_some() {
             let t = self.reclaim_reservation();
             self.stats.kswapd_time += t;
         }
         let free = self.phys.frames_free();
-        if free >= self.wmark.high || self.reclaimable() == 0 {
+        if free >= high || self.reclaimable() == 0 {
             return;
         }
-        let freed = self.shrink(self.wmark.high - free);
+        let freed = self.shrink(high - free);
         self.stats.pgsteal_kswapd += freed;
         self.stats.kswapd_time += self.reclaim_time(freed);
     }
@@ -288,6 +304,35 @@ mod tests {
         // 1 TB: 128 MB; 8 TB hits the 256 MB cap.
         assert_eq!(Watermarks::for_zone(256 << 20, 4096).min, 32_768);
         assert_eq!(Watermarks::for_zone(2 << 30, 4096).min, 65_536);
+    }
+
+    #[test]
+    fn a_fragmenting_fallback_boosts_kswapd_by_a_pageblock_when_boosting_is_on() {
+        // 64 MB (high watermark 384 frames) filled with page cache, so kswapd holds free
+        // memory near `high`; then a kernel page, which must fall back into a movable
+        // pageblock with a block smaller than a pageblock.
+        let after_kernel_page = |factor: u32| {
+            let mut k = kernel(64);
+            k.set_watermark_boost_factor(factor);
+            k.file_read(FileId(1), 0, 20_000);
+            let before = k.phys().frames_free();
+            assert!(before < 2 * 384, "memory is full: {before} frames free");
+            k.kmalloc(KmemKind::Unmovable, hugemm_hw::Order(0)).unwrap();
+            k.check_invariants().unwrap();
+            assert_eq!(k.phys().watermark_boost(), 0, "kswapd spent the boost");
+            (k.phys().frames_free(), k.stats().watermark_boosts)
+        };
+        let (off, off_boosts) = after_kernel_page(0);
+        assert_eq!(off_boosts, 0);
+        assert!(off < 2 * 384, "no boost: {off} frames free");
+        // On: one boost of a pageblock (512 frames; the cap is 1.5 x 384 = 576), so
+        // kswapd reclaims to 384 + 512.
+        let (on, on_boosts) = after_kernel_page(15_000);
+        assert_eq!(on_boosts, 1);
+        assert!(
+            (384 + 512..384 + 512 + 32).contains(&on),
+            "boosted: {on} frames free"
+        );
     }
 
     #[test]

@@ -89,6 +89,9 @@ impl FallbackPolicy for ClaimFirst {
         migrate: MigrateType,
     ) -> Option<FallbackChoice> {
         let (max, pb) = (view.max_order().0, view.pageblock_order().0);
+        // `try_to_claim_block` boosts the watermark on every try below a pageblock,
+        // whether or not the claim then succeeds.
+        let mut tried_below = false;
         for cur in (order.0..=max).rev() {
             // `should_try_claim_block` is 6.14's `can_steal_fallback` under a new name: a
             // kernel request may claim from any order, a movable one from half a pageblock.
@@ -98,12 +101,14 @@ impl FallbackPolicy for ClaimFirst {
             let Some(head) = Self::head(view, cur, migrate) else {
                 continue;
             };
+            tried_below |= cur < pb;
             if self.claimable(view, head, cur, migrate) {
-                return Some(FallbackChoice::new(head, true));
+                return Some(FallbackChoice::new(head, true).with_boost(tried_below));
             }
         }
         (order.0..=max).find_map(|cur| {
-            Self::head(view, cur, migrate).map(|head| FallbackChoice::new(head, false))
+            Self::head(view, cur, migrate)
+                .map(|head| FallbackChoice::new(head, false).with_boost(tried_below))
         })
     }
 }

@@ -110,6 +110,12 @@ pub struct FallbackChoice {
     /// Pageblocks whose counters the policy examined to choose (for
     /// [`FallbackStats::pageblocks_scanned`](crate::stats::FallbackStats)).
     pub scanned: u32,
+    /// Whether this fallback boosts the watermark (`boost_watermark`, Linux 5.0+, when
+    /// the kernel enables it). `None`: when the block taken is smaller than a pageblock,
+    /// as Linux 5.0-6.14's `steal_suitable_fallback` does whether or not it claims;
+    /// Linux 6.15 boosts only when it tries to claim a pageblock from a smaller block
+    /// ([`ClaimFirst`] says so here).
+    pub boosts: Option<bool>,
 }
 
 impl FallbackChoice {
@@ -120,6 +126,7 @@ impl FallbackChoice {
             whole_block,
             evacuate: false,
             scanned: 0,
+            boosts: None,
         }
     }
 
@@ -135,6 +142,14 @@ impl FallbackChoice {
     /// The same choice, recording `n` pageblocks examined.
     pub fn with_scanned(self, n: u32) -> FallbackChoice {
         FallbackChoice { scanned: n, ..self }
+    }
+
+    /// The same choice, saying whether it boosts the watermark.
+    pub fn with_boost(self, boosts: bool) -> FallbackChoice {
+        FallbackChoice {
+            boosts: Some(boosts),
+            ..self
+        }
     }
 }
 

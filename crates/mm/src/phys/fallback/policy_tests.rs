@@ -463,4 +463,38 @@ fn claim_first_never_claims_for_a_movable_request_below_half_a_pageblock() {
     let b = m.alloc(&user_page()).unwrap();
     assert_eq!(m.pageblock_type(b.pfn), Some(MigrateType::Unmovable));
     assert_eq!(m.fallback_stats().stolen_without_claim, 1);
+    // Watermark boosting: 6.15 boosts only when it tries a claim below a pageblock; the
+    // kernel request tried one, the movable request none.
+    assert_eq!(reclaimable.boosts, Some(true));
+    assert_eq!(movable.boosts, Some(false));
+    assert_eq!(m.take_boosting_fallbacks_for_test(), 0);
+}
+
+#[test]
+fn linux_up_to_6_14_boosts_on_every_fallback_below_a_pageblock() {
+    // A movable request stealing single frames from a full unmovable pageblock boosts
+    // (5.0-6.14 boost before deciding whether to claim); one taking a whole free
+    // pageblock of another type does not.
+    let mut m = mem(1024);
+    let kernel: Vec<Block> = (0..512).map(|_| m.alloc(&kernel_page()).unwrap()).collect();
+    m.free(kernel[3].pfn, Order(0)).unwrap();
+    let users: Vec<Block> = (0..512).map(|_| m.alloc(&user_page()).unwrap()).collect();
+    assert!(
+        users.iter().all(|b| b.pfn.0 >= 512),
+        "the movable pageblock first"
+    );
+    assert_eq!(m.take_boosting_fallbacks_for_test(), 0, "no fallback yet");
+    m.alloc(&user_page()).unwrap();
+    assert_eq!(
+        m.take_boosting_fallbacks_for_test(),
+        1,
+        "a steal below a pageblock"
+    );
+    let mut whole = mem(2048);
+    whole.alloc(&kernel_page()).unwrap();
+    assert_eq!(
+        whole.take_boosting_fallbacks_for_test(),
+        0,
+        "a whole free pageblock claimed: no boost"
+    );
 }
