@@ -31,9 +31,10 @@
 //! guest's PDE. [`Nested::effective`] gives that size. The host maps guest memory with
 //! 4 KB and 2 MB pages only (1 GB host pages are not modelled). The STLB may hold such
 //! splintered pieces in fewer ways than native 4 KB translations
-//! (`guest.stlb_splintered_ways`, a separate size class in `tags.rs`): neither vendor documents
-//! how its second-level TLB treats them, and the calibration data of both development
-//! machines say it keeps far fewer of them than native ones (docs/calibration.md).
+//! (`guest.stlb_splintered_ways`, a separate size class in `tags.rs`): neither vendor
+//! documents how its second-level TLB treats them, and the calibration data of both
+//! development machines say it keeps far fewer of them than native ones
+//! (docs/calibration.md).
 //!
 //! **Host backing.** Which guest-physical 2 MB regions the host maps with a 2 MB page is
 //! decided in one of two ways:

@@ -70,9 +70,9 @@ pub struct MachineProfile {
 #[serde(deny_unknown_fields)]
 pub struct GuestProfile {
     /// Fraction of guest-physical 2 MB regions the host maps with a 2 MB page (the rest
-    /// with 4 KB pages), when no host kernel model decides. Which regions are huge is a
-    /// fixed low-discrepancy sequence over region numbers, so it is the same on every run and
-    /// every stretch of guest memory has this share.
+    /// with 4 KB pages), when no host kernel model decides. Which regions are huge follows
+    /// a fixed low-discrepancy sequence over region numbers, so it is the same on every
+    /// run and every stretch of guest memory has this share.
     pub host_huge_fraction: f64,
     /// Fixed cycles of one host walk (the second dimension) besides its page-table loads.
     pub host_walk_base_cycles: f64,

@@ -3,10 +3,10 @@
 //!
 //! * A TLB tag packs the page size (bits 62..61), the ASID (16 bits above the page number)
 //!   and the virtual page number at that size, so one STLB can hold several sizes and
-//!   address spaces without aliasing; size class 3 is a *splintered* 4 KB translation (a
-//!   guest 2 MB or 1 GB page the host maps with 4 KB pages: `nested.rs`), a 4 KB entry
-//!   the STLB may limit apart from native ones; its low bits (the page number's) index the set, as
-//!   Intel and AMD TLBs index by low VPN bits. A page-walk-cache tag is the same with the
+//!   address spaces without aliasing; its low bits (the page number's) index the set, as
+//!   Intel and AMD TLBs index by low VPN bits. Size class 3 is a *splintered* 4 KB
+//!   translation (a piece of a guest huge page the host maps with 4 KB pages:
+//!   `nested.rs`), which the STLB may limit apart from native ones. A page-walk-cache tag is the same with the
 //!   "page size" of the region an upper-level entry maps (PDE: 2 MB, PDPTE: 1 GB, PML4E:
 //!   512 GB).
 //! * A page-table line tag stands for the physical 64-byte line holding an entry: from
