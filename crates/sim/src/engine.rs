@@ -848,6 +848,12 @@ impl Engine {
     /// policy give memory back as kswapd's shrinkers would ([`Pressure::Kswapd`]); its CPU
     /// time goes to the daemon core.
     pub(crate) fn background_reclaim(&mut self, t: Picos) {
+        if self.kernel.take_boost_compaction() && self.exp.kernel.kcompactd.enabled {
+            // Boosted reclaim wakes kcompactd for a pageblock (`balance_pgdat`).
+            let pageblock = self.kernel.phys().pageblock_order();
+            self.kcompactd.wake = self.kcompactd.wake.max(Some(pageblock));
+            self.wake_kcompactd(t);
+        }
         let wakes = self.kernel.stats().kswapd_wakes;
         let free = self.kernel.phys().frames_free();
         let wmark = self.kernel.watermarks();

@@ -540,6 +540,12 @@ impl Kernel {
         self.phys.set_watermark_boost_factor(factor);
     }
 
+    /// Whether kswapd reclaimed for a watermark boost since the last call, so that
+    /// kcompactd is due for a pageblock (the engine wakes it, as `balance_pgdat` does).
+    pub fn take_boost_compaction(&mut self) -> bool {
+        self.phys.take_boost_compaction()
+    }
+
     /// Replace the pageblock fallback policy (APSys'16's policies plug in here).
     pub fn set_fallback_policy(&mut self, policy: Box<dyn FallbackPolicy>) {
         self.phys.set_fallback_policy(policy);

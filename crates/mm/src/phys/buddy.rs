@@ -181,6 +181,9 @@ pub struct PhysMem {
     boost_factor: u32,
     /// `zone->watermark_boost`, frames: kswapd's extra target (`reclaim.rs`).
     watermark_boost: u64,
+    /// kswapd reclaimed for a boost since the engine last looked, so kcompactd is due
+    /// (`balance_pgdat`'s `wakeup_kcompactd(pgdat, pageblock_order, ...)`).
+    boost_compaction: bool,
     /// The Linux whose common fallback rules apply.
     pub(crate) rules: FallbackRules,
     max_order: u8,
@@ -237,6 +240,7 @@ impl PhysMem {
             boosting_fallbacks: 0,
             boost_factor: 0,
             watermark_boost: 0,
+            boost_compaction: false,
             rules: FallbackRules::default(),
             max_order,
             pcp: None,
@@ -430,9 +434,16 @@ impl PhysMem {
         self.watermark_boost
     }
 
-    /// kswapd has reclaimed for the boost: it is spent.
-    pub(crate) fn clear_watermark_boost(&mut self) {
+    /// kswapd has reclaimed for the boost: it is spent, and kcompactd is due.
+    pub(crate) fn spend_watermark_boost(&mut self) {
+        self.boost_compaction |= self.watermark_boost > 0;
         self.watermark_boost = 0;
+    }
+
+    /// Whether kswapd reclaimed for a boost since the last call: Linux then wakes
+    /// kcompactd to compact for a pageblock-sized block.
+    pub fn take_boost_compaction(&mut self) -> bool {
+        std::mem::take(&mut self.boost_compaction)
     }
 
     /// The fallback policy's name.

@@ -14,8 +14,9 @@
 //! watermark_boost_factor / 10000`, and wakes kswapd even above `low`; kswapd then
 //! reclaims to `high + boost` and the boost is spent. Linux's kswapd runs later and may
 //! see several boosts at once; the model's runs at once, so it sees one fallback's
-//! (the allocation that fell back gets its page first, as in Linux). Linux then wakes
-//! kcompactd for a pageblock; the model does not (kcompactd runs on its own period).
+//! (the allocation that fell back gets its page first, as in Linux). After reclaiming
+//! for a boost kswapd wakes kcompactd for a pageblock-sized block, as Linux's
+//! `balance_pgdat` does ([`PhysMem::take_boost_compaction`]; the engine wakes it).
 //!
 //! Every allocation of the model's own paths (anonymous and page-table pages, `kmalloc`,
 //! page-cache reads) goes through [`Mem::alloc`]:
@@ -176,7 +177,7 @@ impl Mem<'_> {
         let free = self.phys.frames_free();
         let boost = self.phys.watermark_boost();
         let high = self.wmark.high + boost;
-        self.phys.clear_watermark_boost();
+        self.phys.spend_watermark_boost();
         if (free >= self.wmark.low && boost == 0)
             || free >= high
             || (self.reclaimable() == 0 && self.reserv.oldest_partial().is_none())
@@ -329,6 +330,14 @@ mod tests {
         // kswapd reclaims to 384 + 512.
         let (on, on_boosts) = after_kernel_page(15_000);
         assert_eq!(on_boosts, 1);
+        // The boosted reclaim asks for kcompactd (once); the unboosted one does not.
+        let mut k = kernel(64);
+        k.set_watermark_boost_factor(15_000);
+        k.file_read(FileId(1), 0, 20_000);
+        assert!(!k.take_boost_compaction(), "no boost yet");
+        k.kmalloc(KmemKind::Unmovable, hugemm_hw::Order(0)).unwrap();
+        assert!(k.take_boost_compaction());
+        assert!(!k.take_boost_compaction(), "taken");
         assert!(
             (384 + 512..384 + 512 + 32).contains(&on),
             "boosted: {on} frames free"
