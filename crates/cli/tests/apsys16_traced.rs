@@ -11,37 +11,50 @@ use hugemm_cli::reproduce::{self, apsys16};
 use serde_json::Value;
 use std::path::Path;
 
+/// Table 2's end-of-builds state for the claim-first variant alone of the shipped
+/// `experiments/apsys16/NAME`, after `edit` (which must change what it means to: it is
+/// given the text and returns the text to run).
+fn claim_first_end(name: &str, edit: impl Fn(&str) -> String) -> Value {
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../experiments/apsys16")
+        .join(name);
+    let text = std::fs::read_to_string(&shipped).unwrap().replace(
+        "variants = [\"claim-first\", \"default\", \"aaf\", \"opbs\", \"apbs\"]",
+        "variants = [\"claim-first\"]",
+    );
+    assert!(text.contains("[\"claim-first\"]"), "{name}: variants");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join(name);
+    std::fs::write(&file, edit(&text)).unwrap();
+    let r = reproduce::load(&file).unwrap_or_else(|e| panic!("{e}"));
+    let report = apsys16::table2(&r, &|_: &str| {}).unwrap();
+    report.data[0]["end"].clone()
+}
+
+/// Fallback events at `end` that `keep` accepts.
+fn fallbacks(end: &Value, keep: impl Fn(&Value) -> bool) -> u64 {
+    end["fallback"]["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| keep(e))
+        .map(|e| e["count"].as_u64().unwrap())
+        .sum()
+}
+
 /// Fallbacks, fallbacks of movable requests, fallbacks that did not claim, and tainted
 /// pageblocks at the end of the two builds on a machine of `memory`.
 fn traced_build(memory: &str) -> (u64, u64, u64, u64) {
-    let shipped =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/apsys16/traced-build.toml");
-    let text = std::fs::read_to_string(&shipped).unwrap();
-    let text = text
-        .replace("memory = \"224MiB\"", &format!("memory = \"{memory}\""))
-        .replace(
-            "variants = [\"claim-first\", \"default\", \"aaf\", \"opbs\", \"apbs\"]",
-            "variants = [\"claim-first\"]",
-        );
-    assert!(text.contains(&format!("memory = \"{memory}\"")) && text.contains("[\"claim-first\"]"));
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("traced-build.toml");
-    std::fs::write(&file, text).unwrap();
-    let r = reproduce::load(&file).unwrap_or_else(|e| panic!("{e}"));
-    let report = apsys16::table2(&r, &|_: &str| {}).unwrap();
-    let end = &report.data[0]["end"];
-    let events = end["fallback"]["events"].as_array().unwrap();
-    let count = |keep: &dyn Fn(&Value) -> bool| -> u64 {
-        events
-            .iter()
-            .filter(|e| keep(e))
-            .map(|e| e["count"].as_u64().unwrap())
-            .sum()
-    };
+    let end = claim_first_end("traced-build.toml", |text| {
+        let sized = format!("memory = \"{memory}\"");
+        let text = text.replace("memory = \"224MiB\"", &sized);
+        assert!(text.contains(&sized));
+        text
+    });
     (
-        count(&|_| true),
-        count(&|e| e["alloc"] == "Movable"),
-        count(&|e| e["claimed"] == false),
+        fallbacks(&end, |_| true),
+        fallbacks(&end, |e| e["alloc"] == "Movable"),
+        fallbacks(&end, |e| e["claimed"] == false),
         end["tainted"].as_u64().unwrap(),
     )
 }
@@ -126,30 +139,13 @@ fn kmu_compacts_best_then_fragments_worst_on_the_traced_protocol() {
 /// `experiments/apsys16/README.md`).
 #[test]
 fn watermark_boosting_cuts_the_detailed_models_steals_by_half() {
-    let shipped = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../experiments/apsys16/traced-build-slub.toml");
-    let text = std::fs::read_to_string(&shipped).unwrap().replace(
-        "variants = [\"claim-first\", \"default\", \"aaf\", \"opbs\", \"apbs\"]",
-        "variants = [\"claim-first\"]",
-    );
-    assert!(text.contains("[\"claim-first\"]") && text.contains("watermark_boost_factor = 15000"));
     let steals = |factor: u32| -> u64 {
-        let text = text.replace(
-            "watermark_boost_factor = 15000",
-            &format!("watermark_boost_factor = {factor}"),
-        );
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("traced-build-slub.toml");
-        std::fs::write(&file, text).unwrap();
-        let r = reproduce::load(&file).unwrap_or_else(|e| panic!("{e}"));
-        let report = apsys16::table2(&r, &|_: &str| {}).unwrap();
-        let end = &report.data[0]["end"];
-        let events = end["fallback"]["events"].as_array().unwrap();
-        events
-            .iter()
-            .filter(|e| e["alloc"] == "Movable" && e["claimed"] == false)
-            .map(|e| e["count"].as_u64().unwrap())
-            .sum()
+        let end = claim_first_end("traced-build-slub.toml", |text| {
+            let shipped = "watermark_boost_factor = 15000";
+            assert!(text.contains(shipped));
+            text.replace(shipped, &format!("watermark_boost_factor = {factor}"))
+        });
+        fallbacks(&end, |e| e["alloc"] == "Movable" && e["claimed"] == false)
     };
     let (off, on) = (steals(0), steals(15_000));
     let shown = format!("movable steals: {off} without boosting, {on} with");
