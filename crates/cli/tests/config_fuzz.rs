@@ -135,6 +135,12 @@ pattern = "sequential"
 stride = 64
 refs = 100
 
+[[process.phase]]
+op = "access"
+buffer = "x"
+pattern = "chase"
+refs = 100
+
 [[app]]
 model = "redis"
 name = "kv"

@@ -68,6 +68,7 @@ pub fn pattern_label(p: Pattern, dependent: bool) -> String {
     let dep = if dependent { "dep" } else { "indep" };
     match p {
         Pattern::Uniform => format!("uniform-{dep}"),
+        Pattern::Chase => format!("chase-{dep}"),
         Pattern::Sequential { stride } => format!("sequential-{stride}B-{dep}"),
         Pattern::Zipf { exponent, .. } => format!("zipf-{exponent}-{dep}"),
         Pattern::HotRange {

@@ -66,6 +66,37 @@ fn huge_pages_cut_the_mmu_overhead_of_random_access_over_4gib() {
 }
 
 #[test]
+fn a_chase_over_twice_the_last_cache_misses_it_where_uniform_references_hit_half_the_time() {
+    // THP, so no reference walks: the difference is the data caches'. A chase reuses a
+    // line only after the whole buffer, so a cache half its size keeps none of it; uniform
+    // references find about half their lines in it.
+    let profile = Scenario::new(GIB, ThpMode::Always).exp.profile;
+    let last = profile.caches.last().expect("a cache level").clone();
+    let bytes = (2 * last.bytes).next_multiple_of(2 * MIB);
+    let refs = 8 * bytes / 64;
+    let per_ref = |pattern| {
+        let run = |amount| {
+            Scenario::new(bytes + 64 * MIB, ThpMode::Always)
+                .process(access("p", bytes, pattern, amount, true))
+                .run()
+                .summary
+                .processes[0]
+                .runtime_ns
+        };
+        (run(Amount::Refs(refs + 1)) - run(Amount::Refs(1))) as f64 / refs as f64
+    };
+    let (chase, uniform) = (per_ref(Pattern::Chase), per_ref(Pattern::Uniform));
+    let dram = profile.dram_latency_ns;
+    let cached = last.latency_cycles / profile.freq_ghz;
+    assert!(chase > 0.9 * dram, "chase {chase:.1} ns, DRAM {dram} ns");
+    let half = (dram + cached) / 2.0;
+    assert!(
+        (uniform - half).abs() < 0.15 * half,
+        "uniform {uniform:.1} ns, half-way between the last cache and DRAM {half:.1} ns"
+    );
+}
+
+#[test]
 fn khugepaged_promotes_at_the_rate_its_defaults_imply() {
     // 256 MiB = 128 regions, 4 KB-populated and eligible; idle 65 s. khugepaged wakes
     // every 10 s and scans 4096 PTEs = 8 regions a pass: passes at 10, 20, ..., 60 s.

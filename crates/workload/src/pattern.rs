@@ -68,6 +68,7 @@ pub struct Stream {
     zipf: Option<ZipfPages>,
     hot: Option<HotRange>,
     sg: Option<SweepGather>,
+    chase: Option<ChaseOrder>,
 }
 
 #[derive(Clone, Debug)]
@@ -84,6 +85,56 @@ struct HotRange {
     lines: u64,
     share_threshold: u64,
     hot_share: f64,
+}
+
+/// The order of a [`Pattern::Chase`]: a bijection of `0..lines` built from a bijection of
+/// the `bits`-bit integers (`lines` rounded up to a power of two) by cycle-walking (values
+/// at or above `lines` are mapped again until they fall inside, which keeps it a
+/// bijection). The bijection is two rounds of multiplying by an odd constant and folding
+/// the high half into the low half, each invertible modulo `2^bits`, so the order needs no
+/// table (a membench-style permutation of 128 M lines would take 512 MB). The order is a
+/// fixed function of the buffer's line count, not of the seed: any pseudo-random order
+/// serves, and two chases over buffers of one size follow the same one.
+#[derive(Clone, Copy, Debug)]
+struct ChaseOrder {
+    lines: u64,
+    mask: u64,
+    shift: u32,
+}
+
+impl ChaseOrder {
+    fn new(lines: u64) -> ChaseOrder {
+        let bits = 64 - (lines - 1).leading_zeros();
+        ChaseOrder {
+            lines,
+            mask: if bits >= 64 {
+                u64::MAX
+            } else {
+                (1 << bits) - 1
+            },
+            shift: (bits / 2).max(1),
+        }
+    }
+
+    /// A bijection of `0..=mask`.
+    #[inline]
+    fn mix(&self, mut x: u64) -> u64 {
+        x = x.wrapping_mul(0x9E37_79B9_7F4A_7C15) & self.mask;
+        x ^= x >> self.shift;
+        x = x.wrapping_mul(0xBF58_476D_1CE4_E5B9) & self.mask;
+        x ^= x >> self.shift;
+        x
+    }
+
+    /// The `i`-th line of a round (`i < lines`).
+    #[inline]
+    fn line(&self, i: u64) -> u64 {
+        let mut x = self.mix(i);
+        while x >= self.lines {
+            x = self.mix(x);
+        }
+        x
+    }
 }
 
 impl Stream {
@@ -105,9 +156,11 @@ impl Stream {
             zipf: None,
             hot: None,
             sg: None,
+            chase: None,
         };
         match pattern {
             Pattern::Uniform => {}
+            Pattern::Chase => s.chase = Some(ChaseOrder::new(lines)),
             Pattern::Sequential { stride } => {
                 if stride == 0 {
                     return None;
@@ -166,6 +219,7 @@ impl Stream {
     pub fn next_offset(&mut self, rng: &mut impl RngCore) -> u64 {
         match self.pattern {
             Pattern::Uniform => below(rng.next_u64(), self.lines) * LINE,
+            Pattern::Chase => self.next_chase(),
             Pattern::Sequential { stride } => {
                 let off = self.cursor;
                 self.cursor += stride;
@@ -197,6 +251,18 @@ impl Stream {
             self.cursor -= g.sweep_len;
         }
         off
+    }
+
+    /// The chase's next line: the `cursor`-th of its round (the cursor counts lines).
+    #[inline]
+    fn next_chase(&mut self) -> u64 {
+        let order = self.chase.expect("chase stream has its order");
+        let line = order.line(self.cursor);
+        self.cursor += 1;
+        if self.cursor == self.lines {
+            self.cursor = 0;
+        }
+        line * LINE
     }
 
     fn next_zipf(&mut self, rng: &mut impl RngCore) -> u64 {
@@ -252,6 +318,13 @@ impl Stream {
                     refs: gathers,
                 }
             }
+            Pattern::Chase => {
+                // The lines skipped are distinct within a round; reported as independent
+                // uniform references, which over-counts repeats slightly (a choice: the
+                // engine's sampled coverage has no "without replacement" form).
+                self.cursor = ((self.cursor as u128 + refs as u128) % self.lines as u128) as u64;
+                SkipCoverage::Random { refs }
+            }
             _ => SkipCoverage::Random { refs },
         }
     }
@@ -259,7 +332,7 @@ impl Stream {
     /// The probability that one reference falls in page `page`.
     pub fn page_share(&self, page: u64) -> f64 {
         match self.pattern {
-            Pattern::Uniform => 1.0 / self.pages as f64,
+            Pattern::Uniform | Pattern::Chase => 1.0 / self.pages as f64,
             Pattern::Sequential { .. } => 1.0 / self.pages as f64,
             Pattern::Zipf { .. } => {
                 let z = self
@@ -389,6 +462,50 @@ mod tests {
             let o = s.next_offset(&mut r);
             assert!(o < 3 * MB && o.is_multiple_of(LINE));
         }
+    }
+
+    #[test]
+    fn a_chase_visits_every_line_once_a_round_in_the_same_scattered_order() {
+        // 3 MB + a page: a line count that is not a power of two, so cycle-walking runs.
+        let len = 3 * MB + PAGE;
+        let lines = len / LINE;
+        let mut s = Stream::new(Pattern::Chase, len).unwrap();
+        let mut r = rng();
+        let round: Vec<u64> = (0..lines).map(|_| s.next_offset(&mut r) / LINE).collect();
+        let mut seen = vec![false; lines as usize];
+        for &l in &round {
+            assert!(l < lines && !seen[l as usize], "line {l} twice in a round");
+            seen[l as usize] = true;
+        }
+        let again: Vec<u64> = (0..lines).map(|_| s.next_offset(&mut r) / LINE).collect();
+        assert_eq!(round, again, "every round follows the same order");
+        // Scattered: consecutive references are rarely in one page, and the low bits (a
+        // cache's set index) of the first 4096 references cover the 64 sets evenly.
+        let same_page = round.windows(2).filter(|w| w[0] / 64 == w[1] / 64).count();
+        assert!(
+            same_page < round.len() / 100,
+            "{same_page} neighbours share a page"
+        );
+        let mut sets = [0u32; 64];
+        for &l in &round[..4096] {
+            sets[(l % 64) as usize] += 1;
+        }
+        assert!(sets.iter().all(|&n| (32..=96).contains(&n)), "{sets:?}");
+    }
+
+    #[test]
+    fn skipping_part_of_a_chase_resumes_where_the_round_would_be() {
+        let mut a = Stream::new(Pattern::Chase, MB).unwrap();
+        let mut b = a.clone();
+        let mut r = rng();
+        for _ in 0..1000 {
+            a.next_offset(&mut r);
+        }
+        assert_eq!(b.skip(1000), SkipCoverage::Random { refs: 1000 });
+        for _ in 0..20_000 {
+            assert_eq!(a.next_offset(&mut r), b.next_offset(&mut r));
+        }
+        assert_eq!(a.page_share(3), 1.0 / a.pages() as f64);
     }
 
     #[test]

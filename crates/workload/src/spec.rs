@@ -38,6 +38,13 @@ pub enum MadviseKind {
 pub enum Pattern {
     /// Every cache line of the buffer equally likely (GUPS-like random access).
     Uniform,
+    /// A pointer chase through a random cyclic permutation of the buffer's cache lines, as
+    /// a linked structure walked over and over (and `tools/membench`'s dependent loads) is:
+    /// every line once a round, in the same pseudo-random order every round. Its pages
+    /// are as likely as `Uniform`'s, but its reuse distance is the whole buffer, so a cache
+    /// smaller than the buffer keeps almost none of it under LRU, where uniform
+    /// references hit in proportion to the cache's share of the buffer.
+    Chase,
     /// A sweep from the start of the buffer, `stride` bytes apart, wrapping at the end.
     Sequential {
         /// Distance between consecutive references, in bytes (>= 1).

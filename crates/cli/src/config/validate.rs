@@ -1160,6 +1160,7 @@ impl<'a, 'b> Phases<'a, 'b> {
             |k: &str, v: Option<f64>, d: f64| self.v.float(&self.key(j, k), v, d, 0.0, 1.0);
         let p = match name {
             "uniform" => Pattern::Uniform,
+            "chase" => Pattern::Chase,
             "sequential" => {
                 let stride = match &ph.stride {
                     Some(s) => self.v.size(&self.key(j, "stride"), s)?,
@@ -1198,7 +1199,7 @@ impl<'a, 'b> Phases<'a, 'b> {
             other => {
                 return Err(self.v.bad(
                     &self.key(j, "pattern"),
-                    format!("one of uniform, sequential, zipf, hot, found \"{other}\""),
+                    format!("one of uniform, chase, sequential, zipf, hot, found \"{other}\""),
                 ))
             }
         };
