@@ -38,16 +38,22 @@
 //!
 //! * a **dependent** reference (its address comes from the previous one, pointer chasing)
 //!   costs `max(issue_cycles, x + d)`: translation and data are serialised;
-//! * an **independent** reference costs `max(issue_cycles, d / mlp, x / page_walkers)`:
-//!   out-of-order execution overlaps up to `mlp` data misses (the line fill buffers) and
-//!   `page_walkers` walks; the slowest resource bounds throughput.
+//! * an **independent** reference costs `max(issue_cycles, d / m, x / page_walkers)`:
+//!   out-of-order execution overlaps up to `m` data misses and `page_walkers` walks; the
+//!   slowest resource bounds throughput. `m` is `mlp` (the line fill buffers) for data
+//!   the caches serve, and `dram_mlp` (at most `mlp`; `mlp` when the profile has none)
+//!   for data from memory.
 //!
 //! What overlaps, for independent references: one reference's translation and its data
 //! access stay serial, but consecutive references overlap, and two resources bound how
 //! many are in flight. Each walk holds a page walker for all of its cycles (its
 //! page-table loads and, in a guest, its host walks), so walks overlap up to
 //! `page_walkers`; each data miss holds a fill buffer, so data misses overlap up to
-//! `mlp`. The page-table loads of a walk are counted against the walker, not against
+//! `mlp`, and those that go to memory only up to `dram_mlp`. A fill buffer holding a
+//! miss to memory is held for the *loaded* latency, which on a machine with many misses
+//! in flight is longer than the idle latency a chase measures (queueing in the
+//! interconnect and the memory controller, and DRAM row misses); `dram_mlp` is that
+//! effect folded into a count, fitted, not a documented structure. The page-table loads of a walk are counted against the walker, not against
 //! `mlp`. Throughput is set by whichever resource is busier per reference. This is
 //! checked against membench's independent loads and GUPS updates in
 //! `docs/calibration.md`.
@@ -136,6 +142,10 @@ struct Timing {
     walk_base_cycles: f64,
     issue_cycles: f64,
     inv_mlp: f64,
+    /// `1 / dram_mlp`, for data slower than `cached_cycles`.
+    inv_dram_mlp: f64,
+    /// The last cache level's latency: data that took longer came from memory.
+    cached_cycles: f64,
     inv_walkers: f64,
     picos_per_cycle: f64,
 }
@@ -147,6 +157,8 @@ impl Timing {
             walk_base_cycles: p.walk_base_cycles,
             issue_cycles: p.issue_cycles,
             inv_mlp: 1.0 / p.mlp.max(1.0),
+            inv_dram_mlp: 1.0 / p.dram_mlp.unwrap_or(p.mlp).clamp(1.0, p.mlp.max(1.0)),
+            cached_cycles: p.caches.last().map_or(0.0, |c| c.latency_cycles),
             inv_walkers: 1.0 / p.page_walkers.max(1) as f64,
             picos_per_cycle: p.picos_per_cycle(),
         }
@@ -163,9 +175,14 @@ impl Timing {
         let (time, walk) = if dependent {
             (self.issue_cycles.max(xlat + data), walk)
         } else {
+            let inv_mlp = if data > self.cached_cycles {
+                self.inv_dram_mlp
+            } else {
+                self.inv_mlp
+            };
             let t = self
                 .issue_cycles
-                .max(data * self.inv_mlp)
+                .max(data * inv_mlp)
                 .max(xlat * self.inv_walkers);
             (t, walk * self.inv_walkers)
         };

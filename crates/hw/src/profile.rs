@@ -50,6 +50,11 @@ pub struct MachineProfile {
     pub tiers: Vec<TierProfile>,
     /// Memory-level parallelism: independent data misses that overlap (line fill buffers).
     pub mlp: f64,
+    /// Independent data misses *to DRAM* that overlap, when fewer than `mlp`: misses the
+    /// caches serve overlap up to `mlp`, misses to memory up to this (see `mmu.rs`,
+    /// "Time"). Unset, the default: `mlp` for both.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dram_mlp: Option<f64>,
     /// Page walks that can be in flight at once.
     pub page_walkers: u32,
     /// Fixed cycles of a page walk besides its page-table loads.

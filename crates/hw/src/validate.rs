@@ -41,6 +41,18 @@ pub(crate) fn validate(p: &MachineProfile, origin: &str) -> Result<()> {
         "a number >= 1",
         &p.mlp.to_string(),
     )?;
+    if let Some(d) = p.dram_mlp {
+        let expected = format!(
+            "a number from 1 to mlp = {} (DRAM misses hold fill buffers too)",
+            p.mlp
+        );
+        v.check(
+            d.is_finite() && (1.0..=p.mlp).contains(&d),
+            "dram_mlp",
+            &expected,
+            &d.to_string(),
+        )?;
+    }
     let w = p.page_walkers;
     v.check(w >= 1, "page_walkers", "at least 1", &w.to_string())?;
     v.non_negative("walk_base_cycles", p.walk_base_cycles)?;

@@ -178,6 +178,12 @@ fn missing_key_and_bad_numbers_are_named() {
     assert_names(&e, "freq_ghz");
     let e = err(&HASWELL.replace("zero_gbps = 4.6", "zero_gbps = 0.0"));
     assert_names(&e, "costs.zero_gbps");
+    // Misses to DRAM hold fill buffers too: more of them than `mlp` is an error.
+    let e = err(&HASWELL.replace("mlp = 10.0", "mlp = 10.0\ndram_mlp = 12.0"));
+    assert_names(&e, "dram_mlp");
+    assert!(e.to_string().contains("from 1 to mlp = 10"), "{e}");
+    let e = err(&HASWELL.replace("mlp = 10.0", "mlp = 10.0\ndram_mlp = 0.5"));
+    assert_names(&e, "dram_mlp");
 }
 
 #[test]

@@ -454,3 +454,45 @@ fn the_stlb_keeps_splintered_translations_only_in_the_ways_the_profile_gives_the
     let (twelve, _) = stlb_hits(Some(12), PageSize::Huge);
     assert!(twelve > 0.6, "12 ways: {twelve} STLB hits");
 }
+
+/// Mean picoseconds of an independent reference to each of `lines` consecutive lines
+/// (2 MB pages), visited in order after a first pass over them: what the caches keep of
+/// a cycle that long.
+fn independent_line_cost(p: &MachineProfile, lines: u64) -> f64 {
+    let mut m = mmu(p);
+    let refs: Vec<Reference> = (0..lines)
+        .map(|i| reference(BASE_VA + i * 64, PageSize::Huge, false))
+        .collect();
+    let (.., time) = run(&mut m, &refs);
+    time.0 as f64 / lines as f64
+}
+
+#[test]
+fn independent_misses_to_dram_overlap_only_up_to_dram_mlp() {
+    let mut p = profile("haswell-e5-2690v3");
+    let last = p.caches.last().unwrap().bytes;
+    // Lines that fit the L1 (served by a cache) and lines far more than the last level
+    // holds (a line reused after twice its capacity comes from DRAM).
+    let (cached, dram) = (64, 2 * last / 64);
+    let before = (
+        independent_line_cost(&p, cached),
+        independent_line_cost(&p, dram),
+    );
+    p.dram_mlp = Some(p.mlp / 2.0);
+    let after = (
+        independent_line_cost(&p, cached),
+        independent_line_cost(&p, dram),
+    );
+    assert_eq!(before.0, after.0, "cache hits still overlap up to mlp");
+    let ratio = after.1 / before.1;
+    assert!(
+        (ratio - 2.0).abs() < 0.05,
+        "misses to DRAM cost {ratio:.3}x, expected 2x"
+    );
+    p.dram_mlp = Some(p.mlp);
+    assert_eq!(
+        independent_line_cost(&p, dram),
+        before.1,
+        "dram_mlp = mlp changes nothing"
+    );
+}
