@@ -4,6 +4,10 @@
  *
  * Measures, for 4 KB pages (MADV_NOHUGEPAGE) and THPs (MADV_HUGEPAGE):
  *   dep_random    dependent random loads (pointer chase, Sattolo cycle)
+ *   cache_chase   the same chase over THP buffers of 2-16 MB: where its latency
+ *                 jumps to DRAM's is the cache capacity this CPU gets (a chase
+ *                 reuses a line only after the whole buffer, so an LRU-like
+ *                 cache smaller than the buffer keeps almost none of it)
  *   indep_random  independent random loads (inline xorshift64 addresses)
  *   prng_only     the same loop as indep_random without the load
  *   gups          independent random 8-byte read-modify-writes
@@ -392,7 +396,8 @@ enum {
     T_BW = 1 << 5,    /* memset_gbps, memcpy_gbps */
     T_DIAG = 1 << 6,  /* text-only diagnostics: cold faults, TLB-reach probe */
     T_COLD = 1 << 7,  /* fault_cold */
-    T_ALL = (1 << 8) - 1,
+    T_CACHE = 1 << 8, /* cache_chase */
+    T_ALL = (1 << 9) - 1,
     T_SIZED = T_DEP | T_INDEP | T_GUPS | T_HOST, /* run on the per-size buffers */
 };
 static const struct {
@@ -403,6 +408,7 @@ static const struct {
     {"prng_only", T_INDEP},   {"gups", T_GUPS},         {"host_probe", T_HOST},
     {"fault_touch", T_FAULT}, {"memset_gbps", T_BW},    {"memcpy_gbps", T_BW},
     {"bw", T_BW},             {"diag", T_DIAG},         {"fault_cold", T_COLD},
+    {"cache_chase", T_CACHE},
 };
 static int g_tests = T_ALL;
 
@@ -540,8 +546,9 @@ static uint64_t timed_rand(rand_kernel_fn fn, char *buf, int shift, uint64_t n,
 
 /* ------------------------------------------------------------ per-size tests */
 
-/* dep_random: Sattolo chain over all lines (<= 1 GB) or 16M strided slots */
-static void dep_random_test(buf_t *b, int huge, double hf)
+/* dep_random: Sattolo chain over all lines (<= 1 GB) or 16M strided slots;
+ * recorded as `name` */
+static void chase_test(const char *name, buf_t *b, int huge, double hf)
 {
     uint64_t bytes = b->bytes;
     uint64_t nlines = bytes / LINE;
@@ -578,7 +585,27 @@ static void dep_random_test(buf_t *b, int huge, double hf)
     printf("  dep_random: warm-up %llu hops (%.2f ns), %llu hops/rep\n",
            (unsigned long long)warm, est, (unsigned long long)hops);
     print_reps("dep ns/acc:", v, reps, "");
-    add_result("dep_random", huge, bytes, v, reps, hf, extra);
+    add_result(name, huge, bytes, v, reps, hf, extra);
+}
+
+static void dep_random_test(buf_t *b, int huge, double hf)
+{
+    chase_test("dep_random", b, huge, hf);
+}
+
+/* cache_chase: the dependent chase over THP buffers of 2-16 MB in 1 MB steps (THP, so
+ * no TLB miss: the latency is the data's alone) */
+static void cache_chase_tests(void)
+{
+    printf("\n== cache capacity: dependent chase over 2-16 MB of THP ==\n");
+    for (uint64_t mb = 2; mb <= 16; mb++) {
+        buf_t b;
+        double hf = buf_prepare(&b, mb * MB, 1);
+        if (hf < 0)
+            return;
+        chase_test("cache_chase", &b, 1, hf);
+        buf_free(&b);
+    }
 }
 
 /* indep_random, and prng_only with the same access count */
@@ -1218,6 +1245,8 @@ int main(int argc, char **argv)
         size_tests(sizes[i], 0);
         size_tests(sizes[i], 1);
     }
+    if (!quick && (g_tests & T_CACHE))
+        cache_chase_tests();
     static const uint64_t fault_quick[] = {64 * MB}, fault_full[] = {1 * GB, 4 * GB};
     for (int i = 0; i < (quick ? 1 : 2) && (g_tests & T_FAULT); i++) {
         uint64_t bytes = quick ? fault_quick[i] : fault_full[i];
