@@ -30,8 +30,9 @@
 //!   evaluates with a value found before (default: the profile's own `fault_trap_ns`, the
 //!   host being the bare-metal version of the profile).
 //!
-//! Each access case becomes an experiment: map, touch, then `REFS` uniform references
-//! (dependent loads, independent loads, or independent read-modify-writes for GUPS); the
+//! Each access case becomes an experiment: map, touch, then `REFS` references: a
+//! dependent chase through a random cycle of the buffer's lines (`Pattern::Chase`, as
+//! membench's Sattolo chain), or uniform independent loads or read-modify-writes (GUPS); the
 //! model's ns per access is the access phase's simulated time (the run minus a touch-only
 //! run) divided by `REFS`.
 //!
@@ -119,15 +120,31 @@ impl Case {
     }
 }
 
-/// Simulated ns of `refs` uniform references over a buffer of `bytes` after touching it,
-/// or of the touch alone when `refs` is 0.
-fn run(profile: &MachineProfile, c: &Case, refs: u64) -> Result<u64, Error> {
+/// Simulated ns of a run that touches the case's buffer, makes `warm` references of the
+/// case's pattern and then `refs` more; the touch alone when both are 0.
+fn run(profile: &MachineProfile, c: &Case, warm: u64, refs: u64) -> Result<u64, Error> {
     let mut p = builtin::random_access("m", c.bytes, refs.max(1), Advice::Default);
     if let Some(Phase::Access(a)) = p.phases.last_mut() {
-        a.pattern = Pattern::Uniform;
+        // membench's dependent loads chase a random cycle through the buffer's lines
+        // (a Sattolo permutation), its independent loads and GUPS draw lines uniformly.
+        a.pattern = if c.test == "dep_random" {
+            Pattern::Chase
+        } else {
+            Pattern::Uniform
+        };
         a.amount = Amount::Refs(refs.max(1));
-        a.dependent = c.test == "dep_random" || refs == 0;
+        a.dependent = c.test == "dep_random";
         a.write_fraction = if c.test == "gups" { 1.0 } else { 0.0 };
+    }
+    if warm > 0 {
+        if let Some(Phase::Access(a)) = p.phases.last().cloned() {
+            let at = p.phases.len() - 1;
+            let warm_phase = hugemm_workload::AccessPhase {
+                amount: Amount::Refs(warm),
+                ..a
+            };
+            p.phases.insert(at, Phase::Access(warm_phase));
+        }
     }
     let thp = if c.huge() {
         ThpMode::Always
@@ -136,6 +153,17 @@ fn run(profile: &MachineProfile, c: &Case, refs: u64) -> Result<u64, Error> {
     };
     let exp = experiment(profile, c, linux(thp), vec![p]);
     Ok(Engine::new(exp)?.run()?.summary.processes[0].runtime_ns)
+}
+
+/// Untimed references before the timed ones, as membench's warm-up: twice the lines of
+/// the profile's largest cache, so the caches hold what the pattern keeps in them and
+/// not what the touch left (the chase's first round after a touch would otherwise find
+/// the touch's last lines). membench warms with 4 M references; past twice the largest
+/// cache more changes nothing the model keeps (its TLBs are smaller still), so the
+/// model's warm-up stops there to keep the fit affordable.
+fn warm_refs(profile: &MachineProfile) -> u64 {
+    let largest = profile.caches.iter().map(|l| l.bytes).max().unwrap_or(0);
+    2 * largest / 64
 }
 
 /// A one-core machine on `profile` with room for case `c`'s buffer, exact mode, seed 11.
@@ -232,9 +260,10 @@ fn predict(profile: &MachineProfile, host: HostCost, c: &Case, refs: u64) -> Res
     if c.fault() {
         return Ok(predict_fault(profile, host, c)?.0);
     }
-    let touch = run(profile, c, 0)?;
-    let full = run(profile, c, refs + 1)?;
-    Ok(full.saturating_sub(touch) as f64 / refs as f64)
+    let warm = warm_refs(profile);
+    let before = run(profile, c, warm, 0)?;
+    let full = run(profile, c, warm, refs + 1)?;
+    Ok(full.saturating_sub(before) as f64 / refs as f64)
 }
 
 /// What prices the host's side of a guest's first touch: the bare-metal version of the
@@ -345,7 +374,7 @@ fn hosted_fault(
 /// `guest.host_huge_fraction`; a bare-metal one prices the touch alone.
 fn predict_fault(profile: &MachineProfile, host: HostCost, c: &Case) -> Result<(f64, f64), Error> {
     let Some(f) = profile.guest.as_ref().map(|g| g.host_huge_fraction) else {
-        return Ok((run(profile, c, 0)? as f64 / c.faults() as f64, 0.0));
+        return Ok((run(profile, c, 0, 0)? as f64 / c.faults() as f64, 0.0));
     };
     let mut out = (0.0, 0.0);
     for (huge, w) in [(true, f), (false, 1.0 - f)] {
@@ -529,8 +558,18 @@ fn params() -> Vec<Param> {
         Param {
             name: "mlp",
             get: |p| p.mlp,
-            set: |p, x| p.mlp = x,
-            range: (1.0, 24.0),
+            set: |p, x| {
+                p.mlp = x;
+                p.dram_mlp = p.dram_mlp.map(|d| d.min(x));
+            },
+            range: (1.0, 48.0),
+            integer: false,
+        },
+        Param {
+            name: "dram_mlp",
+            get: |p| p.dram_mlp.unwrap_or(p.mlp),
+            set: |p, x| p.dram_mlp = Some(x.min(p.mlp)),
+            range: (1.0, 48.0),
             integer: false,
         },
         // -1 stands for "absent" (splintered translations share the native 4 KB ways).
