@@ -250,6 +250,14 @@ pub struct KernelCosts {
     /// Exception entry/exit plus the software path of a page fault, without allocation,
     /// zeroing or the PTE write.
     pub fault_trap_ns: f64,
+    /// The same for a fault this machine takes, as a host, on a virtual machine's memory
+    /// (a guest's first touch): the EPT or NPT violation's exit, the host's fault path and
+    /// the return to the guest, without allocation or zeroing. A property of the host and
+    /// its hypervisor, so it belongs to the profile a host runs on; a guest profile's
+    /// value prices the host `calibrate` builds from it (the guest profile without its
+    /// `[guest]` table). Unset: `fault_trap_ns`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vm_fault_trap_ns: Option<f64>,
     /// One buddy allocation.
     pub alloc_ns: f64,
     /// Clearing pages (fault-time zeroing), GB/s.

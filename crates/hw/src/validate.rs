@@ -220,6 +220,9 @@ fn validate_caches(v: &Validator, caches: &[CacheLevelProfile]) -> Result<()> {
 
 fn validate_costs(v: &Validator, c: &KernelCosts) -> Result<()> {
     v.non_negative("costs.fault_trap_ns", c.fault_trap_ns)?;
+    if let Some(x) = c.vm_fault_trap_ns {
+        v.non_negative("costs.vm_fault_trap_ns", x)?;
+    }
     v.non_negative("costs.alloc_ns", c.alloc_ns)?;
     v.positive("costs.zero_gbps", c.zero_gbps)?;
     v.positive("costs.copy_gbps", c.copy_gbps)?;

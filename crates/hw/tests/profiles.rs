@@ -184,6 +184,11 @@ fn missing_key_and_bad_numbers_are_named() {
     assert!(e.to_string().contains("from 1 to mlp = 10"), "{e}");
     let e = err(&HASWELL.replace("mlp = 10.0", "mlp = 10.0\ndram_mlp = 0.5"));
     assert_names(&e, "dram_mlp");
+    let e = err(&HASWELL.replace(
+        "zero_gbps = 4.6",
+        "zero_gbps = 4.6\nvm_fault_trap_ns = -1.0",
+    ));
+    assert_names(&e, "costs.vm_fault_trap_ns");
 }
 
 #[test]

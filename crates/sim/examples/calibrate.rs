@@ -26,9 +26,10 @@
 //!   guest 2 MB pages the host backs with 4 KB pages: a measurement, not a fit.
 //!
 //! * `--fit-host` (also part of `--fit`) fits the one host cost the fault data separate:
-//!   the host's `fault_trap_ns`, on the fitted cold faults; `--host-fault-trap-ns NS`
-//!   evaluates with a value found before (default: the profile's own `fault_trap_ns`, the
-//!   host being the bare-metal version of the profile).
+//!   the host's trap for a fault on the guest's memory, on the fitted cold faults, the
+//!   value of the profile's `costs.vm_fault_trap_ns`; `--host-fault-trap-ns NS` evaluates
+//!   with another (default: the profile's `costs.vm_fault_trap_ns`, else its
+//!   `fault_trap_ns`, the host being the bare-metal version of the profile).
 //!
 //! Each access case becomes an experiment: map, touch, then `REFS` references: a
 //! dependent chase through a random cycle of the buffer's lines (`Pattern::Chase`, as
@@ -274,14 +275,20 @@ struct HostCost {
     trap_ns: f64,
 }
 
-/// The host's machine: the guest profile without its `[guest]` table, its fault trap
-/// priced by `host`.
+/// The host's machine: the guest profile without its `[guest]` table, its trap for a
+/// fault on the VM's memory (`costs.vm_fault_trap_ns`) priced by `host`.
 fn host_profile(guest: &MachineProfile, host: HostCost) -> MachineProfile {
     let mut p = guest.clone();
     p.name = format!("{}-host", guest.name);
     p.guest = None;
-    p.costs.fault_trap_ns = host.trap_ns;
+    p.costs.vm_fault_trap_ns = Some(host.trap_ns);
     p
+}
+
+/// The host trap a profile gives: `costs.vm_fault_trap_ns`, else `costs.fault_trap_ns`.
+fn profile_host_trap(profile: &MachineProfile) -> f64 {
+    let c = &profile.costs;
+    c.vm_fault_trap_ns.unwrap_or(c.fault_trap_ns)
 }
 
 /// The guest's process for a fault case: touch a buffer of the case's size and free it;
@@ -419,7 +426,7 @@ fn fit_host(
         host.trap_ns,
         loss(best) / lines.len() as f64
     );
-    println!("fitted host fault_trap_ns = {best}");
+    println!("fitted host fault_trap_ns = {best} (the profile's costs.vm_fault_trap_ns)");
     host.trap_ns = best;
     Ok(())
 }
@@ -597,7 +604,7 @@ fn params() -> Vec<Param> {
 fn fit_loss(profile: &MachineProfile, fit: &[(Case, f64)]) -> Result<f64, Error> {
     let mut sum = 0.0;
     let host = HostCost {
-        trap_ns: profile.costs.fault_trap_ns,
+        trap_ns: profile_host_trap(profile),
     };
     for (c, m) in fit {
         sum += (predict(profile, host, c, FIT_REFS)? / m).ln().abs();
@@ -719,7 +726,7 @@ fn main() -> Result<(), Error> {
         None => MachineProfile::load(std::path::Path::new(&profile_arg))?,
     };
     let mut host = HostCost {
-        trap_ns: host_trap.unwrap_or(profile.costs.fault_trap_ns),
+        trap_ns: host_trap.unwrap_or_else(|| profile_host_trap(&profile)),
     };
     let mut runs = read(&files)?;
     if only_faults {

@@ -217,7 +217,7 @@ const _: fn() = || {
     send::<Detached>();
 };
 
-fn ns(x: f64) -> Nanos {
+pub(crate) fn ns(x: f64) -> Nanos {
     Nanos(x.max(0.0).round() as u64)
 }
 

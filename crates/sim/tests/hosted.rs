@@ -92,6 +92,28 @@ fn a_guest_huge_fault_on_host_base_pages_pays_512_host_faults() {
 }
 
 #[test]
+fn a_host_prices_its_faults_on_guest_memory_with_its_vm_fault_trap() {
+    let g = || guest(512 * MIB, ThpMode::Always, vec![random("r", 256 * MIB, 1)]);
+    let plain = run(host(GIB, ThpMode::Never, no_khugepaged()), vec![g()]);
+    let mut h = host(GIB, ThpMode::Never, no_khugepaged());
+    let extra = 10_000.0;
+    h.profile.costs.vm_fault_trap_ns = Some(h.profile.costs.fault_trap_ns + extra);
+    let priced = run(h, vec![g()]);
+    let faults = plain.host.summary.processes[0].faults_4k;
+    assert_eq!(priced.host.summary.processes[0].faults_4k, faults);
+    // Each host fault on the VM's memory pays the difference once, nothing else changes.
+    let added = priced.vms[0].host_fault_ns - plain.vms[0].host_fault_ns;
+    let expected = faults * extra as u64;
+    assert!(
+        added.abs_diff(expected) <= faults,
+        "{faults} host faults added {added} ns, expected {expected}"
+    );
+    // The guest's own faults keep the guest's trap.
+    let guest_trap = |r: &HostedResult| r.vms[0].guest.summary.processes[0].fault_trap_ns;
+    assert_eq!(guest_trap(&priced), guest_trap(&plain));
+}
+
+#[test]
 fn a_host_promotion_daemon_promotes_guest_memory_and_flushes_the_guests_tlbs() {
     // Ingens faults 4 KB pages and promotes well-used regions from its daemon: every
     // host huge page here is a promotion, each followed by a flush of the guest's TLBs.

@@ -176,6 +176,13 @@ impl Kernel {
         &self.costs
     }
 
+    /// Price the faults from here on with the trap `trap`; returns the trap it replaces.
+    /// A host prices a fault on a virtual machine's memory so for the length of that
+    /// fault (the engine's `external_touch`).
+    pub fn set_fault_trap(&mut self, trap: Nanos) -> Nanos {
+        std::mem::replace(&mut self.costs.fault_trap, trap)
+    }
+
     /// The costs of page-cache reads, reclaim and compaction.
     pub fn frag_costs(&self) -> &FragCosts {
         &self.frag

@@ -308,7 +308,8 @@ impl Engine {
 
     /// A reference by process `i` into its buffer `b` at byte `offset`, made from outside
     /// the engine (a VM's guest touching its memory): it faults as the process's own
-    /// would, the policy choosing the page size. Returns the fault time (zero when mapped)
+    /// would, the policy choosing the page size, its trap priced by the profile's
+    /// `costs.vm_fault_trap_ns` when it has one. Returns the fault time (zero when mapped)
     /// and the size now mapping it. The process's core's clock is left as it was.
     pub fn external_touch(
         &mut self,
@@ -328,8 +329,14 @@ impl Engine {
         let c = self.procs[i].core;
         let before = self.cores[c].now;
         let va = VirtAddr(start.0 + offset);
+        // Every caller touches a VM's memory: the host's trap for a VM's fault prices it.
+        let vm_trap = self.exp.profile.costs.vm_fault_trap_ns;
+        let own_trap = vm_trap.map(|t| self.kernel.set_fault_trap(crate::engine::ns(t)));
         let (procs, mut ctx) = self.split_ctx(c);
         let r = ctx.resolve(&mut procs[i], va, write);
+        if let Some(t) = own_trap {
+            self.kernel.set_fault_trap(t);
+        }
         self.cores[c].now = before;
         match r {
             Ok((_, size, _, spent)) => Ok((spent.to_nanos(), size)),
