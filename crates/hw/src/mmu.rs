@@ -53,8 +53,8 @@
 //! miss to memory is held for the *loaded* latency, which on a machine with many misses
 //! in flight is longer than the idle latency a chase measures (queueing in the
 //! interconnect and the memory controller, and DRAM row misses); `dram_mlp` is that
-//! effect folded into a count, fitted, not a documented structure. The page-table loads of a walk are counted against the walker, not against
-//! `mlp`. Throughput is set by whichever resource is busier per reference. This is
+//! effect folded into a count, fitted, not a documented structure. The page-table loads
+//! of a walk are counted against the walker, not against `mlp`. Throughput is set by whichever resource is busier per reference. This is
 //! checked against membench's independent loads and GUPS updates in
 //! `docs/calibration.md`.
 //!

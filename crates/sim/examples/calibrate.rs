@@ -34,8 +34,8 @@
 //! Each access case becomes an experiment: map, touch, then `REFS` references: a
 //! dependent chase through a random cycle of the buffer's lines (`Pattern::Chase`, as
 //! membench's Sattolo chain), or uniform independent loads or read-modify-writes (GUPS); the
-//! model's ns per access is the access phase's simulated time (the run minus a touch-only
-//! run) divided by `REFS`.
+//! model's ns per access is the timed phase's simulated time (the run minus a run that
+//! stops after the same untimed warm-up, `warm_refs`) divided by `REFS`.
 //!
 //! First-touch faults of a guest profile run under the host model ([`HostedRun`]): the
 //! guest touches a buffer, frees it and touches a second one (the timed touch: the run
@@ -162,9 +162,22 @@ fn run(profile: &MachineProfile, c: &Case, warm: u64, refs: u64) -> Result<u64, 
 /// the touch's last lines). membench warms with 4 M references; past twice the largest
 /// cache more changes nothing the model keeps (its TLBs are smaller still), so the
 /// model's warm-up stops there to keep the fit affordable.
-fn warm_refs(profile: &MachineProfile) -> u64 {
+///
+/// The timed phase is a new stream, so a chase starts its round again: over a buffer of
+/// no more lines than the warm-up, the warm-up is rounded up to whole rounds, or the
+/// timed references would revisit lines the warm-up's last partial round left in the
+/// cache (membench's timed chase continues its round). Over a larger buffer the lines
+/// it starts with were visited more than twice the cache ago, as a continued chase's
+/// would be.
+fn warm_refs(profile: &MachineProfile, c: &Case) -> u64 {
     let largest = profile.caches.iter().map(|l| l.bytes).max().unwrap_or(0);
-    2 * largest / 64
+    let warm = 2 * largest / 64;
+    let lines = c.bytes / 64;
+    if c.test == "dep_random" && lines > 0 && lines <= warm {
+        warm.div_ceil(lines) * lines
+    } else {
+        warm
+    }
 }
 
 /// A one-core machine on `profile` with room for case `c`'s buffer, exact mode, seed 11.
@@ -261,7 +274,7 @@ fn predict(profile: &MachineProfile, host: HostCost, c: &Case, refs: u64) -> Res
     if c.fault() {
         return Ok(predict_fault(profile, host, c)?.0);
     }
-    let warm = warm_refs(profile);
+    let warm = warm_refs(profile, c);
     let before = run(profile, c, warm, 0)?;
     let full = run(profile, c, warm, refs + 1)?;
     Ok(full.saturating_sub(before) as f64 / refs as f64)
