@@ -865,11 +865,46 @@ fn main() -> Result<(), Error> {
     }
 
     host_share_table(&measured, &model, &host_share);
+    cache_table(&profile, host, &measured)?;
 
     println!("\nprofile {}:", profile.name);
     summary("fit set", &mut fit_err);
     summary("held out", &mut held_err);
     summary("4K/2M ratio", &mut ratio_err);
+    Ok(())
+}
+
+/// membench's `cache_chase` rows (the chase over 2-16 MB of THP that measures the cache
+/// capacity the CPU gets, which set the profile's last cache level): the model's chase
+/// over the same buffers beside them. A measurement behind the profile, so in neither the
+/// fit set nor the held-out one.
+fn cache_table(
+    profile: &MachineProfile,
+    host: HostCost,
+    measured: &BTreeMap<Case, f64>,
+) -> Result<(), Error> {
+    let rows: Vec<_> = measured
+        .iter()
+        .filter(|(c, _)| c.test == "cache_chase")
+        .collect();
+    if rows.is_empty() {
+        return Ok(());
+    }
+    println!("\n| cache_chase | buffer | measured ns | model ns (chase) | error |");
+    println!("|---|---|---|---|---|");
+    for (c, m) in rows {
+        let chase = Case {
+            test: "dep_random".into(),
+            ..c.clone()
+        };
+        let x = predict(profile, host, &chase, REFS)?;
+        println!(
+            "| {} | {} MiB | {m:.1} | {x:.1} | {:+.1}% |",
+            c.page,
+            c.bytes >> 20,
+            (x - m) / m * 100.0
+        );
+    }
     Ok(())
 }
 
