@@ -320,8 +320,9 @@ impl Stream {
             }
             Pattern::Chase => {
                 // The lines skipped are distinct within a round; reported as independent
-                // uniform references, which over-counts repeats slightly (a choice: the
-                // engine's sampled coverage has no "without replacement" form).
+                // uniform references, which touch slightly fewer distinct pages than the
+                // chase does (a choice: the engine's sampled coverage has no "without
+                // replacement" form).
                 self.cursor = ((self.cursor as u128 + refs as u128) % self.lines as u128) as u64;
                 SkipCoverage::Random { refs }
             }
