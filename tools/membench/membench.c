@@ -8,6 +8,10 @@
  *                 jumps to DRAM's is the cache capacity this CPU gets (a chase
  *                 reuses a line only after the whole buffer, so an LRU-like
  *                 cache smaller than the buffer keeps almost none of it)
+ *   page_chase    a chase in page order: the 4 KB pages in one random cycle, each
+ *                 page's 32 even lines in random order before the next page; a
+ *                 TLB miss once per 32 loads, so its latency is the data's at
+ *                 the buffer's footprint with the walks amortised
  *   indep_random  independent random loads (inline xorshift64 addresses)
  *   prng_only     the same loop as indep_random without the load
  *   gups          independent random 8-byte read-modify-writes
@@ -397,8 +401,9 @@ enum {
     T_DIAG = 1 << 6,  /* text-only diagnostics: cold faults, TLB-reach probe */
     T_COLD = 1 << 7,  /* fault_cold */
     T_CACHE = 1 << 8, /* cache_chase */
-    T_ALL = (1 << 9) - 1,
-    T_SIZED = T_DEP | T_INDEP | T_GUPS | T_HOST, /* run on the per-size buffers */
+    T_PAGE = 1 << 9,  /* page_chase */
+    T_ALL = (1 << 10) - 1,
+    T_SIZED = T_DEP | T_INDEP | T_GUPS | T_HOST | T_PAGE, /* run on the per-size buffers */
 };
 static const struct {
     const char *name;
@@ -408,7 +413,7 @@ static const struct {
     {"prng_only", T_INDEP},   {"gups", T_GUPS},         {"host_probe", T_HOST},
     {"fault_touch", T_FAULT}, {"memset_gbps", T_BW},    {"memcpy_gbps", T_BW},
     {"bw", T_BW},             {"diag", T_DIAG},         {"fault_cold", T_COLD},
-    {"cache_chase", T_CACHE},
+    {"cache_chase", T_CACHE}, {"page_chase", T_PAGE},
 };
 static int g_tests = T_ALL;
 
@@ -608,6 +613,74 @@ static void cache_chase_tests(void)
     }
 }
 
+/*
+ * page_chase: what a random load costs at the buffer's footprint with its translation
+ * amortised. The buffer's 4 KB pages are visited in one random cycle (Sattolo), and in
+ * each page its PAGE_LINES even lines in a random order before the next page: a
+ * translation is needed once per PAGE_LINES loads, and every load is to a line no
+ * earlier load of the round touched. Even lines only, so the adjacent-line prefetcher's
+ * buddy line is never one the chase uses; a random order in the page, so the streamer
+ * sees no direction. A round touches half the buffer's lines, so a buffer of up to twice
+ * the cache the CPU gets stays cached (16 MB on a CPU with 12 MB); the test answers
+ * whether memory's own latency grows with the footprint (NUMA placement, DRAM pages),
+ * which dep_random cannot tell apart from its walks.
+ */
+#define PAGE_LINES 32ULL
+static void page_chase_test(buf_t *b, int huge, double hf)
+{
+    uint64_t npages = b->bytes / PAGE4K;
+    double t0 = now_ns();
+    uint32_t *nxt = malloc(npages * sizeof(uint32_t));
+    if (!nxt) {
+        perror("malloc");
+        return;
+    }
+    uint64_t rs = 0x9a9ec4a5ULL ^ b->bytes ^ ((uint64_t)huge << 40);
+    sattolo(nxt, npages, &rs);
+    uint64_t salt = mix64(rs);
+    char *first = NULL, *prev = NULL;
+    uint64_t pg = 0;
+    for (uint64_t k = 0; k < npages; k++, pg = nxt[pg]) {
+        uint32_t perm[PAGE_LINES];
+        uint64_t ps = mix64(pg ^ salt);
+        for (uint64_t i = 0; i < PAGE_LINES; i++)
+            perm[i] = (uint32_t)i;
+        for (uint64_t i = PAGE_LINES - 1; i > 0; i--) { /* Fisher-Yates */
+            uint64_t j = rand_below(&ps, i + 1);
+            uint32_t t = perm[i];
+            perm[i] = perm[j];
+            perm[j] = t;
+        }
+        for (uint64_t i = 0; i < PAGE_LINES; i++) {
+            char *a = b->base + pg * PAGE4K + (uint64_t)perm[i] * 2 * LINE;
+            if (prev)
+                *(char **)prev = a;
+            else
+                first = a;
+            prev = a;
+        }
+    }
+    *(char **)prev = first;
+    free(nxt);
+    uint64_t round = npages * PAGE_LINES;
+    printf("  page chain: %llu pages x %llu lines, built in %.1f ms\n",
+           (unsigned long long)npages, (unsigned long long)PAGE_LINES, (now_ns() - t0) / 1e6);
+
+    void *p = first;
+    uint64_t warm = round < 4000000ULL ? round : 4000000ULL;
+    warm = (warm + 7) & ~7ULL;
+    int reps = (b->bytes >= 8 * GB) ? g_big_reps : g_reps;
+    double v[MAX_REPS], est;
+    uint64_t hops = timed_chase(&p, warm, g_min_hops, g_max_hops, reps, v, &est);
+    char extra[96];
+    snprintf(extra, sizeof extra, "hops=%llu warm=%llu lines/page=%llu", (unsigned long long)hops,
+             (unsigned long long)warm, (unsigned long long)PAGE_LINES);
+    printf("  page_chase: warm-up %llu hops (%.2f ns), %llu hops/rep\n",
+           (unsigned long long)warm, est, (unsigned long long)hops);
+    print_reps("page ns/acc:", v, reps, "");
+    add_result("page_chase", huge, b->bytes, v, reps, hf, extra);
+}
+
 /* indep_random, and prng_only with the same access count */
 static void indep_random_test(buf_t *b, int huge, double hf)
 {
@@ -713,6 +786,8 @@ static void size_tests(uint64_t bytes, int huge)
         host_probe_test(&b, huge, hf, 4096); /* > 2048 L2 DTLB entries if 4 KB */
         host_probe_test(&b, huge, hf, 512);  /* fits the L2 DTLB: no-miss reference */
     }
+    if (g_tests & T_PAGE) /* last: it rewrites a pointer in 32 lines of every page */
+        page_chase_test(&b, huge, hf);
 
     double hf2 = huge_fraction(b.base, bytes);
     if (hf2 != hf)
@@ -1148,8 +1223,8 @@ static void usage(const char *p)
             "  -N  do not try to raise own priority (default: nice -20 if permitted)\n"
             "  -t  run only these tests (comma-separated; default all): dep_random,\n"
             "      indep_random (with prng_only), gups, host_probe, fault_touch,\n"
-            "      fault_cold, bw (memset_gbps + memcpy_gbps), diag (text-only\n"
-            "      diagnostics)\n",
+            "      fault_cold, cache_chase, page_chase, bw (memset_gbps +\n"
+            "      memcpy_gbps), diag (text-only diagnostics)\n",
             p, MAX_REPS);
 }
 

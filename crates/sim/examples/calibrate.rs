@@ -866,6 +866,7 @@ fn main() -> Result<(), Error> {
 
     host_share_table(&measured, &model, &host_share);
     cache_table(&profile, host, &measured)?;
+    growth_table(&measured, &model);
 
     println!("\nprofile {}:", profile.name);
     summary("fit set", &mut fit_err);
@@ -906,6 +907,51 @@ fn cache_table(
         );
     }
     Ok(())
+}
+
+/// What a dependent load gains over its smallest buffer, machine beside model, with
+/// membench's `page_chase` (the chase in page order, one translation per 32 loads) where
+/// the measurements have it. The page chase says whether memory's own latency grows with
+/// the footprint; where it does not, a dependent load's growth is its translation's.
+/// Derived from rows the other tables show, so in neither set.
+fn growth_table(measured: &BTreeMap<Case, f64>, model: &BTreeMap<Case, f64>) {
+    let dep = |page: &str| -> Vec<(&Case, f64, f64)> {
+        measured
+            .iter()
+            .filter(|(c, _)| c.test == "dep_random" && c.page == page)
+            .filter_map(|(c, m)| Some((c, *m, *model.get(c)?)))
+            .collect()
+    };
+    let paged = |c: &Case| {
+        measured.get(&Case {
+            test: "page_chase".into(),
+            ..c.clone()
+        })
+    };
+    if !measured.keys().any(|c| c.test == "page_chase") {
+        return;
+    }
+    println!("\n| dep_random | buffer | measured page_chase | measured | growth | model | growth | model growth / measured |");
+    println!("|---|---|---|---|---|---|---|---|");
+    for page in ["2M", "4K"] {
+        let rows = dep(page);
+        let Some(&(_, m0, x0)) = rows.first() else {
+            continue;
+        };
+        for (c, m, x) in rows {
+            let pc = paged(c).map_or("-".to_string(), |v| format!("{v:.1}"));
+            let (gm, gx) = (m - m0, x - x0);
+            let ratio = if gm > 1.0 {
+                format!("{:.2}", gx / gm)
+            } else {
+                "-".to_string()
+            };
+            println!(
+                "| {page} | {} MiB | {pc} | {m:.1} | {gm:+.1} | {x:.1} | {gx:+.1} | {ratio} |",
+                c.bytes >> 20
+            );
+        }
+    }
 }
 
 /// The host's share of a first touch: measured, cold minus warm (membench's `fault_cold`
