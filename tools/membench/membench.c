@@ -36,6 +36,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#ifndef MAP_HUGE_1GB
+#define MAP_HUGE_1GB (30 << 26) /* log2(1 GB) << MAP_HUGE_SHIFT (linux/mman.h) */
+#endif
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -195,6 +198,22 @@ typedef struct {
  */
 static int buf_alloc(buf_t *b, size_t bytes, int huge)
 {
+    if (huge == 2) { /* hugetlbfs 1 GB pages: reserved at mmap, so success means all huge */
+        char *g = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | MAP_HUGE_1GB, -1, 0);
+        if (g == MAP_FAILED) {
+            fprintf(stderr, "mmap(%zu, MAP_HUGE_1GB): %s (reserve 1 GB pages in "
+                    "/sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages)\n",
+                    bytes, strerror(errno));
+            return -1;
+        }
+        b->base = g;
+        b->bytes = bytes;
+        b->map = g;
+        b->maplen = bytes;
+        b->huge = huge;
+        return 0;
+    }
     size_t maplen = bytes + PAGE2M + 2 * PAGE4K;
     char *m = mmap(NULL, maplen, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -353,6 +372,12 @@ typedef struct {
 static result_t g_res[256];
 static int g_nres;
 
+/* the CSV's page_size: 0 = 4 KB (MADV_NOHUGEPAGE), 1 = THP, 2 = hugetlbfs 1 GB */
+static const char *page_name(int huge)
+{
+    return huge == 2 ? "1G" : huge ? "2M" : "4K";
+}
+
 static void add_result(const char *test, int huge, uint64_t bytes, const double *v,
                        int n, double hf, const char *extra)
 {
@@ -362,7 +387,7 @@ static void add_result(const char *test, int huge, uint64_t bytes, const double 
     }
     result_t *r = &g_res[g_nres++];
     snprintf(r->test, sizeof r->test, "%s", test);
-    snprintf(r->page, sizeof r->page, "%s", huge ? "2M" : "4K");
+    snprintf(r->page, sizeof r->page, "%s", page_name(huge));
     r->bytes = bytes;
     r->s = stats_of(v, n);
     r->reps = n;
@@ -389,6 +414,7 @@ static uint64_t g_min_hops = 20000000ULL, g_max_hops = 50000000ULL;
 static uint64_t g_min_indep = 20000000ULL, g_max_indep = 400000000ULL;
 static int g_cold_idle_s = 5; /* fault_cold: idle seconds before each rep (-i) */
 static uint64_t g_cold_pad = 2 * GB; /* fault_cold: untimed pad touched first (-p) */
+static int g_gig = 0; /* -G: the sized tests also on hugetlbfs 1 GB pages, 1 GB and up */
 
 /* test selection (-t): groups of CSV rows that run together */
 enum {
@@ -475,6 +501,10 @@ static double buf_prepare(buf_t *b, uint64_t bytes, int huge)
     touch_pages(b->base, bytes, 1);
     double tf = now_ns() - t0;
     long nf = minflt() - f0;
+    if (huge == 2) { /* hugetlbfs: not in AnonHugePages */
+        printf("  fault-in: %.1f ms, %ld minor faults, hugetlbfs 1 GB pages\n", tf / 1e6, nf);
+        return 1.0;
+    }
     double hf = huge_fraction(b->base, bytes);
     printf("  fault-in: %.1f ms, %ld minor faults, AnonHugePages fraction %.4f\n",
            tf / 1e6, nf, hf);
@@ -767,7 +797,8 @@ static void size_tests(uint64_t bytes, int huge)
 {
     char sz[32];
     fmt_size(bytes, sz, sizeof sz);
-    printf("\n== %s, %s pages ==\n", sz, huge ? "THP (MADV_HUGEPAGE)" : "4 KB (MADV_NOHUGEPAGE)");
+    printf("\n== %s, %s pages ==\n", sz,
+           huge == 2 ? "1 GB hugetlbfs" : huge ? "THP (MADV_HUGEPAGE)" : "4 KB (MADV_NOHUGEPAGE)");
     fflush(stdout);
 
     buf_t b;
@@ -789,7 +820,7 @@ static void size_tests(uint64_t bytes, int huge)
     if (g_tests & T_PAGE) /* last: it rewrites a pointer in 32 lines of every page */
         page_chase_test(&b, huge, hf);
 
-    double hf2 = huge_fraction(b.base, bytes);
+    double hf2 = huge == 2 ? hf : huge_fraction(b.base, bytes);
     if (hf2 != hf)
         printf("  note: AnonHugePages fraction changed during run: %.4f -> %.4f\n", hf, hf2);
     buf_free(&b);
@@ -1209,7 +1240,7 @@ static void usage(const char *p)
 {
     fprintf(stderr,
             "usage: %s [-o out.csv] [-l label] [-c cpu] [-r reps] [-R big_reps]\n"
-            "          [-m max_buffer_MB] [-i idle_s] [-p pad_MB] [-q] [-N] [-t test,...]\n"
+            "          [-m max_buffer_MB] [-i idle_s] [-p pad_MB] [-q] [-N] [-G] [-t test,...]\n"
             "  -o  CSV output path (default membench-<label>.csv)\n"
             "  -l  label used in default CSV name (default 'local')\n"
             "  -c  pin to this CPU (default: keep existing affinity if it is a\n"
@@ -1221,6 +1252,8 @@ static void usage(const char *p)
             "  -p  fault_cold: MB of untimed pad touched before each rep (default 2048)\n"
             "  -q  quick smoke test (-m 64 -r 3, fault/bw on 64 MB)\n"
             "  -N  do not try to raise own priority (default: nice -20 if permitted)\n"
+            "  -G  also run the sized tests on hugetlbfs 1 GB pages (1 GB buffers and up;\n"
+            "      needs that many 1 GB pages reserved, rows with page_size 1G)\n"
             "  -t  run only these tests (comma-separated; default all): dep_random,\n"
             "      indep_random (with prng_only), gups, host_probe, fault_touch,\n"
             "      fault_cold, cache_chase, page_chase, bw (memset_gbps +\n"
@@ -1232,7 +1265,7 @@ int main(int argc, char **argv)
 {
     const char *csv = NULL, *label = "local";
     int cpu = -1, quick = 0, renice = 1, opt;
-    while ((opt = getopt(argc, argv, "o:l:c:r:R:m:i:p:qNt:h")) != -1) {
+    while ((opt = getopt(argc, argv, "o:l:c:r:R:m:i:p:qNGt:h")) != -1) {
         switch (opt) {
         case 'o': csv = optarg; break;
         case 'l': label = optarg; break;
@@ -1244,6 +1277,7 @@ int main(int argc, char **argv)
         case 'p': g_cold_pad = strtoull(optarg, NULL, 0) * MB; break;
         case 'q': quick = 1; break;
         case 'N': renice = 0; break;
+        case 'G': g_gig = 1; break;
         case 't':
             if ((g_tests = parse_tests(optarg)) <= 0) {
                 usage(argv[0]);
@@ -1319,6 +1353,8 @@ int main(int argc, char **argv)
             break;
         size_tests(sizes[i], 0);
         size_tests(sizes[i], 1);
+        if (g_gig && sizes[i] >= GB)
+            size_tests(sizes[i], 2);
     }
     if (!quick && (g_tests & T_CACHE))
         cache_chase_tests();
