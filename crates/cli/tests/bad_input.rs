@@ -655,6 +655,28 @@ fn negative_watermark_boost_factor() {
 }
 
 #[test]
+fn watermark_scale_factor_out_of_range() {
+    let text = BASE.replace(
+        "[[process]]",
+        "[kernel]\nwatermark_scale_factor = 3001\n\n[[process]]",
+    );
+    expect_bad(
+        &text,
+        "kernel.watermark_scale_factor",
+        &["an integer from 0 to 3000", "3001"],
+    );
+}
+
+#[test]
+fn buddy_merge_likely_of_wrong_type() {
+    expect_bad(
+        &format!("{BASE}\n[kernel]\nbuddy_merge_likely = \"yes\"\n"),
+        "kernel.buddy_merge_likely",
+        &["invalid type: string \"yes\"", "expected a boolean"],
+    );
+}
+
+#[test]
 fn clear_pages_of_wrong_type() {
     expect_bad(
         &format!("{BASE}\n[kernel]\nclear_pages = \"no\"\n"),

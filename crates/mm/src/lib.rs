@@ -94,7 +94,7 @@ pub use pcp::PcpConfig;
 #[doc(no_inline)]
 pub use pte::Pte;
 #[doc(no_inline)]
-pub use reclaim::{ReclaimOutcome, Watermarks};
+pub use reclaim::{ReclaimOutcome, Watermarks, WATERMARK_SCALE_FACTOR};
 pub use stats::{FallbackEventCount, FallbackStats, FaultCounts, KernelStats};
 #[doc(no_inline)]
 pub use vma::Vma;

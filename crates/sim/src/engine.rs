@@ -298,6 +298,8 @@ impl Engine {
         kernel.set_fallback_policy(fallback);
         kernel.set_fallback_rules(exp.kernel.fallback_rules);
         kernel.set_compaction_proactiveness(exp.kernel.kcompactd.proactiveness.min(100) as u8)?;
+        kernel.set_buddy_merge_likely(exp.kernel.buddy_merge_likely);
+        kernel.set_watermark_scale_factor(exp.kernel.watermark_scale_factor);
         if let Some(kb) = exp.kernel.min_free_kbytes {
             kernel.set_min_free_kbytes(kb);
         }

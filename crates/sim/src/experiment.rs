@@ -115,6 +115,15 @@ pub struct KernelConfig {
     /// turns boosting off, as in Linux before 5.0: every result published before the
     /// model had it was made so.
     pub watermark_boost_factor: u32,
+    /// `vm.watermark_scale_factor` (Linux 4.6+, default 10): the gaps between the
+    /// watermarks are the larger of `min / 4` and this many 1/10000 of memory. 0 gives
+    /// Linux 4.1's gaps, `min / 4` and `min / 2` (`hugemm_mm`'s `pressure/reclaim.rs`).
+    pub watermark_scale_factor: u32,
+    /// Free a block to the tail of its list when the block that would merge with its
+    /// parent is free (`__free_one_page`'s `buddy_merge_likely`, every Linux since
+    /// 2.6.35). Off by default: every result published before the model had it was made
+    /// with every block freed to the head.
+    pub buddy_merge_likely: bool,
     /// `vm.min_free_kbytes`; `None` is Linux's default for the memory size
     /// (`calculate_min_free_kbytes`). A THP-enabled Linux raises it
     /// (`set_recommended_min_free_kbytes`: 66 MiB on this project's machines); the model
@@ -144,6 +153,8 @@ impl Default for KernelConfig {
             kcompactd: KcompactdConfig::default(),
             per_cpu_lists: false,
             watermark_boost_factor: 0,
+            watermark_scale_factor: hugemm_mm::WATERMARK_SCALE_FACTOR,
+            buddy_merge_likely: false,
             min_free_kbytes: None,
             clear_pages: true,
             prezero: PrezeroConfig::default(),

@@ -307,3 +307,20 @@ fn the_time_limit_ends_a_run_incomplete() {
     let last = r.timeseries.last().unwrap();
     assert_eq!(last.time_ns, r.summary.system.sim_time_ns);
 }
+
+#[test]
+fn linux_4_1s_watermarks_and_tail_freeing_reach_the_kernel() {
+    // 4 GiB: min 2,048 pages; Linux 4.1's gaps are min/4 and min/2, 4.6+'s default 0.1%
+    // of memory (1,048 pages).
+    let e = Engine::new(Scenario::new(4096 * MIB, ThpMode::Never).exp).unwrap();
+    let w = e.kernel().watermarks();
+    assert_eq!((w.min, w.low, w.high), (2048, 3096, 4144));
+    assert!(!e.kernel().phys().buddy_merge_likely());
+    let mut exp = Scenario::new(4096 * MIB, ThpMode::Never).exp;
+    exp.kernel.watermark_scale_factor = 0;
+    exp.kernel.buddy_merge_likely = true;
+    let e = Engine::new(exp).unwrap();
+    let w = e.kernel().watermarks();
+    assert_eq!((w.min, w.low, w.high), (2048, 2560, 3072));
+    assert!(e.kernel().phys().buddy_merge_likely());
+}

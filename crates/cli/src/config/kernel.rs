@@ -61,6 +61,17 @@ impl Validator<'_> {
             100_000,
         )? as u32;
         k.watermark_boost_factor = Some(i64::from(watermark_boost_factor));
+        // Linux accepts 1-3000; 0 is the model's name for the gaps before the factor
+        // existed (Linux 4.1).
+        let watermark_scale_factor = self.int(
+            "kernel.watermark_scale_factor",
+            k.watermark_scale_factor,
+            i64::from(hugemm_mm::WATERMARK_SCALE_FACTOR),
+            0,
+            3000,
+        )? as u32;
+        k.watermark_scale_factor = Some(i64::from(watermark_scale_factor));
+        let buddy_merge_likely = *k.buddy_merge_likely.get_or_insert(false);
         // Unset means Linux's own value for this memory, which the resolved file
         // leaves unset too (it follows the memory size).
         let min_free_kbytes = match k.min_free_kbytes {
@@ -102,6 +113,8 @@ impl Validator<'_> {
             kcompactd,
             per_cpu_lists,
             watermark_boost_factor,
+            watermark_scale_factor,
+            buddy_merge_likely,
             min_free_kbytes,
             clear_pages,
             prezero,

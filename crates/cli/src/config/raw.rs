@@ -256,6 +256,10 @@ pub struct RawKernel {
     pub per_cpu_lists: Option<bool>,
     /// `vm.watermark_boost_factor` (default 0: no boosting; Linux 5.0+ uses 15000).
     pub watermark_boost_factor: Option<i64>,
+    /// `vm.watermark_scale_factor` (default 10, Linux 4.6+; 0: Linux 4.1's watermarks).
+    pub watermark_scale_factor: Option<i64>,
+    /// Free a block likely to merge to the tail of its list (default false).
+    pub buddy_merge_likely: Option<bool>,
     /// `vm.min_free_kbytes` (default: Linux's value for the memory size).
     pub min_free_kbytes: Option<i64>,
     /// Clear pages at fault (false: HawkEye Table 1's kernel without page zeroing).

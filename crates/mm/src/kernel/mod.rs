@@ -33,7 +33,7 @@ use crate::phys::reserv::ReservTable;
 use crate::pressure::compaction::CompactState;
 use crate::pressure::lru::PageCache;
 use crate::pressure::movepages::{MigrationCosts, TierStats};
-use crate::pressure::reclaim::{Mem, Watermarks};
+use crate::pressure::reclaim::{default_min_free_kbytes, Mem, Watermarks, WATERMARK_SCALE_FACTOR};
 use crate::pressure::slab::SlabCaches;
 use crate::space::addrspace::AddressSpace;
 use crate::space::content::{ContentDraw, Quantiles, WriteContent};
@@ -72,6 +72,9 @@ pub struct Kernel {
     pub(crate) cache: PageCache,
     pub(crate) frag: FragCosts,
     pub(crate) wmark: Watermarks,
+    /// `vm.min_free_kbytes` and `vm.watermark_scale_factor`, which `wmark` follows.
+    min_free_kb: u64,
+    wmark_scale: u32,
     pub(crate) compact: CompactState,
     pub(crate) reserv: ReservTable,
     /// Every live kernel allocation, in its slab cache; the reclaimable ones are shrunk
@@ -125,7 +128,13 @@ impl Kernel {
         }
         let frames: Vec<u64> = node_bytes.iter().map(|b| b / base).collect();
         let phys = PhysMem::with_nodes(&frames, cfg.geometry)?;
-        let wmark = Watermarks::for_zone(phys.frames_total(), base);
+        let min_free_kb = default_min_free_kbytes(phys.frames_total() * base / 1024);
+        let wmark = Watermarks::with(
+            phys.frames_total(),
+            base,
+            min_free_kb,
+            WATERMARK_SCALE_FACTOR,
+        );
         let compact = CompactState::new(&phys);
         let reserv = ReservTable::new(
             phys.frames_total(),
@@ -152,6 +161,8 @@ impl Kernel {
             cache: PageCache::default(),
             frag: FragCosts::derived(&costs, base),
             wmark,
+            min_free_kb,
+            wmark_scale: WATERMARK_SCALE_FACTOR,
             compact,
             reserv,
             slab: SlabCaches::default(),
@@ -514,8 +525,22 @@ impl Kernel {
     /// [`Watermarks::with_min_free_kbytes`]); the watermarks follow. Later per-CPU lists
     /// are sized from the new low watermark.
     pub fn set_min_free_kbytes(&mut self, kb: u64) {
+        self.min_free_kb = kb;
+        self.update_watermarks();
+    }
+
+    /// Set `vm.watermark_scale_factor` (Linux 4.6+, default 10; 0 gives Linux 4.1's
+    /// watermarks, see [`Watermarks::with`]); the watermarks follow. Later per-CPU lists
+    /// are sized from the new low watermark.
+    pub fn set_watermark_scale_factor(&mut self, scale: u32) {
+        self.wmark_scale = scale;
+        self.update_watermarks();
+    }
+
+    fn update_watermarks(&mut self) {
         let base = self.geometry.base_bytes();
-        self.wmark = Watermarks::with_min_free_kbytes(self.phys.frames_total(), base, kb);
+        let managed = self.phys.frames_total();
+        self.wmark = Watermarks::with(managed, base, self.min_free_kb, self.wmark_scale);
     }
 
     /// Keep Linux's per-CPU page lists for `cpus` CPUs from now on, sized from this
@@ -534,6 +559,12 @@ impl Kernel {
     /// Physical memory, read-only.
     pub fn phys(&self) -> &PhysMem {
         &self.phys
+    }
+
+    /// Free a block likely to merge to the tail of its list, as Linux does
+    /// ([`PhysMem::set_buddy_merge_likely`]; off by default).
+    pub fn set_buddy_merge_likely(&mut self, on: bool) {
+        self.phys.set_buddy_merge_likely(on);
     }
 
     /// Follow `rules`' common pageblock fallback rules.

@@ -8,7 +8,9 @@
 //! default), a request below the huge order searches the orders in another order
 //! (`preserve.rs`); freeing is
 //! `__free_one_page`, merging with the buddy as long as it is a free block of the same
-//! order. Per-CPU page lists are optional (`pcp.rs`, off by default); zones and
+//! order, the merged block going to the head of its list (or, with
+//! [`PhysMem::set_buddy_merge_likely`], to the tail when a merge one order up is likely,
+//! as Linux does). Per-CPU page lists are optional (`pcp.rs`, off by default); zones and
 //! `ALLOC_NOFRAGMENT` are not modelled (one zone), and watermarks are `reclaim.rs`'s.
 //!
 //! Zeroing state: every frame boots dirty (content unknown, as Linux assumes of boot
@@ -196,6 +198,9 @@ pub struct PhysMem {
     /// Order-H preservation (`preserve.rs`): the huge order while it is on, 0 while off
     /// (`order < preserve_below` says whether a request is preserved against).
     pub(crate) preserve_below: u8,
+    /// Free a block to the tail of its list when its buddy one order up is free
+    /// ([`PhysMem::set_buddy_merge_likely`]).
+    merge_likely: bool,
 }
 
 impl PhysMem {
@@ -247,6 +252,7 @@ impl PhysMem {
             cpu: 0,
             zeroed_first: ZeroedFirst::Yes,
             preserve_below: 0,
+            merge_likely: false,
         };
         for n in 0..mem.nodes.count() {
             let (start, end) = mem.nodes.range(n);
@@ -299,6 +305,21 @@ impl PhysMem {
     /// one node; node 0 only with several (per-node compaction is not modelled).
     pub(crate) fn zone_end(&self) -> u64 {
         self.nodes.range(0).1 as u64
+    }
+
+    /// Free a block to the tail of its list, where allocations reach it last, when the
+    /// block one order up that would merge with it is free: pages are being freed near
+    /// it, so it may soon merge (`__free_one_page`'s tail placement, Linux 2.6.35 on;
+    /// `buddy_merge_likely` since 5.x). Below `max_order - 1`, as Linux's `order <
+    /// MAX_ORDER - 2`. Off by default: every result made before the model had it was made
+    /// without it, every block freed at the head.
+    pub fn set_buddy_merge_likely(&mut self, on: bool) {
+        self.merge_likely = on;
+    }
+
+    /// Whether a block likely to merge is freed to the tail of its list.
+    pub fn buddy_merge_likely(&self) -> bool {
+        self.merge_likely
     }
 
     /// Follow `rules`' common fallback rules ([`FallbackRules`]).
@@ -356,6 +377,12 @@ impl PhysMem {
     #[inline]
     fn list_push_on(&mut self, n: usize, pfn: u32, order: u8, mt: MigrateType) {
         self.areas[n].push(&mut self.frames, pfn, order, mt);
+        self.note_pushed(pfn, order, mt);
+    }
+
+    /// The bookkeeping of a block put on `mt`'s list at `order`.
+    #[inline]
+    fn note_pushed(&mut self, pfn: u32, order: u8, mt: MigrateType) {
         self.counters.on_push(pfn, order, mt);
         if let Some(index) = &mut self.index {
             index.insert(pfn, order, mt);
@@ -711,8 +738,25 @@ impl PhysMem {
             // a head again.
             self.frames.update(pfn, |f| f.set_zeroed(false));
         }
-        self.list_push_on(node, pfn, order, mt);
+        if self.merge_likely && order + 1 < self.max_order && self.merge_is_likely(pfn, order) {
+            self.areas[node].push_dirty_tail(&mut self.frames, pfn, order, mt);
+            self.note_pushed(pfn, order, mt);
+        } else {
+            self.list_push_on(node, pfn, order, mt);
+        }
         Ok(())
+    }
+
+    /// Whether the free block at `pfn` of `order` (merged as far as it goes) is likely to
+    /// merge soon: the buddy of the block one order up that holds it is a free block of
+    /// that order (`buddy_merge_likely`), so freeing the rest of its own buddy would make
+    /// a block two orders up.
+    fn merge_is_likely(&self, pfn: u32, order: u8) -> bool {
+        let higher = pfn & !((2u32 << order) - 1);
+        let higher_buddy = higher ^ (2u32 << order);
+        self.frames
+            .get(higher_buddy as u64)
+            .is_some_and(|f| f.is_free_head_of(order + 1))
     }
 
     fn check_free(&self, pfn: Pfn, order: Order) -> Result<u32> {

@@ -214,3 +214,67 @@ fn allocation_fills_the_preferred_node_first_and_frees_to_the_owning_node() {
     );
     m.check_counters().unwrap();
 }
+
+/// Every frame of 1 MiB allocated, then frames 2 and 3 freed (a free order-1 block), then
+/// frame 8 and frame 0: frame 0's order-1 parent has a free buddy (2-3), so a merge is
+/// likely. Returns the order-0 free list, head first, and the frame the next order-0
+/// allocation takes.
+fn free_next_to_a_free_buddy(merge_likely: bool) -> (Vec<u32>, Pfn, PhysMem) {
+    let mut m = mem(1024);
+    m.set_buddy_merge_likely(merge_likely);
+    for _ in 0..1024 {
+        m.alloc(&AllocRequest::new(Order(0))).unwrap();
+    }
+    for pfn in [2, 3, 8, 0] {
+        m.free(Pfn(pfn), Order(0)).unwrap();
+    }
+    let list = m.areas[0]
+        .iter(&m.frames, 0, MigrateType::Movable)
+        .collect();
+    let next = m.alloc(&AllocRequest::new(Order(0))).unwrap().pfn;
+    (list, next, m)
+}
+
+#[test]
+fn a_block_likely_to_merge_is_freed_to_the_tail_and_allocated_last() {
+    // Linux (`__free_one_page`): frame 0 goes behind frame 8, so 8 is allocated first
+    // and 0 is still free when frame 1 comes back: 0-3 merge into an order-2 block.
+    let (list, next, mut m) = free_next_to_a_free_buddy(true);
+    assert_eq!(list, vec![8, 0]);
+    assert_eq!(next, Pfn(8));
+    m.free(Pfn(1), Order(0)).unwrap();
+    assert_eq!(m.free_blocks(Order(2)), 1, "0-3 merged");
+    // Every block at the head, as the model did before: 0 is taken first.
+    let (list, next, mut m) = free_next_to_a_free_buddy(false);
+    assert_eq!(list, vec![0, 8]);
+    assert_eq!(next, Pfn(0));
+    m.free(Pfn(1), Order(0)).unwrap();
+    assert_eq!(
+        m.free_blocks(Order(2)),
+        0,
+        "frame 0 is taken, nothing merges"
+    );
+}
+
+#[test]
+fn no_tail_placement_at_the_top_two_orders() {
+    // Linux tests `order < MAX_ORDER - 2`, so an order-9 block (max_order - 1) goes to the
+    // head even when the order-10 block that would merge with its parent is free.
+    let mut m = mem(4096);
+    m.set_buddy_merge_likely(true);
+    for _ in 0..8 {
+        m.alloc(&AllocRequest::new(Order(9))).unwrap();
+    }
+    for pfn in [1024, 1536, 3072, 512] {
+        m.free(Pfn(pfn), Order(9)).unwrap();
+    }
+    assert_eq!(m.free_blocks(Order(10)), 1, "1024-2047 merged");
+    let list: Vec<u32> = m.areas[0]
+        .iter(&m.frames, 9, MigrateType::Movable)
+        .collect();
+    assert_eq!(
+        list,
+        vec![512, 3072],
+        "512 at the head although 1024-2047 is free"
+    );
+}

@@ -71,6 +71,35 @@ impl FreeArea {
         self.frames_by_mt[m] += 1 << order;
     }
 
+    /// Put the dirty block at `pfn` on `mt`'s list at `order` at the tail, where the
+    /// allocator reaches it last (`__free_one_page` when a merge is likely), unless the
+    /// list ends in zeroed blocks: those must stay at the tail (the zero list's), so it
+    /// goes to the head as any dirty block (an approximation only pre-zeroing can see).
+    pub fn push_dirty_tail(
+        &mut self,
+        frames: &mut FrameTable,
+        pfn: u32,
+        order: u8,
+        mt: MigrateType,
+    ) {
+        let (o, m) = (order as usize, mt.index());
+        let tail = self.tails[o][m];
+        if frames.at(pfn).is_zeroed() || (tail != NIL && frames.at(tail).is_zeroed()) {
+            return self.push(frames, pfn, order, mt);
+        }
+        frames.update(pfn, |f| {
+            f.set_free_head(order, mt);
+            f.set_links(tail, NIL);
+        });
+        match tail {
+            NIL => self.heads[o][m] = pfn,
+            t => frames.update(t, |f| f.set_next(pfn)),
+        }
+        self.tails[o][m] = pfn;
+        self.blocks[o][m] += 1;
+        self.frames_by_mt[m] += 1 << order;
+    }
+
     /// Unlink the free head at `pfn` from its list; its first frame becomes a free tail.
     /// Returns the block's order and list.
     pub fn remove(&mut self, frames: &mut FrameTable, pfn: u32) -> (u8, MigrateType) {
@@ -221,6 +250,29 @@ mod tests {
         assert_eq!(fa.first(0, MigrateType::Unmovable), None);
         fa.push(&mut frames, 5, 0, MigrateType::Unmovable);
         assert_eq!(fa.iter(&frames, 0, MigrateType::Unmovable).count(), 1);
+    }
+
+    #[test]
+    fn a_dirty_block_pushed_at_the_tail_comes_last_but_never_after_zeroed_ones() {
+        let mut frames = FrameTable::zeroed(8);
+        let mut area = FreeArea::new(0);
+        for pfn in [0, 1] {
+            area.push(&mut frames, pfn, 0, MigrateType::Movable);
+        }
+        area.push_dirty_tail(&mut frames, 2, 0, MigrateType::Movable);
+        let order: Vec<u32> = area.iter(&frames, 0, MigrateType::Movable).collect();
+        assert_eq!(order, vec![1, 0, 2]);
+        assert_eq!(area.count(0, MigrateType::Movable), 3);
+        // With a zeroed block at the tail, a dirty one goes to the head instead.
+        frames.update(3, |f| f.set_zeroed(true));
+        area.push(&mut frames, 3, 0, MigrateType::Movable);
+        area.push_dirty_tail(&mut frames, 4, 0, MigrateType::Movable);
+        let order: Vec<u32> = area.iter(&frames, 0, MigrateType::Movable).collect();
+        assert_eq!(order, vec![4, 1, 0, 2, 3]);
+        assert_eq!(
+            area.pop_zeroed(&mut frames, 0, MigrateType::Movable),
+            Some(3)
+        );
     }
 
     #[test]

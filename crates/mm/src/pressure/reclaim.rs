@@ -5,7 +5,9 @@
 //! Watermarks follow `__setup_per_zone_wmarks` for one zone: `min_free_kbytes =
 //! int_sqrt(16 * lowmem_kbytes)` clamped to [128 KB, 256 MB] (`calculate_min_free_kbytes`);
 //! `low = min + max(min / 4, managed * watermark_scale_factor / 10000)` with the default
-//! factor 10; `high = min + 2 * (low - min)`.
+//! factor 10; `high = min + 2 * (low - min)`. `vm.watermark_scale_factor` came with Linux
+//! 4.6; before it the gaps were `min / 4` and `min / 2`, which the same formula gives with
+//! a factor of 0 ([`Watermarks::with`]).
 //!
 //! **Watermark boosting** (Linux 5.0+, `boost_watermark`; off unless
 //! [`PhysMem::set_watermark_boost_factor`] turns it on): each fallback that fragments (a
@@ -61,7 +63,7 @@ pub const SWAP_CLUSTER_MAX: u64 = 32;
 /// Highest order the allocator retries after direct reclaim (`PAGE_ALLOC_COSTLY_ORDER`).
 pub const PAGE_ALLOC_COSTLY_ORDER: u8 = 3;
 /// `vm.watermark_scale_factor`'s default, in 1/10000 of managed memory.
-const WATERMARK_SCALE_FACTOR: u64 = 10;
+pub const WATERMARK_SCALE_FACTOR: u32 = 10;
 
 /// The zone watermarks, in frames.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -85,8 +87,18 @@ impl Watermarks {
     /// THP's `set_recommended_min_free_kbytes`): `min` is that many KiB, and `low` and
     /// `high` follow from it as in [`Watermarks::for_zone`].
     pub fn with_min_free_kbytes(managed: u64, frame_bytes: u64, min_kb: u64) -> Watermarks {
+        Watermarks::with(managed, frame_bytes, min_kb, WATERMARK_SCALE_FACTOR)
+    }
+
+    /// The watermarks when `vm.min_free_kbytes` is `min_kb` and
+    /// `vm.watermark_scale_factor` is `scale` (1/10000 of `managed`): the gap from `min`
+    /// to `low`, and from `low` to `high`, is the larger of `min / 4` and the scale's
+    /// share (`__setup_per_zone_wmarks`, Linux 4.6+). `scale` 0 gives Linux 4.1's
+    /// watermarks, `low = min + min / 4` and `high = min + min / 2`, from before the
+    /// factor existed.
+    pub fn with(managed: u64, frame_bytes: u64, min_kb: u64, scale: u32) -> Watermarks {
         let min = (min_kb * 1024 / frame_bytes).min(managed);
-        let gap = (min / 4).max(managed * WATERMARK_SCALE_FACTOR / 10_000);
+        let gap = (min / 4).max(managed * u64::from(scale) / 10_000);
         Watermarks {
             min,
             low: (min + gap).min(managed),
@@ -305,6 +317,21 @@ mod tests {
         // 1 TB: 128 MB; 8 TB hits the 256 MB cap.
         assert_eq!(Watermarks::for_zone(256 << 20, 4096).min, 32_768);
         assert_eq!(Watermarks::for_zone(2 << 30, 4096).min, 65_536);
+    }
+
+    #[test]
+    fn a_scale_factor_of_zero_gives_linux_4_1s_watermarks() {
+        // 4 GB: min 2,048 pages. Linux 4.1: low = min + min / 4, high = min + min / 2;
+        // 4.6+'s default factor widens both gaps to 0.1% of the zone (1,048 pages).
+        let (managed, min_kb) = (1 << 20, 8192);
+        let old = Watermarks::with(managed, 4096, min_kb, 0);
+        assert_eq!((old.min, old.low, old.high), (2048, 2560, 3072));
+        let new = Watermarks::with(managed, 4096, min_kb, WATERMARK_SCALE_FACTOR);
+        assert_eq!(
+            (new.min, new.low, new.high),
+            (2048, 2048 + 1048, 2048 + 2096)
+        );
+        assert_eq!(new, Watermarks::with_min_free_kbytes(managed, 4096, min_kb));
     }
 
     #[test]
