@@ -134,9 +134,9 @@ fn kmu_compacts_best_then_fragments_worst_on_the_traced_protocol() {
 
 /// `traced-build-slub.toml` (seed 1, claim-first), the detailed kernel memory with the
 /// traced kernel's per-CPU lists, with and without its watermark boosting: boosting
-/// cuts the movable requests' steals by more than half (345 -> 69 when measured, of
-/// 373 -> 94 steals in all; seeds 2 and 3 cut all steals by 34% and 69%,
-/// `experiments/apsys16/README.md`).
+/// cuts the movable requests' steals by more than half (253 -> 53 when measured on
+/// 2026-11-27 with tail placement, of 337 -> 102 steals in all; before tail placement
+/// 345 -> 69; `experiments/apsys16/README.md` gives seeds 2 and 3).
 #[test]
 fn watermark_boosting_cuts_the_detailed_models_steals_by_half() {
     let steals = |factor: u32| -> u64 {
