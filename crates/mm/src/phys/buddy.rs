@@ -198,8 +198,8 @@ pub struct PhysMem {
     /// Order-H preservation (`preserve.rs`): the huge order while it is on, 0 while off
     /// (`order < preserve_below` says whether a request is preserved against).
     pub(crate) preserve_below: u8,
-    /// Free a block to the tail of its list when its buddy one order up is free
-    /// ([`PhysMem::set_buddy_merge_likely`]).
+    /// Free a block to the tail of its list when the buddy of the block one order up
+    /// that holds it is free ([`PhysMem::set_buddy_merge_likely`]).
     merge_likely: bool,
 }
 
@@ -739,18 +739,26 @@ impl PhysMem {
             self.frames.update(pfn, |f| f.set_zeroed(false));
         }
         if self.merge_likely && order + 1 < self.max_order && self.merge_is_likely(pfn, order) {
-            self.areas[node].push_dirty_tail(&mut self.frames, pfn, order, mt);
-            self.note_pushed(pfn, order, mt);
+            self.push_tail_on(node, pfn, order, mt);
         } else {
             self.list_push_on(node, pfn, order, mt);
         }
         Ok(())
     }
 
+    /// [`PhysMem::list_push_on`] at the list's tail (`FreeArea::push_dirty_tail`). Kept
+    /// out of line: the free path with tail placement off should not grow for it.
+    #[inline(never)]
+    fn push_tail_on(&mut self, n: usize, pfn: u32, order: u8, mt: MigrateType) {
+        self.areas[n].push_dirty_tail(&mut self.frames, pfn, order, mt);
+        self.note_pushed(pfn, order, mt);
+    }
+
     /// Whether the free block at `pfn` of `order` (merged as far as it goes) is likely to
     /// merge soon: the buddy of the block one order up that holds it is a free block of
     /// that order (`buddy_merge_likely`), so freeing the rest of its own buddy would make
     /// a block two orders up.
+    #[inline(never)]
     fn merge_is_likely(&self, pfn: u32, order: u8) -> bool {
         let higher = pfn & !((2u32 << order) - 1);
         let higher_buddy = higher ^ (2u32 << order);

@@ -215,7 +215,7 @@ fn allocation_fills_the_preferred_node_first_and_frees_to_the_owning_node() {
     m.check_counters().unwrap();
 }
 
-/// Every frame of 1 MiB allocated, then frames 2 and 3 freed (a free order-1 block), then
+/// All 1,024 frames allocated, then frames 2 and 3 freed (a free order-1 block), then
 /// frame 8 and frame 0: frame 0's order-1 parent has a free buddy (2-3), so a merge is
 /// likely. Returns the order-0 free list, head first, and the frame the next order-0
 /// allocation takes.

@@ -5,7 +5,9 @@
 //! buddy allocator keeps that so) go to the tail of their list, dirty ones to the head,
 //! so each list is HawkEye's two lists (section 3.1: non-zero, then zero) joined end to
 //! end: the head is the first dirty block if there is one, the tail the last zeroed one.
-//! With nothing zeroed (no pre-zeroing) every push is at the head, as Linux's.
+//! With nothing zeroed (no pre-zeroing) every push is at the head, as Linux's, but for
+//! a block the buddy allocator frees where a merge is likely, which Linux puts at the
+//! tail ([`FreeArea::push_dirty_tail`]).
 //!
 //! Owns the list heads and tails, the links stored in frame metadata, and the counters.
 //! It must not split, merge or choose blocks: that is the buddy allocator's job.
