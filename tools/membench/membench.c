@@ -207,11 +207,7 @@ static int buf_alloc(buf_t *b, size_t bytes, int huge)
                     bytes, strerror(errno));
             return -1;
         }
-        b->base = g;
-        b->bytes = bytes;
-        b->map = g;
-        b->maplen = bytes;
-        b->huge = huge;
+        *b = (buf_t){.base = g, .bytes = bytes, .map = g, .maplen = bytes, .huge = huge};
         return 0;
     }
     size_t maplen = bytes + PAGE2M + 2 * PAGE4K;
@@ -234,11 +230,7 @@ static int buf_alloc(buf_t *b, size_t bytes, int huge)
         munmap(m, maplen);
         return -1;
     }
-    b->base = base;
-    b->bytes = bytes;
-    b->map = m;
-    b->maplen = maplen;
-    b->huge = huge;
+    *b = (buf_t){.base = base, .bytes = bytes, .map = m, .maplen = maplen, .huge = huge};
     return 0;
 }
 

@@ -44,33 +44,12 @@ impl FreeArea {
     /// Put the block at `pfn` on `mt`'s list at `order`, marking its first frame: at the
     /// head when it is dirty, at the tail when its head frame says it is zeroed.
     pub fn push(&mut self, frames: &mut FrameTable, pfn: u32, order: u8, mt: MigrateType) {
-        let (o, m) = (order as usize, mt.index());
         if frames.at(pfn).is_zeroed() {
-            let tail = self.tails[o][m];
-            frames.update(pfn, |f| {
-                f.set_free_head(order, mt);
-                f.set_links(tail, NIL);
-            });
-            match tail {
-                NIL => self.heads[o][m] = pfn,
-                t => frames.update(t, |f| f.set_next(pfn)),
-            }
-            self.tails[o][m] = pfn;
+            self.link_at_tail(frames, pfn, order, mt);
             self.zeroed_frames += 1 << order;
         } else {
-            let head = self.heads[o][m];
-            frames.update(pfn, |f| {
-                f.set_free_head(order, mt);
-                f.set_links(NIL, head);
-            });
-            match head {
-                NIL => self.tails[o][m] = pfn,
-                h => frames.update(h, |f| f.set_prev(pfn)),
-            }
-            self.heads[o][m] = pfn;
+            self.link_at_head(frames, pfn, order, mt);
         }
-        self.blocks[o][m] += 1;
-        self.frames_by_mt[m] += 1 << order;
     }
 
     /// Put the dirty block at `pfn` on `mt`'s list at `order` at the tail, where the
@@ -84,11 +63,18 @@ impl FreeArea {
         order: u8,
         mt: MigrateType,
     ) {
-        let (o, m) = (order as usize, mt.index());
-        let tail = self.tails[o][m];
+        let tail = self.tails[order as usize][mt.index()];
         if frames.at(pfn).is_zeroed() || (tail != NIL && frames.at(tail).is_zeroed()) {
             return self.push(frames, pfn, order, mt);
         }
+        self.link_at_tail(frames, pfn, order, mt);
+    }
+
+    /// Link the block at `pfn` in as the last of `mt`'s list at `order`, and count it.
+    #[inline]
+    fn link_at_tail(&mut self, frames: &mut FrameTable, pfn: u32, order: u8, mt: MigrateType) {
+        let (o, m) = (order as usize, mt.index());
+        let tail = self.tails[o][m];
         frames.update(pfn, |f| {
             f.set_free_head(order, mt);
             f.set_links(tail, NIL);
@@ -98,6 +84,24 @@ impl FreeArea {
             t => frames.update(t, |f| f.set_next(pfn)),
         }
         self.tails[o][m] = pfn;
+        self.blocks[o][m] += 1;
+        self.frames_by_mt[m] += 1 << order;
+    }
+
+    /// Link the block at `pfn` in as the first of `mt`'s list at `order`, and count it.
+    #[inline]
+    fn link_at_head(&mut self, frames: &mut FrameTable, pfn: u32, order: u8, mt: MigrateType) {
+        let (o, m) = (order as usize, mt.index());
+        let head = self.heads[o][m];
+        frames.update(pfn, |f| {
+            f.set_free_head(order, mt);
+            f.set_links(NIL, head);
+        });
+        match head {
+            NIL => self.tails[o][m] = pfn,
+            h => frames.update(h, |f| f.set_prev(pfn)),
+        }
+        self.heads[o][m] = pfn;
         self.blocks[o][m] += 1;
         self.frames_by_mt[m] += 1 << order;
     }
