@@ -54,9 +54,9 @@
 //! in flight is longer than the idle latency a chase measures (queueing in the
 //! interconnect and the memory controller, and DRAM row misses); `dram_mlp` is that
 //! effect folded into a count, fitted, not a documented structure. The page-table loads
-//! of a walk are counted against the walker, not against `mlp`. Throughput is set by whichever resource is busier per reference. This is
-//! checked against membench's independent loads and GUPS updates in
-//! `docs/calibration.md`.
+//! of a walk are counted against the walker, not against `mlp`. Throughput is set by
+//! whichever resource is busier per reference. This is checked against membench's
+//! independent loads and GUPS updates in `docs/calibration.md`.
 //!
 //! The walk time reported to the PMU ([`AccessCost::walk`]) is the cycles a walker is busy
 //! as `DTLB_LOAD_MISSES.WALK_DURATION` counts them: the whole walk for a dependent

@@ -138,14 +138,13 @@ fn run(profile: &MachineProfile, c: &Case, warm: u64, refs: u64) -> Result<u64, 
         a.amount = Amount::Refs(refs.max(1));
         a.dependent = c.test == "dep_random";
         a.write_fraction = if c.test == "gups" { 1.0 } else { 0.0 };
-    }
-    if warm > 0 {
-        if let Some(Phase::Access(a)) = p.phases.last().cloned() {
-            let at = p.phases.len() - 1;
+        // The untimed warm-up: the same references, before the timed ones.
+        if warm > 0 {
             let warm_phase = hugemm_workload::AccessPhase {
                 amount: Amount::Refs(warm),
-                ..a
+                ..*a
             };
+            let at = p.phases.len() - 1;
             p.phases.insert(at, Phase::Access(warm_phase));
         }
     }
