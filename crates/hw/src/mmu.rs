@@ -295,7 +295,7 @@ impl Mmu {
             nested: profile
                 .guest
                 .as_ref()
-                .map(|g| Box::new(Nested::new(g, geometry.levels))),
+                .map(|g| Box::new(Nested::new(g, geometry.levels, profile.freq_ghz))),
         }
     }
 

@@ -18,7 +18,10 @@
 //!    caches and AMD's page-walk cache hold host entries) let it start lower, exactly as
 //!    the guest's PWCs do for the guest dimension; each host page-table line is looked up
 //!    in the core's caches beside data and guest page-table lines. It costs
-//!    `host_walk_base_cycles` plus the latency of each line.
+//!    `host_walk_base_cycles` plus the latency of each line; a line no cache holds
+//!    costs `guest.host_pt_extra_ns` more than a data line from memory (0 unless a
+//!    calibration measured otherwise: docs/calibration.md, "The host's page-table
+//!    lines").
 //!
 //! The guest's own page-walk caches are what Intel calls *combined* paging-structure
 //! caches: keyed by guest-virtual address, they yield the host-physical address of the
@@ -83,6 +86,8 @@ pub(crate) struct Nested {
     /// it with a 2 MB page.
     map: Option<HostMap>,
     host_walk_base_cycles: f64,
+    /// `guest.host_pt_extra_ns` in cycles: added to a host page-table line from memory.
+    host_pt_extra_cycles: f64,
     ntlb_hit_cycles: f64,
     levels: u32,
 }
@@ -92,8 +97,9 @@ fn array(a: AssocProfile) -> SetAssoc {
 }
 
 impl Nested {
-    /// The host dimension `guest` describes, for a host of `levels` page-table levels.
-    pub(crate) fn new(guest: &GuestProfile, levels: u32) -> Nested {
+    /// The host dimension `guest` describes, for a host of `levels` page-table levels
+    /// and a core at `freq_ghz`.
+    pub(crate) fn new(guest: &GuestProfile, levels: u32, freq_ghz: f64) -> Nested {
         let fraction = guest.host_huge_fraction;
         Nested {
             ntlb: array(guest.nested_tlb),
@@ -105,6 +111,7 @@ impl Nested {
             huge_threshold: threshold(fraction),
             map: None,
             host_walk_base_cycles: guest.host_walk_base_cycles,
+            host_pt_extra_cycles: guest.host_pt_extra_ns * freq_ghz,
             ntlb_hit_cycles: guest.nested_tlb_hit_cycles,
             levels,
         }
@@ -218,6 +225,9 @@ impl Nested {
         for level in (leaf..=start).rev() {
             let found = caches.access_level(tags.pt_line(HOST_ASID, ga, level));
             cycles += caches.latency_of(found);
+            if found == caches.depth() {
+                cycles += self.host_pt_extra_cycles;
+            }
         }
         cycles
     }
@@ -275,13 +285,14 @@ mod tests {
                 pde: a(16),
             },
             stlb_splintered_ways: None,
+            host_pt_extra_ns: 0.0,
         }
     }
 
     #[test]
     fn the_huge_fraction_is_met_over_many_regions_and_is_stable() {
         for f in [0.0, 0.25, 0.6, 1.0] {
-            let n = Nested::new(&guest(f), 4);
+            let n = Nested::new(&guest(f), 4, 2.0);
             let huge = (0..100_000u64)
                 .filter(|r| n.host_size(r << 21) == PageSize::Huge)
                 .count();
@@ -305,7 +316,7 @@ mod tests {
 
     #[test]
     fn a_host_map_decides_regions_and_page_tables_follow_its_share() {
-        let mut n = Nested::new(&guest(1.0), 4);
+        let mut n = Nested::new(&guest(1.0), 4, 2.0);
         n.use_host_map(1000);
         assert_eq!(
             n.host_size(7 << 21),
@@ -334,10 +345,40 @@ mod tests {
     }
 
     #[test]
+    fn a_host_page_table_line_from_memory_costs_the_extra_and_a_cached_one_does_not() {
+        use crate::profile::CacheLevelProfile;
+        let l1 = CacheLevelProfile {
+            name: "L1D".into(),
+            bytes: 32 * 1024,
+            ways: 8,
+            latency_cycles: 4.0,
+        };
+        let tags = TagScheme::new(crate::units::Geometry::X86_64);
+        let walk = |extra_ns: f64| {
+            let mut g = guest(0.0);
+            g.host_pt_extra_ns = extra_ns;
+            let mut n = Nested::new(&g, 4, 2.0);
+            let mut caches = CacheHierarchy::new(std::slice::from_ref(&l1), 200.0);
+            let cold = n.translate(5 << 21, &tags, &mut caches);
+            // The nested TLB forgets, the caches keep the lines: a second walk of the
+            // same address finds them all cached.
+            n.ntlb.clear();
+            let warm = n.translate(5 << 21, &tags, &mut caches);
+            (cold, warm)
+        };
+        let (cold, warm) = walk(0.0);
+        let (cold_extra, warm_extra) = walk(30.0);
+        // guest(0.0): every region on host 4 KB pages; the host PWCs start empty, so the
+        // first walk loads four lines from memory and pays 4 x 30 ns x 2 GHz more.
+        assert_eq!(cold_extra - cold, 4.0 * 60.0);
+        assert_eq!(warm_extra, warm, "cached lines cost no extra");
+    }
+
+    #[test]
     fn guest_huge_pages_are_cached_at_the_hosts_size() {
-        let n = Nested::new(&guest(0.0), 4);
+        let n = Nested::new(&guest(0.0), 4, 2.0);
         assert_eq!(n.effective(PageSize::Huge, 0), PageSize::Base);
-        let n = Nested::new(&guest(1.0), 4);
+        let n = Nested::new(&guest(1.0), 4, 2.0);
         assert_eq!(n.effective(PageSize::Huge, 0), PageSize::Huge);
         assert_eq!(n.effective(PageSize::Base, 0), PageSize::Base);
     }

@@ -98,6 +98,17 @@ pub struct GuestProfile {
     /// vendor documents which; the calibration measures it (docs/calibration.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stlb_splintered_ways: Option<u32>,
+    /// Latency, in ns, that a host page-table line no cache holds costs over a data line
+    /// from memory (`dram_latency_ns`). 0, the default: the same. A measured figure for
+    /// a machine whose walks pay more for the host's tables than for data, for a reason
+    /// the guest cannot see (the host's tables on a remote node, for example); the
+    /// calibration fits it (docs/calibration.md, "The host's page-table lines").
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub host_pt_extra_ns: f64,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 /// One memory tier (a NUMA node without CPUs, or the far socket's memory) as the cores

@@ -145,6 +145,7 @@ fn validate_guest(v: &Validator, g: &GuestProfile, stlb_ways: u32) -> Result<()>
     )?;
     v.non_negative("guest.host_walk_base_cycles", g.host_walk_base_cycles)?;
     v.non_negative("guest.nested_tlb_hit_cycles", g.nested_tlb_hit_cycles)?;
+    v.non_negative("guest.host_pt_extra_ns", g.host_pt_extra_ns)?;
     v.assoc("guest.nested_tlb", g.nested_tlb)?;
     v.assoc("guest.host_pwc.pml4e", g.host_pwc.pml4e)?;
     v.assoc("guest.host_pwc.pdpte", g.host_pwc.pdpte)?;

@@ -544,6 +544,17 @@ fn params() -> Vec<Param> {
             integer: false,
         },
         Param {
+            name: "guest.host_pt_extra_ns",
+            get: |p| p.guest.as_ref().map_or(0.0, |g| g.host_pt_extra_ns),
+            set: |p, x| {
+                if let Some(g) = p.guest.as_mut() {
+                    g.host_pt_extra_ns = x;
+                }
+            },
+            range: (0.0, 400.0),
+            integer: false,
+        },
+        Param {
             name: "dram_latency_ns",
             get: |p| p.dram_latency_ns,
             set: |p, x| p.dram_latency_ns = x,
