@@ -677,6 +677,15 @@ fn buddy_merge_likely_of_wrong_type() {
 }
 
 #[test]
+fn boot_order_not_a_known_one() {
+    expect_bad(
+        &format!("{BASE}\n[kernel]\nboot_order = \"top-down\"\n"),
+        "kernel.boot_order",
+        &["top-down", "lowest-first", "highest-first"],
+    );
+}
+
+#[test]
 fn clear_pages_of_wrong_type() {
     expect_bad(
         &format!("{BASE}\n[kernel]\nclear_pages = \"no\"\n"),

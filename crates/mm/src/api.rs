@@ -91,6 +91,37 @@ impl AccessedBits {
     }
 }
 
+/// Which free memory a freshly booted kernel allocates first (`[kernel] boot_order` in
+/// experiment files).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BootOrder {
+    /// The lowest addresses: Linux 5.10 and later free boot memory to the tail of the
+    /// free lists (`FPI_TO_TAIL`). The default.
+    #[default]
+    LowestFirst,
+    /// The highest addresses: Linux before 5.10 (4.1 included) freed boot memory in
+    /// ascending order to the head of the lists
+    /// ([`crate::Kernel::queue_boot_memory_highest_first`]).
+    HighestFirst,
+}
+
+impl BootOrder {
+    /// Every setting with its name in experiment files.
+    pub const NAMED: [(&'static str, BootOrder); 2] = [
+        ("lowest-first", BootOrder::LowestFirst),
+        ("highest-first", BootOrder::HighestFirst),
+    ];
+
+    /// The setting's name in experiment files.
+    pub fn name(self) -> &'static str {
+        match self {
+            BootOrder::LowestFirst => "lowest-first",
+            BootOrder::HighestFirst => "highest-first",
+        }
+    }
+}
+
 /// What the fault path's policy question needs to know about a faulting address.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FaultInfo {

@@ -53,9 +53,9 @@ pub use pressure::{compaction, kmem, movepages, pagecache, reclaim};
 pub use space::{content, pte, vma};
 
 pub use api::{
-    AccessedBits, CollapseOutcome, FaultInfo, FaultKind, FaultOutcome, FaultRequest, HugeAdvice,
-    Madvise, RegionInfo, RegionState, ReservationCensus, ReservationInfo, TlbFlush, Touch,
-    Translation,
+    AccessedBits, BootOrder, CollapseOutcome, FaultInfo, FaultKind, FaultOutcome, FaultRequest,
+    HugeAdvice, Madvise, RegionInfo, RegionState, ReservationCensus, ReservationInfo, TlbFlush,
+    Touch, Translation,
 };
 #[doc(no_inline)]
 pub use buddy::{AllocRequest, Block, PhysMem, PrezeroScope, ZeroedFirst};

@@ -289,6 +289,9 @@ impl Engine {
         if exp.home_node != 0 {
             kernel.set_home_node(hugemm_mm::NodeId(exp.home_node))?;
         }
+        if exp.kernel.boot_order == hugemm_mm::BootOrder::HighestFirst {
+            kernel.queue_boot_memory_highest_first()?;
+        }
         kernel.set_content_seed(exp.seed);
         kernel.set_clear_pages(exp.kernel.clear_pages);
         if exp.kernel.prezero.enabled {

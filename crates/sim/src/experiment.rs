@@ -124,6 +124,9 @@ pub struct KernelConfig {
     /// 2.6.35). Off by default: every result published before the model had it was made
     /// with every block freed to the head.
     pub buddy_merge_likely: bool,
+    /// Which free memory a freshly booted kernel allocates first: the lowest addresses
+    /// (Linux 5.10+, the default) or the highest (Linux before 5.10, 4.1 included).
+    pub boot_order: hugemm_mm::BootOrder,
     /// `vm.min_free_kbytes`; `None` is Linux's default for the memory size
     /// (`calculate_min_free_kbytes`). A THP-enabled Linux raises it
     /// (`set_recommended_min_free_kbytes`: 66 MiB on this project's machines); the model
@@ -155,6 +158,7 @@ impl Default for KernelConfig {
             watermark_boost_factor: 0,
             watermark_scale_factor: hugemm_mm::WATERMARK_SCALE_FACTOR,
             buddy_merge_likely: false,
+            boot_order: hugemm_mm::BootOrder::default(),
             min_free_kbytes: None,
             clear_pages: true,
             prezero: PrezeroConfig::default(),

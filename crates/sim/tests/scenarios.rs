@@ -324,3 +324,18 @@ fn linux_4_1s_watermarks_and_tail_freeing_reach_the_kernel() {
     assert_eq!((w.min, w.low, w.high), (2048, 2560, 3072));
     assert!(e.kernel().phys().buddy_merge_likely());
 }
+
+#[test]
+fn the_boot_order_decides_where_the_first_allocation_lands() {
+    let mut exp = Scenario::new(64 * MIB, ThpMode::Never).exp;
+    // The block the first allocation splits: the head of the order-10 list.
+    let first = |exp: hugemm_sim::Experiment| {
+        let e = Engine::new(exp).unwrap();
+        let view = e.kernel().phys().view();
+        view.first(hugemm_hw::Order(10), hugemm_mm::MigrateType::Movable)
+    };
+    assert_eq!(first(exp.clone()), Some(hugemm_hw::Pfn(0)), "Linux 5.10+");
+    exp.kernel.boot_order = hugemm_mm::BootOrder::HighestFirst;
+    // 64 MiB: 16 order-10 blocks, the highest at 15 x 1024.
+    assert_eq!(first(exp), Some(hugemm_hw::Pfn(15 * 1024)), "Linux 4.1");
+}

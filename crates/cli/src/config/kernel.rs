@@ -6,7 +6,7 @@
 use super::raw::*;
 use super::validate::{Phases, Validator, R};
 use hugemm_hw::Nanos;
-use hugemm_mm::{AccessedBits, CompactMode};
+use hugemm_mm::{AccessedBits, BootOrder, CompactMode};
 use hugemm_sim::{KcompactdConfig, KernelConfig, PrezeroConfig, Stores, ZeroLists};
 use hugemm_workload::kbuild::{self, FileIds, KernelBuild};
 use hugemm_workload::{KernelMem, Lifetime, Phase, ProcessSpec};
@@ -72,6 +72,13 @@ impl Validator<'_> {
         )? as u32;
         k.watermark_scale_factor = Some(i64::from(watermark_scale_factor));
         let buddy_merge_likely = *k.buddy_merge_likely.get_or_insert(false);
+        let boot_order = self.choice(
+            "kernel.boot_order",
+            k.boot_order.as_deref(),
+            BootOrder::default().name(),
+            &BootOrder::NAMED,
+        )?;
+        k.boot_order = Some(boot_order.name().into());
         // Unset means Linux's own value for this memory, which the resolved file
         // leaves unset too (it follows the memory size).
         let min_free_kbytes = match k.min_free_kbytes {
@@ -115,6 +122,7 @@ impl Validator<'_> {
             watermark_boost_factor,
             watermark_scale_factor,
             buddy_merge_likely,
+            boot_order,
             min_free_kbytes,
             clear_pages,
             prezero,

@@ -260,6 +260,9 @@ pub struct RawKernel {
     pub watermark_scale_factor: Option<i64>,
     /// Free a block likely to merge to the tail of its list (default false).
     pub buddy_merge_likely: Option<bool>,
+    /// Which free memory a booted kernel allocates first: "lowest-first" (default, Linux
+    /// 5.10+) or "highest-first" (Linux before 5.10).
+    pub boot_order: Option<String>,
     /// `vm.min_free_kbytes` (default: Linux's value for the memory size).
     pub min_free_kbytes: Option<i64>,
     /// Clear pages at fault (false: HawkEye Table 1's kernel without page zeroing).

@@ -567,6 +567,12 @@ impl Kernel {
         self.phys.set_buddy_merge_likely(on);
     }
 
+    /// Allocate the highest addresses first, as Linux before 5.10 queued boot memory
+    /// ([`PhysMem::queue_boot_memory_highest_first`]); only before anything is allocated.
+    pub fn queue_boot_memory_highest_first(&mut self) -> Result<()> {
+        self.phys.queue_boot_memory_highest_first()
+    }
+
     /// Follow `rules`' common pageblock fallback rules.
     pub fn set_fallback_rules(&mut self, rules: FallbackRules) {
         self.phys.set_fallback_rules(rules);

@@ -206,7 +206,8 @@ pub struct PhysMem {
 impl PhysMem {
     /// `frames` dirty free frames in maximal aligned blocks, all pageblocks Movable, with
     /// Linux's default fallback. Boot blocks are queued lowest address first, as Linux's
-    /// `__free_pages_core` frees boot memory to the tail of the lists (`FPI_TO_TAIL`).
+    /// `__free_pages_core` frees boot memory to the tail of the lists (`FPI_TO_TAIL`,
+    /// 5.10+; [`PhysMem::queue_boot_memory_highest_first`] gives the older order).
     pub fn new(frames: u64, geometry: Geometry) -> Result<PhysMem> {
         PhysMem::with_nodes(&[frames], geometry)
     }
@@ -320,6 +321,37 @@ impl PhysMem {
     /// Whether a block likely to merge is freed to the tail of its list.
     pub fn buddy_merge_likely(&self) -> bool {
         self.merge_likely
+    }
+
+    /// Queue boot memory as Linux before 5.10 did, so that allocations take the highest
+    /// addresses first: `__free_pages_memory` freed the boot blocks in ascending address
+    /// order, each to the head of its list (`__free_pages`; Linux 4.1), so the last, the
+    /// highest, came first. Linux 5.10's `FPI_TO_TAIL` freed them to the tail instead,
+    /// which [`PhysMem::new`]'s lowest-first order models. Reverses every free list, so
+    /// it must run at boot, before any frame is allocated or zeroed; an error after.
+    pub fn queue_boot_memory_highest_first(&mut self) -> Result<()> {
+        if self.frames_free() != self.frames_total()
+            || self.areas.iter().any(|a| a.zeroed_frames() != 0)
+        {
+            return Err(MmError::InvalidConfig {
+                what: "the boot order can only be chosen before any frame is allocated or zeroed",
+            });
+        }
+        for n in 0..self.areas.len() {
+            for order in 0..=self.max_order {
+                for mt in MigrateType::ALL {
+                    let heads: Vec<u32> = self.areas[n].iter(&self.frames, order, mt).collect();
+                    for &pfn in &heads {
+                        self.list_remove_on(n, pfn);
+                    }
+                    // Pushed to the head in their old order: the list ends reversed.
+                    for &pfn in &heads {
+                        self.list_push_on(n, pfn, order, mt);
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Follow `rules`' common fallback rules ([`FallbackRules`]).

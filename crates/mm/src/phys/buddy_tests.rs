@@ -24,6 +24,28 @@ fn boot_memory_is_maximal_blocks_lowest_first() {
 }
 
 #[test]
+fn linux_4_1s_boot_order_allocates_the_highest_addresses_first() {
+    let mut m = mem(4 * 1024);
+    m.queue_boot_memory_highest_first().unwrap();
+    assert_eq!(m.free_blocks(Order(10)), 4);
+    let list: Vec<u32> = m.areas[0]
+        .iter(&m.frames, 10, MigrateType::Movable)
+        .collect();
+    assert_eq!(list, vec![3072, 2048, 1024, 0]);
+    // The highest block is split, and its low half is taken (`expand`), as in 4.1.
+    let b = m.alloc(&AllocRequest::new(Order(0))).unwrap();
+    assert_eq!(b.pfn, Pfn(3072));
+    let b = m.alloc(&AllocRequest::new(Order(10))).unwrap();
+    assert_eq!(b.pfn, Pfn(2048), "then the next highest whole block");
+    // Only at boot.
+    let e = m.queue_boot_memory_highest_first().unwrap_err();
+    assert!(
+        e.to_string().contains("before any frame is allocated"),
+        "{e}"
+    );
+}
+
+#[test]
 fn allocation_splits_the_smallest_block_and_keeps_the_low_half() {
     let mut m = mem(1024);
     let b = m.alloc(&AllocRequest::new(Order(0))).unwrap();
