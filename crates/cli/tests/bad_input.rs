@@ -686,6 +686,20 @@ fn boot_order_not_a_known_one() {
 }
 
 #[test]
+fn per_cpu_sizes_without_the_lists_or_not_a_known_one() {
+    expect_bad(
+        &format!("{BASE}\n[kernel]\nper_cpu_sizes = \"linux-4.1\"\n"),
+        "kernel.per_cpu_sizes",
+        &["kernel.per_cpu_lists = true beside it"],
+    );
+    expect_bad(
+        &format!("{BASE}\n[kernel]\nper_cpu_lists = true\nper_cpu_sizes = \"linux-5\"\n"),
+        "kernel.per_cpu_sizes",
+        &["linux-5", "linux-6", "linux-4.1"],
+    );
+}
+
+#[test]
 fn clear_pages_of_wrong_type() {
     expect_bad(
         &format!("{BASE}\n[kernel]\nclear_pages = \"no\"\n"),

@@ -122,6 +122,37 @@ impl BootOrder {
     }
 }
 
+/// Which Linux the per-CPU page lists' sizes follow (`[kernel] per_cpu_sizes` in
+/// experiment files; `pcp.rs`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum PerCpuSizes {
+    /// Linux 6.x: orders 0-3, `zone_batchsize` from up to 1 MiB, `high` from the low
+    /// watermark ([`crate::PcpConfig::linux`]). The default.
+    #[default]
+    #[serde(rename = "linux-6")]
+    Linux6,
+    /// Linux 4.1: order 0 only, `zone_batchsize` from up to 512 KiB, `high` six batches
+    /// ([`crate::PcpConfig::linux_4_1`]).
+    #[serde(rename = "linux-4.1")]
+    Linux4_1,
+}
+
+impl PerCpuSizes {
+    /// Every setting with its name in experiment files.
+    pub const NAMED: [(&'static str, PerCpuSizes); 2] = [
+        ("linux-6", PerCpuSizes::Linux6),
+        ("linux-4.1", PerCpuSizes::Linux4_1),
+    ];
+
+    /// The setting's name in experiment files.
+    pub fn name(self) -> &'static str {
+        match self {
+            PerCpuSizes::Linux6 => "linux-6",
+            PerCpuSizes::Linux4_1 => "linux-4.1",
+        }
+    }
+}
+
 /// What the fault path's policy question needs to know about a faulting address.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FaultInfo {

@@ -54,8 +54,8 @@ pub use space::{content, pte, vma};
 
 pub use api::{
     AccessedBits, BootOrder, CollapseOutcome, FaultInfo, FaultKind, FaultOutcome, FaultRequest,
-    HugeAdvice, Madvise, RegionInfo, RegionState, ReservationCensus, ReservationInfo, TlbFlush,
-    Touch, Translation,
+    HugeAdvice, Madvise, PerCpuSizes, RegionInfo, RegionState, ReservationCensus, ReservationInfo,
+    TlbFlush, Touch, Translation,
 };
 #[doc(no_inline)]
 pub use buddy::{AllocRequest, Block, PhysMem, PrezeroScope, ZeroedFirst};

@@ -307,7 +307,7 @@ impl Engine {
             kernel.set_min_free_kbytes(kb);
         }
         if exp.kernel.per_cpu_lists {
-            kernel.enable_per_cpu_lists(exp.cores as usize);
+            kernel.enable_per_cpu_lists_as(exp.kernel.per_cpu_sizes, exp.cores as usize);
         }
         kernel.set_watermark_boost_factor(exp.kernel.watermark_boost_factor);
         kernel.set_preserve_huge_blocks(exp.kernel.preserve_huge_blocks);

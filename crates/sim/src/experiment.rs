@@ -109,6 +109,9 @@ pub struct KernelConfig {
     /// Keep Linux's per-CPU page lists, one set per core (`hugemm_mm::pcp`). Off by
     /// default: every result published before they existed was made without them.
     pub per_cpu_lists: bool,
+    /// Which Linux the per-CPU lists' sizes follow, when they are kept (6.x's by
+    /// default; 4.1's: order 0 only, batch 31 and high 186 on a 4 GiB zone).
+    pub per_cpu_sizes: hugemm_mm::PerCpuSizes,
     /// `vm.watermark_boost_factor` (Linux 5.0+, where it defaults to 15000): after a
     /// fallback that fragments, kswapd reclaims up to `high` plus up to this many
     /// 1/10000 of `high` (`hugemm_mm`'s `pressure/reclaim.rs`). 0, the default here,
@@ -155,6 +158,7 @@ impl Default for KernelConfig {
             fallback_rules: hugemm_mm::FallbackRules::default(),
             kcompactd: KcompactdConfig::default(),
             per_cpu_lists: false,
+            per_cpu_sizes: hugemm_mm::PerCpuSizes::default(),
             watermark_boost_factor: 0,
             watermark_scale_factor: hugemm_mm::WATERMARK_SCALE_FACTOR,
             buddy_merge_likely: false,

@@ -326,6 +326,19 @@ fn linux_4_1s_watermarks_and_tail_freeing_reach_the_kernel() {
 }
 
 #[test]
+fn linux_4_1s_per_cpu_lists_reach_the_kernel() {
+    let mut exp = Scenario::new(4096 * MIB, ThpMode::Never).exp;
+    exp.kernel.per_cpu_lists = true;
+    let e = Engine::new(exp.clone()).unwrap();
+    let c = e.kernel().phys().per_cpu_lists().unwrap();
+    assert_eq!((c.batch, c.max_order), (63, 3), "Linux 6.x");
+    exp.kernel.per_cpu_sizes = hugemm_mm::PerCpuSizes::Linux4_1;
+    let e = Engine::new(exp).unwrap();
+    let c = e.kernel().phys().per_cpu_lists().unwrap();
+    assert_eq!((c.batch, c.high, c.max_order), (31, 186, 0), "Linux 4.1");
+}
+
+#[test]
 fn the_boot_order_decides_where_the_first_allocation_lands() {
     let mut exp = Scenario::new(64 * MIB, ThpMode::Never).exp;
     // The block the first allocation splits: the head of the order-10 list.

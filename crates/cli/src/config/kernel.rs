@@ -6,7 +6,7 @@
 use super::raw::*;
 use super::validate::{Phases, Validator, R};
 use hugemm_hw::Nanos;
-use hugemm_mm::{AccessedBits, BootOrder, CompactMode};
+use hugemm_mm::{AccessedBits, BootOrder, CompactMode, PerCpuSizes};
 use hugemm_sim::{KcompactdConfig, KernelConfig, PrezeroConfig, Stores, ZeroLists};
 use hugemm_workload::kbuild::{self, FileIds, KernelBuild};
 use hugemm_workload::{KernelMem, Lifetime, Phase, ProcessSpec};
@@ -53,6 +53,21 @@ impl Validator<'_> {
         raw.compaction_proactiveness = Some(kcompactd.proactiveness as i64);
         k.fallback = Some(fallback.clone());
         let per_cpu_lists = *k.per_cpu_lists.get_or_insert(false);
+        if k.per_cpu_sizes.is_some() && !per_cpu_lists {
+            return Err(self.bad(
+                "kernel.per_cpu_sizes",
+                "kernel.per_cpu_lists = true beside it (it sizes the per-CPU lists)",
+            ));
+        }
+        let per_cpu_sizes = self.choice(
+            "kernel.per_cpu_sizes",
+            k.per_cpu_sizes.as_deref(),
+            PerCpuSizes::default().name(),
+            &PerCpuSizes::NAMED,
+        )?;
+        if per_cpu_lists {
+            k.per_cpu_sizes = Some(per_cpu_sizes.name().into());
+        }
         let watermark_boost_factor = self.int(
             "kernel.watermark_boost_factor",
             k.watermark_boost_factor,
@@ -119,6 +134,7 @@ impl Validator<'_> {
             fallback_rules,
             kcompactd,
             per_cpu_lists,
+            per_cpu_sizes,
             watermark_boost_factor,
             watermark_scale_factor,
             buddy_merge_likely,

@@ -254,6 +254,8 @@ pub struct RawKernel {
     pub kcompactd: Option<RawKcompactd>,
     /// Keep Linux's per-CPU page lists.
     pub per_cpu_lists: Option<bool>,
+    /// Which Linux the per-CPU lists' sizes follow: "linux-6" (default) or "linux-4.1".
+    pub per_cpu_sizes: Option<String>,
     /// `vm.watermark_boost_factor` (default 0: no boosting; Linux 5.0+ uses 15000).
     pub watermark_boost_factor: Option<i64>,
     /// `vm.watermark_scale_factor` (default 10, Linux 4.6+; 0: Linux 4.1's watermarks).

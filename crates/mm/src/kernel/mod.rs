@@ -22,7 +22,9 @@ mod mmap;
 mod movepages;
 mod pressure;
 
-use crate::api::{AccessedBits, FaultInfo, RegionInfo, RegionState, TlbFlush, Touch, Translation};
+use crate::api::{
+    AccessedBits, FaultInfo, PerCpuSizes, RegionInfo, RegionState, TlbFlush, Touch, Translation,
+};
 use crate::costs::{FragCosts, MmCosts};
 use crate::error::{MmError, Result};
 use crate::phys::buddy::{AllocRequest, Block, PhysMem, PrezeroScope, ZeroedFirst};
@@ -546,7 +548,17 @@ impl Kernel {
     /// Keep Linux's per-CPU page lists for `cpus` CPUs from now on, sized from this
     /// zone and its low watermark ([`PcpConfig::linux`]; `pcp.rs`).
     pub fn enable_per_cpu_lists(&mut self, cpus: usize) {
-        let config = PcpConfig::linux(self.phys.frames_total(), self.wmark.low, cpus);
+        self.enable_per_cpu_lists_as(PerCpuSizes::Linux6, cpus);
+    }
+
+    /// [`Kernel::enable_per_cpu_lists`] with the lists `sizes` says: Linux 6.x's, or
+    /// Linux 4.1's ([`PcpConfig::linux_4_1`]).
+    pub fn enable_per_cpu_lists_as(&mut self, sizes: PerCpuSizes, cpus: usize) {
+        let managed = self.phys.frames_total();
+        let config = match sizes {
+            PerCpuSizes::Linux6 => PcpConfig::linux(managed, self.wmark.low, cpus),
+            PerCpuSizes::Linux4_1 => PcpConfig::linux_4_1(managed, cpus),
+        };
         self.phys.enable_per_cpu_lists(config);
     }
 

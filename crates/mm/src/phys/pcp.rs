@@ -18,11 +18,16 @@
 //! would otherwise fail, first return every list to the buddy allocator
 //! (`drain_all_pages`).
 //!
-//! The sizes follow Linux 6.x:
+//! The sizes follow Linux 6.x ([`PcpConfig::linux`]):
 //! - `batch` is `zone_batchsize`: a quarter of the smaller of 1/1024 of the zone and
 //!   1 MiB of pages, rounded to a power of two less one (63 for any zone of 1 GiB or more).
 //! - `high` is `zone_highsize` without the 6.7 auto-tuning: the low watermark split over
 //!   the CPUs plus one, and at least `4 * batch`.
+//!
+//! or Linux 4.1 ([`PcpConfig::linux_4_1`]): order-0 lists only (`buffered_rmqueue` takes
+//! higher orders from the buddy allocator), `batch` as above but from at most 512 KiB of
+//! pages (31 for any zone of 512 MiB or more), and `high` six batches
+//! (`pageset_set_batch`).
 //!
 //! What the model leaves out:
 //! - the high-order THP list;
@@ -53,23 +58,43 @@ pub struct PcpConfig {
     pub batch: u32,
     /// Frames a CPU may hold before it drains (`pcp->high`).
     pub high: u32,
+    /// Highest order the lists hold: [`PCP_MAX_ORDER`] in Linux 6.x, 0 in 4.1.
+    pub max_order: u8,
 }
 
 impl PcpConfig {
     /// Linux's sizes for a zone of `managed` frames with watermark `low`, on `cpus` CPUs.
     pub fn linux(managed: u64, low: u64, cpus: usize) -> PcpConfig {
         let cpus = cpus.max(1);
-        let quarter = (managed >> 10).min(256) / 4;
-        let batch = match quarter.max(1) {
-            1 => 1,
-            b => prev_power_of_two(b + b / 2) - 1,
-        };
+        let batch = zone_batchsize(managed, 256);
         let high = (low / (cpus as u64 + 1)).max(batch << 2);
         PcpConfig {
             cpus,
             batch: batch as u32,
             high: high.min(u64::from(u32::MAX)) as u32,
+            max_order: PCP_MAX_ORDER,
         }
+    }
+
+    /// Linux 4.1's sizes for a zone of `managed` frames on `cpus` CPUs: order 0 only,
+    /// `batch` from at most 512 KiB of 4 KiB pages, `high = 6 * batch`.
+    pub fn linux_4_1(managed: u64, cpus: usize) -> PcpConfig {
+        let batch = zone_batchsize(managed, 128);
+        PcpConfig {
+            cpus: cpus.max(1),
+            batch: batch as u32,
+            high: (6 * batch) as u32,
+            max_order: 0,
+        }
+    }
+}
+
+/// `zone_batchsize`: a quarter of the smaller of 1/1024 of the zone and `cap` pages,
+/// rounded down to a power of two less one after adding half of it.
+fn zone_batchsize(managed: u64, cap: u64) -> u64 {
+    match ((managed >> 10).min(cap) / 4).max(1) {
+        1 => 1,
+        b => prev_power_of_two(b + b / 2) - 1,
     }
 }
 
@@ -146,7 +171,9 @@ impl PhysMem {
 
     /// Whether a request of `order` goes through the per-CPU lists.
     pub(crate) fn uses_pcp(&self, order: u8) -> bool {
-        self.pcp.is_some() && order <= PCP_MAX_ORDER
+        self.pcp
+            .as_ref()
+            .is_some_and(|p| order <= p.config.max_order)
     }
 
     /// `rmqueue_pcplist`: a block of `order` for `mt` from this CPU's list, refilled
@@ -267,6 +294,7 @@ mod tests {
             cpus: 2,
             batch: 4,
             high: 12,
+            max_order: PCP_MAX_ORDER,
         });
         m
     }
@@ -370,5 +398,32 @@ mod tests {
         // 64 MiB: 16,384 frames >> 10 = 16, / 4 = 4, rounddown_pow2(6) - 1 = 3.
         let c = PcpConfig::linux(16_384, 200, 2);
         assert_eq!((c.batch, c.high), (3, 66));
+    }
+
+    #[test]
+    fn linux_4_1_sizes_and_order_0_only() {
+        // 4 GiB: 1,024 frames per 1/1024, capped at 128 (512 KiB), / 4 = 32,
+        // rounddown_pow2(48) - 1 = 31; high 6 x 31.
+        let c = PcpConfig::linux_4_1(1 << 20, 4);
+        assert_eq!((c.batch, c.high, c.max_order), (31, 186, 0));
+        let c = PcpConfig::linux_4_1(16_384, 2);
+        assert_eq!((c.batch, c.high), (3, 18));
+        let mut m = PhysMem::new(4096, Geometry::X86_64).unwrap();
+        m.enable_per_cpu_lists(PcpConfig::linux_4_1(4096, 1));
+        assert!(m.uses_pcp(0));
+        assert!(!m.uses_pcp(1), "4.1 lists order 0 only");
+        m.alloc(&AllocRequest::new(Order(1))).unwrap();
+        assert_eq!(
+            m.frames_on_per_cpu_lists(),
+            0,
+            "an order-1 request skips the lists"
+        );
+        m.alloc(&page()).unwrap();
+        assert_eq!(
+            m.frames_on_per_cpu_lists(),
+            1,
+            "a batch of 2, one handed out"
+        );
+        m.check_counters().unwrap();
     }
 }
