@@ -145,8 +145,10 @@ impl PerCpuLists {
 }
 
 impl PhysMem {
-    /// Keep per-CPU page lists of `config`'s sizes from now on (see `pcp.rs`).
-    pub fn enable_per_cpu_lists(&mut self, config: PcpConfig) {
+    /// Keep per-CPU page lists of `config`'s sizes from now on (see `pcp.rs`); orders
+    /// above [`PCP_MAX_ORDER`] are never listed.
+    pub fn enable_per_cpu_lists(&mut self, mut config: PcpConfig) {
+        config.max_order = config.max_order.min(PCP_MAX_ORDER);
         self.pcp = Some(PerCpuLists::new(config));
         self.cpu = 0;
     }
