@@ -38,11 +38,12 @@
 //!
 //! * a **dependent** reference (its address comes from the previous one, pointer chasing)
 //!   costs `max(issue_cycles, x + d)`: translation and data are serialised;
-//! * an **independent** reference costs `max(issue_cycles, d / m, x / page_walkers)`:
-//!   out-of-order execution overlaps up to `m` data misses and `page_walkers` walks; the
+//! * an **independent** reference costs `max(issue_cycles, h / m, x / page_walkers)`:
+//!   out-of-order execution overlaps up to `m` references and `page_walkers` walks; the
 //!   slowest resource bounds throughput. `m` is `mlp` (the line fill buffers) for data
 //!   the caches serve, and `dram_mlp` (at most `mlp`; `mlp` when the profile has none)
-//!   for data from memory.
+//!   for data from memory. `h` is how long a reference holds its place among the `m`:
+//!   its data latency `d`, or `x + d` in a profile with `mlp_holds_translation`.
 //!
 //! What overlaps, for independent references: one reference's translation and its data
 //! access stay serial, but consecutive references overlap, and two resources bound how
@@ -55,8 +56,19 @@
 //! interconnect and the memory controller, and DRAM row misses); `dram_mlp` is that
 //! effect folded into a count, fitted, not a documented structure. The page-table loads
 //! of a walk are counted against the walker, not against `mlp`. Throughput is set by
-//! whichever resource is busier per reference. This is checked against membench's
-//! independent loads and GUPS updates in `docs/calibration.md`.
+//! whichever resource is busier per reference (Little's law: `m` places, each held `h`).
+//! This is checked against membench's independent loads and GUPS updates in
+//! `docs/calibration.md`.
+//!
+//! Which `h`: a fill buffer is taken only once the load's address is translated, so if
+//! the fill buffers were the bound, `h = d`. The Xeon guest's data say the bound is
+//! something a load holds from its issue (its load-buffer entry, the scheduler and
+//! reorder-buffer entries behind it): at 256 MiB-4 GiB, 2 MB and 4 KB pages alike, a
+//! dependent chase is 11-16 times an independent load's time, i.e. a constant number of
+//! whole references overlap, walk included, where `h = d` overlaps the walks of 4 KB
+//! pages for free whenever `x / page_walkers < d / m` (`docs/calibration.md`, "What
+//! bounds independent references"). `mlp_holds_translation` chooses `h = x + d`; no
+//! other profile sets it, so their results keep `h = d`.
 //!
 //! The walk time reported to the PMU ([`AccessCost::walk`]) is the cycles a walker is busy
 //! as `DTLB_LOAD_MISSES.WALK_DURATION` counts them: the whole walk for a dependent
@@ -147,6 +159,9 @@ struct Timing {
     /// The last cache level's latency: data that took longer came from memory.
     cached_cycles: f64,
     inv_walkers: f64,
+    /// 1 when a reference holds its place among the `m` in flight during its
+    /// translation too (`mlp_holds_translation`), else 0.
+    xlat_held: f64,
     picos_per_cycle: f64,
 }
 
@@ -160,6 +175,7 @@ impl Timing {
             inv_dram_mlp: 1.0 / p.dram_mlp.unwrap_or(p.mlp).clamp(1.0, p.mlp.max(1.0)),
             cached_cycles: p.caches.last().map_or(0.0, |c| c.latency_cycles),
             inv_walkers: 1.0 / p.page_walkers.max(1) as f64,
+            xlat_held: if p.mlp_holds_translation { 1.0 } else { 0.0 },
             picos_per_cycle: p.picos_per_cycle(),
         }
     }
@@ -180,9 +196,10 @@ impl Timing {
             } else {
                 self.inv_mlp
             };
+            let held = data + xlat * self.xlat_held;
             let t = self
                 .issue_cycles
-                .max(data * inv_mlp)
+                .max(held * inv_mlp)
                 .max(xlat * self.inv_walkers);
             (t, walk * self.inv_walkers)
         };

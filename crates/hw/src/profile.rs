@@ -55,6 +55,14 @@ pub struct MachineProfile {
     /// "Time"). Unset, the default: `mlp` for both.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dram_mlp: Option<f64>,
+    /// Whether an independent reference holds its place among the `mlp` (`dram_mlp`)
+    /// references in flight for its translation as well as its data: then `m` references
+    /// overlap whole, `(translation + data) / m` a reference, rather than their data
+    /// misses alone, `data / m` (see `mmu.rs`, "Time"). Unset, the default: `false`, data
+    /// alone. Set where the calibration data show it (`docs/calibration.md`, "What bounds
+    /// independent references").
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub mlp_holds_translation: bool,
     /// Page walks that can be in flight at once.
     pub page_walkers: u32,
     /// Fixed cycles of a page walk besides its page-table loads.

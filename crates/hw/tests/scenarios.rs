@@ -496,3 +496,47 @@ fn independent_misses_to_dram_overlap_only_up_to_dram_mlp() {
         "dram_mlp = mlp changes nothing"
     );
 }
+
+/// Total picoseconds of `vas` as 4 KB references, dependent or not, on a fresh MMU (the
+/// MMU's state evolves the same either way: only the timing differs).
+fn total_time(p: &MachineProfile, vas: &[u64], dependent: bool) -> f64 {
+    let mut m = mmu(p);
+    let refs: Vec<Reference> = vas
+        .iter()
+        .map(|&va| reference(va, PageSize::Base, dependent))
+        .collect();
+    let (.., time) = run(&mut m, &refs);
+    time.0 as f64
+}
+
+#[test]
+fn with_mlp_holding_translation_independent_references_overlap_whole() {
+    // Random 4 KB references over 4 GB mostly walk and miss every cache. With walkers
+    // that never bind and one `m` for every miss, holding the translation makes an
+    // independent reference cost exactly a dependent one over `m`; without it the walk
+    // overlaps for free, so it costs less.
+    let mut p = profile("haswell-e5-2690v3");
+    p.page_walkers = 1 << 20;
+    p.dram_mlp = None;
+    p.issue_cycles = 0.0;
+    let vas = random_vas(20_000, 4 * GB, 7);
+    let dependent = total_time(&p, &vas, true);
+    let data_only = total_time(&p, &vas, false);
+    p.mlp_holds_translation = true;
+    let whole = total_time(&p, &vas, false);
+    let expected = dependent / p.mlp;
+    // Each reference's time is rounded to a picosecond: at most 0.5 ps each.
+    assert!(
+        (whole - expected).abs() <= 0.5 * 2.0 * vas.len() as f64,
+        "whole references: {whole} ps, dependent / mlp: {expected} ps"
+    );
+    assert!(
+        data_only < 0.8 * whole,
+        "data alone ({data_only} ps) should leave the walks free of the {whole} ps"
+    );
+    assert_eq!(
+        total_time(&p, &vas, true),
+        dependent,
+        "dependent references do not depend on the key"
+    );
+}
