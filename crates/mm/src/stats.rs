@@ -196,6 +196,11 @@ pub struct FallbackStats {
     pub evacuations_requested: u64,
     /// Pageblocks whose counters a policy examined while choosing (see each policy).
     pub pageblocks_scanned: u64,
+    /// Fallbacks taken while some CPU's per-CPU list held a block of the requested type
+    /// and order, which draining the lists would have served. Linux does not drain
+    /// before it falls back (only before an allocation fails), nor does the model; these
+    /// count what the lists hide. 0 without per-CPU lists.
+    pub beside_per_cpu_blocks: u64,
     /// Every fallback by what was asked, what was taken and whether the pageblock
     /// changed owner: the fields of Linux's `kmem:mm_page_alloc_extfrag` tracepoint, so
     /// that a model run compares event for event with a real kernel's trace

@@ -576,6 +576,9 @@ impl PhysMem {
             return Err(MmError::OutOfMemory);
         }
         self.rmqueue_fallback(order, mt)?;
+        if self.pcp_holds(order, mt) {
+            self.fallback_stats.beside_per_cpu_blocks += 1;
+        }
         self.rmqueue_smallest(order, mt)
             .ok_or(MmError::FallbackChoice {
                 policy: self.policy.name(),

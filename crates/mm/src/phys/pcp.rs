@@ -178,6 +178,17 @@ impl PhysMem {
             .is_some_and(|p| order <= p.config.max_order)
     }
 
+    /// Whether some CPU's list holds a block of `order` for `mt` (one a
+    /// `drain_all_pages` would hand to the buddy allocator).
+    pub(crate) fn pcp_holds(&self, order: u8, mt: MigrateType) -> bool {
+        let at = index(mt, order);
+        self.uses_pcp(order)
+            && self
+                .pcp
+                .as_ref()
+                .is_some_and(|p| p.cpus.iter().any(|c| !c.lists[at].is_empty()))
+    }
+
     /// `rmqueue_pcplist`: a block of `order` for `mt` from this CPU's list, refilled
     /// from the buddy allocator when empty; `None` if the buddy allocator has none.
     pub(crate) fn pcp_take(&mut self, order: u8, mt: MigrateType) -> Option<u32> {
@@ -273,6 +284,11 @@ impl PhysMem {
         }
     }
 
+    /// `drain_local_pages`: return the current CPU's lists to the buddy allocator.
+    pub fn drain_local_per_cpu_lists(&mut self) -> Result<()> {
+        self.pcp_drain(self.cpu, 0)
+    }
+
     /// `drain_all_pages`: return every CPU's lists to the buddy allocator.
     pub fn drain_per_cpu_lists(&mut self) -> Result<()> {
         let cpus = self.pcp.as_ref().map_or(0, |p| p.cpus.len());
@@ -323,6 +339,37 @@ mod tests {
         m.set_cpu(1);
         let b = m.alloc(&page()).unwrap().pfn;
         assert_ne!(b, a, "another CPU does not see CPU 0's list");
+        m.check_counters().unwrap();
+    }
+
+    #[test]
+    fn a_fallback_while_another_cpu_lists_the_type_is_counted() {
+        // Three pageblocks (an order-10 block and an order-9 one), order-0 lists only
+        // (orders 1+ go to the buddy allocator).
+        let mut m = PhysMem::new(1536, Geometry::X86_64).unwrap();
+        m.enable_per_cpu_lists(PcpConfig {
+            cpus: 2,
+            batch: 4,
+            high: 12,
+            max_order: 0,
+        });
+        let kernel = |order| AllocRequest::new(Order(order)).migrate(MigrateType::Unmovable);
+        // CPU 0's refill claims the order-10 block (pageblocks 0-1) for unmovable; 3
+        // frames stay on its list.
+        m.alloc(&kernel(0)).unwrap();
+        assert_eq!(m.frames_on_per_cpu_lists(), 3);
+        // Order-2 requests empty the unmovable free lists (1,020 frames).
+        m.set_cpu(1);
+        for _ in 0..255 {
+            m.alloc(&kernel(2)).unwrap();
+        }
+        let s = m.fallback_stats();
+        assert_eq!((s.fallbacks, s.beside_per_cpu_blocks), (1, 0));
+        // CPU 1's list is empty and so are the free lists: it falls back into pageblock 2
+        // while CPU 0 holds three unmovable frames.
+        m.alloc(&kernel(0)).unwrap();
+        let s = m.fallback_stats();
+        assert_eq!((s.fallbacks, s.beside_per_cpu_blocks), (2, 1));
         m.check_counters().unwrap();
     }
 
