@@ -28,6 +28,13 @@
 //!   until it is at most the low mark `max(100 - proactiveness, 5)`
 //!   (`fragmentation_score_wmark`); proactiveness 0 disables it.
 //!
+//! Per-CPU lists: every run first returns all of them to the buddy allocator, and a
+//! direct run (`cc->order > 0`) also returns the current CPU's once the migrate scanner
+//! has left the order-aligned block it last migrated from (`compact_zone`'s
+//! `drain_local_pages` after `last_migrated_pfn`, there since Linux 4.0), so that the
+//! frames migration freed there can merge before `__compact_finished` looks for a free
+//! block. Whole-zone and proactive runs (`cc->order == -1`) do not.
+//!
 //! Direct runs resume from the cached scanner positions of the previous direct run
 //! (`compact_cached_migrate_pfn` / `compact_cached_free_pfn`; one migrate position, not
 //! one per sync mode); whole-zone runs start at the zone's ends. Positions reset when the
@@ -65,6 +72,11 @@ struct Run {
     total: u64,
     movable_sources_only: bool,
     target_order: u8,
+    /// Drain the current CPU's lists after each block migrated from (direct runs).
+    drain_local: bool,
+    /// The start of the `target_order`-aligned block holding the last page migrated
+    /// since the current CPU's lists were last drained.
+    last_migrated_block: Option<u64>,
     out: CompactOutcome,
 }
 
@@ -78,8 +90,9 @@ impl Kernel {
     /// Run compaction for `req`.
     pub fn compact(&mut self, req: CompactRequest) -> CompactOutcome {
         // Per-CPU pages go back to the buddy allocator first, where they can merge and
-        // the free scanner can see them (`drain_all_pages`, as `compact_zone` drains
-        // between pageblocks).
+        // the free scanner can see them (`drain_all_pages`; a simplification: Linux
+        // drains only the local CPU's lists, and only as `compact_zone` leaves a block
+        // it migrated from, which direct runs also do below).
         self.stats.internal_errors += self.phys.drain_per_cpu_lists().is_err() as u64;
         let out = match req {
             CompactRequest::Direct { order } => self.compact_direct(order),
@@ -235,6 +248,8 @@ impl Kernel {
             total,
             movable_sources_only: direct,
             target_order: order,
+            drain_local: direct && order > 0,
+            last_migrated_block: None,
             out: CompactOutcome::default(),
         };
         self.seek_free_block(&mut run);
@@ -253,13 +268,29 @@ impl Kernel {
         }
     }
 
-    /// `compact_zone`'s loop: isolate a batch, migrate it, ask `finished`.
+    /// `compact_zone`'s loop: isolate a batch, migrate it, drain (direct runs, see the
+    /// module doc), ask `finished`.
     fn compact_zone(&mut self, run: &mut Run, finished: impl Fn(&Kernel, &Run) -> bool) {
         let mut batch = Vec::with_capacity(COMPACT_CLUSTER_MAX);
+        let order_block = !((1u64 << run.target_order) - 1);
         while !run.scanners_met() {
             batch.clear();
             self.isolate_migratepages(run, &mut batch);
+            let migrated = run.out.migrated;
             self.migrate_batch(run, &batch);
+            if run.drain_local {
+                if run.out.migrated > migrated {
+                    run.last_migrated_block = batch.last().map(|(src, _)| src.0 & order_block);
+                }
+                if run
+                    .last_migrated_block
+                    .is_some_and(|b| b < run.migrate_pfn & order_block)
+                {
+                    self.stats.internal_errors +=
+                        self.phys.drain_local_per_cpu_lists().is_err() as u64;
+                    run.last_migrated_block = None;
+                }
+            }
             if finished(self, run) {
                 break;
             }

@@ -84,6 +84,31 @@ fn direct_compaction_stops_once_one_huge_block_is_free() {
 }
 
 #[test]
+fn direct_compaction_drains_the_cpus_lists_after_each_block_it_migrated_from() {
+    // Per-CPU lists large enough to hold every frame migration frees: without the drain
+    // after each pageblock the evacuated pageblocks' frames would stay on them, never
+    // merge, and the run would go on to the scanners' meeting.
+    let (mut k, _, _) = fragmented(64);
+    k.phys.enable_per_cpu_lists(crate::pcp::PcpConfig {
+        cpus: 1,
+        batch: 31,
+        high: 1 << 20,
+        max_order: 0,
+    });
+    let out = k.compact(CompactRequest::Direct { order: Order(9) });
+    assert!(out.success);
+    assert!(out.migrated <= 512, "one pageblock's worth: {}", out.migrated);
+    assert!(k.phys.has_free_block(Order(9)));
+    k.check_invariants().unwrap();
+    // A whole-zone run (`cc->order == -1`) does not drain as it goes: what it frees stays
+    // on the list until something drains it.
+    let out = k.compact(CompactRequest::Full);
+    assert!(out.migrated > 512);
+    assert!(k.phys.frames_on_per_cpu_lists() >= out.migrated);
+    k.check_invariants().unwrap();
+}
+
+#[test]
 fn direct_compaction_is_skipped_when_the_order_is_free_or_memory_short() {
     let mut k = kernel(64);
     let out = k.compact(CompactRequest::Direct { order: Order(9) });
