@@ -15,10 +15,10 @@
 //! fallbacks below a pageblock (every seed, but 445 against 458 in seed 1), Figure 2's
 //! growth of the default's tainting (seed 3 only) and OPBS under half of it (seed 3
 //! only), APBS allocating more huge pages than the default at stress-highalloc's first
-//! attempt (seeds 1 and 3), Table 1's share of tainted user pageblocks (paper 81%,
+//! attempt (seed 3 only), Table 1's share of tainted user pageblocks (paper 81%,
 //! hugemm 0-3%), Table 2's Fu(9) (1.00 at the end for every kernel: page cache fills
 //! memory), Figure 3's KML (no block above order 7) and KMU-2 (Fu near 1 above order 5),
-//! and stress-highalloc at rest (98-99% for all).
+//! and stress-highalloc at rest (96-98% for all).
 
 use hugemm_cli::reproduce::{self, apsys16, Reproduction};
 use serde_json::Value;

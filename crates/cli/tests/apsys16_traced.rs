@@ -134,11 +134,12 @@ fn kmu_compacts_best_then_fragments_worst_on_the_traced_protocol() {
 
 /// `traced-build-slub.toml` (seed 1, claim-first), the detailed kernel memory with the
 /// traced kernel's per-CPU lists, with and without its watermark boosting: boosting
-/// cuts the movable requests' steals by more than half (253 -> 53 when measured on
-/// 2026-11-27 with tail placement, of 337 -> 102 steals in all; before tail placement
-/// 345 -> 69; `experiments/apsys16/README.md` gives seeds 2 and 3).
+/// cuts the movable requests' steals (253 -> 159 when measured on 2026-11-27, third
+/// stop; 189 -> 78 and 67 -> 58 in seeds 2 and 3). It cut them by more than half (253
+/// -> 53) until compaction drained the local CPU's lists after each block it migrated
+/// from; `experiments/apsys16/README.md` gives the rest.
 #[test]
-fn watermark_boosting_cuts_the_detailed_models_steals_by_half() {
+fn watermark_boosting_cuts_the_detailed_models_steals() {
     let steals = |factor: u32| -> u64 {
         let end = claim_first_end("traced-build-slub.toml", |text| {
             let shipped = "watermark_boost_factor = 15000";
@@ -153,5 +154,5 @@ fn watermark_boosting_cuts_the_detailed_models_steals_by_half() {
         off >= 50,
         "{shown}: the detailed model steals hundreds of times"
     );
-    assert!(2 * on < off, "{shown}");
+    assert!(on < off, "{shown}");
 }

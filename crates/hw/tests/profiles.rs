@@ -255,7 +255,8 @@ fn bad_guest_values_are_named() {
     let base = line("host_walk_base_cycles");
     let e = err(&epyc.replace(&base, "host_walk_base_cycles = -3.0"));
     assert_names(&e, "guest.host_walk_base_cycles");
-    let e = err(&epyc.replace(&base, &format!("{base}\nhost_pt_extra_ns = -10.0")));
+    let extra = line("host_pt_extra_ns");
+    let e = err(&epyc.replace(&extra, "host_pt_extra_ns = -10.0"));
     assert_names(&e, "guest.host_pt_extra_ns");
     let ntlb = line("nested_tlb =");
     let e = err(&epyc.replace(&ntlb, "nested_tlb = { entries = 24, ways = 16 }"));
