@@ -97,7 +97,11 @@ fn direct_compaction_drains_the_cpus_lists_after_each_block_it_migrated_from() {
     });
     let out = k.compact(CompactRequest::Direct { order: Order(9) });
     assert!(out.success);
-    assert!(out.migrated <= 512, "one pageblock's worth: {}", out.migrated);
+    assert!(
+        out.migrated <= 512,
+        "one pageblock's worth: {}",
+        out.migrated
+    );
     assert!(k.phys.has_free_block(Order(9)));
     k.check_invariants().unwrap();
     // A whole-zone run (`cc->order == -1`) does not drain as it goes: what it frees stays
