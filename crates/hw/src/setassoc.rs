@@ -98,13 +98,19 @@ impl SetAssoc {
         let n = prev_power_of_two(entries / ways);
         // SWAR ages up to three blocks, linked lists beyond (`lrulist.rs`).
         const _: () = assert!(LIST_MIN_WAYS == 3 * LANES);
-        let sets = match ways.div_ceil(LANES) {
-            1 => Sets::B1(vec![Set::empty(ways); n]),
-            2 => Sets::B2(vec![Set::empty(ways); n]),
-            3 => Sets::B3(vec![Set::empty(ways); n]),
-            4 => Sets::L4(vec![ListSet::empty(ways); n]),
-            5..=8 => Sets::L8(vec![ListSet::empty(ways); n]),
-            _ => Sets::L16(vec![ListSet::empty(ways); n]),
+        let blocks = ways.div_ceil(LANES);
+        let sets = if ways <= LIST_MIN_WAYS {
+            match blocks {
+                1 => Sets::B1(vec![Set::empty(ways); n]),
+                2 => Sets::B2(vec![Set::empty(ways); n]),
+                _ => Sets::B3(vec![Set::empty(ways); n]),
+            }
+        } else {
+            match blocks {
+                4 => Sets::L4(vec![ListSet::empty(ways); n]),
+                5..=8 => Sets::L8(vec![ListSet::empty(ways); n]),
+                _ => Sets::L16(vec![ListSet::empty(ways); n]),
+            }
         };
         SetAssoc {
             sets,
