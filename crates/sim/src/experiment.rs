@@ -36,10 +36,14 @@ pub struct SampledConfig {
     /// A window goes on past `window_refs` until it has seen this many page walks (or 20
     /// times `window_refs`), so patterns that walk rarely are measured over enough walks.
     pub window_walks: u64,
-    /// Warm-up references at the start of each access phase, before its first window:
-    /// caches left cold by a previous phase converge over many references, and skips do
-    /// not warm them.
+    /// Least warm-up references at the start of each access phase, before its first
+    /// window: caches left cold by a previous phase converge over many references, and
+    /// skips do not warm them. The warm-up goes on, doubling, until it has converged
+    /// (`sampling.rs`).
     pub phase_warmup_refs: u64,
+    /// Most warm-up references at the start of an access phase, converged or not (at
+    /// least `phase_warmup_refs`; equal to it, the warm-up is a fixed count).
+    pub phase_warmup_max_refs: u64,
 }
 
 impl Default for SampledConfig {
@@ -50,6 +54,7 @@ impl Default for SampledConfig {
             period: Nanos::from_millis(1000),
             window_walks: 1_000,
             phase_warmup_refs: 100_000,
+            phase_warmup_max_refs: 1_600_000,
         }
     }
 }

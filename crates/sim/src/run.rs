@@ -716,6 +716,28 @@ fn sampled_turn(
 ) -> std::result::Result<(), Stop> {
     let mut sampler = run.sampler.take().expect("sampled phase has a sampler");
     let r = match stage {
+        Stage::PhaseWarmup { left } => {
+            if sampler.next_window <= ctx.core.now {
+                // The schedule starts with the phase (and again should a long warm-up
+                // outlast a period).
+                sampler.next_window = ctx.core.now + Picos::from(cfg.period);
+            }
+            let mut acc = sampler.acc;
+            let n = exact_refs(ctx, p, run, left, bound, Some(&mut acc))?;
+            sampler.phase_refs += n;
+            sampler.acc = acc;
+            sampler.stage = if n < left {
+                Stage::PhaseWarmup { left: left - n }
+            } else {
+                sampler.acc = WindowAcc::default();
+                match sampler.finish_warmup_block(acc.means(), cfg.phase_warmup_max_refs) {
+                    Some(next) => Stage::PhaseWarmup { left: next },
+                    // The first window starts now.
+                    None => Stage::Warmup { left: 0 },
+                }
+            };
+            Ok(())
+        }
         Stage::Warmup { left } => {
             if sampler.next_window <= ctx.core.now {
                 // A window due now (not one brought forward by a capped skip) sets the

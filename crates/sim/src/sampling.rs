@@ -14,8 +14,15 @@
 //!
 //! Skips leave the modelled TLBs and caches as the last window left them, which is right
 //! for a stationary pattern but never warms them: a phase's first window is therefore
-//! preceded by `phase_warmup_refs` references, enough for caches left cold by a previous
-//! phase (a touch pass) to converge.
+//! preceded by a *phase warm-up* of exact references that lasts until the caches left
+//! cold by a previous phase (a touch pass) have converged. It is measured in blocks:
+//! the two halves of `phase_warmup_refs`, then blocks as long as the warm-up so far
+//! (doubling it), and it ends at the first block whose means agree with the block
+//! before it as two windows must ([`agree`]), or at `phase_warmup_max_refs`. Doubling
+//! blocks see a slow transient that consecutive equal blocks would not: the change
+//! between blocks of a fixed length shrinks with the length, the change between
+//! doubling ones is about the transient still to come. A phase that has settled by
+//! `phase_warmup_refs` warms exactly that many, as a fixed count did.
 //!
 //! The first window of a phase starts with the phase; a phase shorter than one window is
 //! simulated exactly. A window is trusted only when its mean time and mean walk time per
@@ -37,6 +44,12 @@ pub const MAX_STREAK: u32 = 16;
 /// Where an access phase is in its window/skip cycle.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Stage {
+    /// Exact references of a phase warm-up block, measured only to decide whether the
+    /// warm-up has converged ([`Sampler::finish_warmup_block`]).
+    PhaseWarmup {
+        /// References left in the block.
+        left: u64,
+    },
     /// Exact references whose cost is not measured.
     Warmup {
         /// References left.
@@ -143,6 +156,8 @@ pub struct Sampler {
     /// References of this phase so far, exact and skipped: a skip may not be longer
     /// (see [`Sampler::skip_limit`]).
     pub phase_refs: u64,
+    /// Means of the phase warm-up's previous block.
+    warmup_block: Option<WindowMeans>,
 }
 
 /// Sums accumulated over a measured window.
@@ -208,22 +223,7 @@ impl Sampler {
     /// A window just finished with `new`: keep it, and say whether the estimate has
     /// settled (skip now) or another window should follow at once.
     pub fn finish_window(&mut self, new: WindowMeans) -> bool {
-        let settled = match self.means {
-            Some(old) => {
-                let (walk_new, walk_old) = (
-                    new.walk_load_ps + new.walk_store_ps,
-                    old.walk_load_ps + old.walk_store_ps,
-                );
-                let time_ok = (new.time_ps - old.time_ps).abs() <= CONVERGED * old.time_ps;
-                // Walk time must settle too: independent references can be bound by data
-                // while their walks still change. Near-zero walk time is settled when the
-                // change is a negligible share of the time.
-                let walk_ok =
-                    (walk_new - walk_old).abs() <= CONVERGED * walk_old.max(0.1 * old.time_ps);
-                time_ok && walk_ok
-            }
-            None => false,
-        };
+        let settled = self.means.is_some_and(|old| agree(&old, &new));
         self.means = Some(new);
         self.streak += 1;
         let done = settled || self.streak >= MAX_STREAK;
@@ -233,17 +233,53 @@ impl Sampler {
         done
     }
 
-    /// A sampler starting a window at `now`.
+    /// A phase warm-up block just finished with `block` (`None`: it measured nothing):
+    /// return the length of the next block, or `None` when
+    /// the warm-up is over (see the module doc). `max` is `phase_warmup_max_refs`; the
+    /// phase's references so far, [`Sampler::phase_refs`], are the warm-up's.
+    pub fn finish_warmup_block(&mut self, block: Option<WindowMeans>, max: u64) -> Option<u64> {
+        let converged = match (self.warmup_block, block) {
+            (Some(old), Some(new)) => agree(&old, &new),
+            _ => false,
+        };
+        if block.is_some() {
+            self.warmup_block = block;
+        }
+        let next = self.phase_refs.min(max.saturating_sub(self.phase_refs));
+        (!converged && next > 0).then_some(next)
+    }
+
+    /// A sampler for a phase starting at `now`, warming up over at least `warmup`
+    /// references (see the module doc).
     pub fn new(now: Picos, warmup: u64) -> Self {
+        let stage = match warmup {
+            0 | 1 => Stage::Warmup { left: warmup },
+            _ => Stage::PhaseWarmup { left: warmup / 2 },
+        };
         Sampler {
-            stage: Stage::Warmup { left: warmup },
+            stage,
             next_window: now,
             means: None,
             acc: WindowAcc::default(),
             streak: 0,
             phase_refs: 0,
+            warmup_block: None,
         }
     }
+}
+
+/// Whether two consecutive measurements agree: mean time per reference within
+/// [`CONVERGED`] of the earlier one, and walk time too, since independent references can
+/// be bound by data while their walks still change (near-zero walk time agrees when the
+/// change is a negligible share of the time).
+pub fn agree(old: &WindowMeans, new: &WindowMeans) -> bool {
+    let (walk_new, walk_old) = (
+        new.walk_load_ps + new.walk_store_ps,
+        old.walk_load_ps + old.walk_store_ps,
+    );
+    let time_ok = (new.time_ps - old.time_ps).abs() <= CONVERGED * old.time_ps;
+    let walk_ok = (walk_new - walk_old).abs() <= CONVERGED * walk_old.max(0.1 * old.time_ps);
+    time_ok && walk_ok
 }
 
 /// Integer part of `x` plus a carry, so that summing many fractional skips loses nothing:
@@ -291,6 +327,58 @@ mod tests {
             })));
         }
         assert!(s.finish_window(m(100.0)), "the streak is capped");
+    }
+
+    #[test]
+    fn a_phase_warmup_doubles_until_two_blocks_agree_or_the_most_is_reached() {
+        let m = |t: f64, walk: f64| {
+            Some(WindowMeans {
+                time_ps: t,
+                walk_load_ps: walk,
+                ..Default::default()
+            })
+        };
+        // Settled by the least (100,000): two halves that agree end it there.
+        let mut s = Sampler::new(Picos(0), 100_000);
+        assert_eq!(s.stage, Stage::PhaseWarmup { left: 50_000 });
+        s.phase_refs = 50_000;
+        assert_eq!(
+            s.finish_warmup_block(m(200.0, 100.0), 1_600_000),
+            Some(50_000)
+        );
+        s.phase_refs = 100_000;
+        assert_eq!(s.finish_warmup_block(m(201.0, 101.0), 1_600_000), None);
+        // A transient: each block as long as the warm-up so far, until the walk time
+        // (the time alone would pass) stops moving, or at the most.
+        let mut s = Sampler::new(Picos(0), 100_000);
+        let mut lengths = Vec::new();
+        let mut next = Some(50_000);
+        for walk in [80.0, 90.0, 95.0, 97.0, 97.5] {
+            let n = next.expect("still warming");
+            lengths.push(n);
+            s.phase_refs += n;
+            next = s.finish_warmup_block(m(300.0, walk), 1_600_000);
+        }
+        assert_eq!(lengths, [50_000, 50_000, 100_000, 200_000, 400_000]);
+        assert_eq!(next, None, "97.0 -> 97.5 agree (95 -> 97 did not)");
+        let mut s = Sampler::new(Picos(0), 100_000);
+        let mut total = 0;
+        let mut next = Some(50_000);
+        let mut walk = 10.0;
+        while let Some(n) = next {
+            total += n;
+            s.phase_refs += n;
+            walk *= 2.0;
+            next = s.finish_warmup_block(m(300.0, walk), 300_000);
+        }
+        assert_eq!(total, 300_000, "capped at the most");
+        // A most equal to the least is the fixed count of old.
+        let mut s = Sampler::new(Picos(0), 100_000);
+        s.phase_refs = 50_000;
+        assert_eq!(s.finish_warmup_block(m(100.0, 0.0), 100_000), Some(50_000));
+        s.phase_refs = 100_000;
+        assert_eq!(s.finish_warmup_block(m(500.0, 0.0), 100_000), None);
+        assert_eq!(Sampler::new(Picos(0), 0).stage, Stage::Warmup { left: 0 });
     }
 
     #[test]

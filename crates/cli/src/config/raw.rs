@@ -653,8 +653,10 @@ pub struct RawSampled {
     pub period_ms: Option<f64>,
     /// Walks a window must see before it ends (up to 20 x window_refs).
     pub window_walks: Option<i64>,
-    /// Warm-up references at the start of each access phase.
+    /// Least warm-up references at the start of each access phase.
     pub phase_warmup_refs: Option<i64>,
+    /// Most warm-up references at the start of each access phase.
+    pub phase_warmup_max_refs: Option<i64>,
 }
 
 /// `[[process]]`.

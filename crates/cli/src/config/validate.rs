@@ -755,7 +755,7 @@ impl Validator<'_> {
             Mode::Exact
         } else {
             let t = s.sampled.get_or_insert_with(Default::default);
-            let cfg = SampledConfig {
+            let mut cfg = SampledConfig {
                 warmup_refs: self.int(
                     "sim.sampled.warmup_refs",
                     t.warmup_refs,
@@ -793,13 +793,25 @@ impl Validator<'_> {
                     0,
                     1 << 40,
                 )? as u64,
+                phase_warmup_max_refs: 0,
             };
+            // The most defaults to the default most, or to the least when a file sets a
+            // least above it.
+            let max_default = d.phase_warmup_max_refs.max(cfg.phase_warmup_refs);
+            cfg.phase_warmup_max_refs = self.int(
+                "sim.sampled.phase_warmup_max_refs",
+                t.phase_warmup_max_refs,
+                max_default as i64,
+                cfg.phase_warmup_refs as i64,
+                1 << 40,
+            )? as u64;
             *t = RawSampled {
                 warmup_refs: Some(cfg.warmup_refs as i64),
                 window_refs: Some(cfg.window_refs as i64),
                 period_ms: Some(cfg.period.0 as f64 / 1e6),
                 window_walks: Some(cfg.window_walks as i64),
                 phase_warmup_refs: Some(cfg.phase_warmup_refs as i64),
+                phase_warmup_max_refs: Some(cfg.phase_warmup_max_refs as i64),
             };
             Mode::Sampled(cfg)
         };
