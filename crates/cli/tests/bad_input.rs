@@ -183,6 +183,18 @@ fn negative_sampled_period() {
 }
 
 #[test]
+fn a_phase_warmup_whose_most_is_below_its_least() {
+    expect_bad(
+        &edit(
+            "seed = 1\n",
+            "seed = 1\nmode = \"sampled\"\n\n[sim.sampled]\nphase_warmup_refs = 200000\nphase_warmup_max_refs = 1000\n",
+        ),
+        "sim.sampled.phase_warmup_max_refs",
+        &["at least sim.sampled.phase_warmup_refs (200000), found 1000"],
+    );
+}
+
+#[test]
 fn negative_scan_sleep() {
     expect_bad(
         &format!("{BASE}\n[policy.linux.khugepaged]\nscan_sleep_millisecs = -1\n"),

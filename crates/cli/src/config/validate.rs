@@ -798,6 +798,17 @@ impl Validator<'_> {
             // The most defaults to the default most, or to the least when a file sets a
             // least above it.
             let max_default = d.phase_warmup_max_refs.max(cfg.phase_warmup_refs);
+            if let Some(max) = t.phase_warmup_max_refs {
+                if max < cfg.phase_warmup_refs as i64 {
+                    return Err(self.bad(
+                        "sim.sampled.phase_warmup_max_refs",
+                        format!(
+                            "at least sim.sampled.phase_warmup_refs ({}), found {max}",
+                            cfg.phase_warmup_refs
+                        ),
+                    ));
+                }
+            }
             cfg.phase_warmup_max_refs = self.int(
                 "sim.sampled.phase_warmup_max_refs",
                 t.phase_warmup_max_refs,
