@@ -16,7 +16,7 @@
 //! for a stationary pattern but never warms them: a phase's first window is therefore
 //! preceded by a *phase warm-up* of exact references that lasts until the caches left
 //! cold by a previous phase (a touch pass) have converged. It is measured in blocks:
-//! the two halves of `phase_warmup_refs`, then blocks as long as the warm-up so far
+//! the two halves of `phase_warmup_refs` (rounded down), then blocks as long as the warm-up so far
 //! (doubling it), and it ends at the first block whose means agree with the block
 //! before it as two windows must ([`agree`]), or at `phase_warmup_max_refs`. Doubling
 //! blocks see a slow transient that consecutive equal blocks would not: the change
@@ -234,9 +234,9 @@ impl Sampler {
     }
 
     /// A phase warm-up block just finished with `block` (`None`: it measured nothing):
-    /// return the length of the next block, or `None` when
-    /// the warm-up is over (see the module doc). `max` is `phase_warmup_max_refs`; the
-    /// phase's references so far, [`Sampler::phase_refs`], are the warm-up's.
+    /// return the length of the next block, or `None` when the warm-up is over (see the
+    /// module doc). `max` is `phase_warmup_max_refs`; the phase's references so far,
+    /// [`Sampler::phase_refs`], are the warm-up's.
     pub fn finish_warmup_block(&mut self, block: Option<WindowMeans>, max: u64) -> Option<u64> {
         let converged = match (self.warmup_block, block) {
             (Some(old), Some(new)) => agree(&old, &new),

@@ -813,7 +813,7 @@ impl Validator<'_> {
                 "sim.sampled.phase_warmup_max_refs",
                 t.phase_warmup_max_refs,
                 max_default as i64,
-                cfg.phase_warmup_refs as i64,
+                0,
                 1 << 40,
             )? as u64;
             *t = RawSampled {
