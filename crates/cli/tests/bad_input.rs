@@ -709,6 +709,9 @@ fn per_cpu_sizes_without_the_lists_or_not_a_known_one() {
         "kernel.per_cpu_sizes",
         &["linux-5", "linux-6", "linux-4.1"],
     );
+    // The lists turned off by name keep the sizes for later: no error.
+    let text = format!("{BASE}\n[kernel]\nper_cpu_lists = false\nper_cpu_sizes = \"linux-4.1\"\n");
+    hugemm_cli::config::parse(&text, "off.toml", Path::new(".")).expect("sizes beside lists off");
 }
 
 #[test]

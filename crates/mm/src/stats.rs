@@ -201,11 +201,55 @@ pub struct FallbackStats {
     /// before it falls back (only before an allocation fails), nor does the model; these
     /// count what the lists hide. 0 without per-CPU lists.
     pub beside_per_cpu_blocks: u64,
+    /// Where the kernel's own pageblocks' frames were each time a kernel request fell back
+    /// below a pageblock (the fallbacks that can taint a user pageblock).
+    pub kernel_census: KernelFallbackCensuses,
     /// Every fallback by what was asked, what was taken and whether the pageblock
     /// changed owner: the fields of Linux's `kmem:mm_page_alloc_extfrag` tracepoint, so
     /// that a model run compares event for event with a real kernel's trace
     /// (`tools/kbuild-probe/extfrag.py`). Sorted by (alloc, taken, order, claimed).
     pub events: Vec<FallbackEventCount>,
+}
+
+/// Where the kernel's pageblocks' frames were when kernel requests fell back below a
+/// pageblock, one census per requesting type.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct KernelFallbackCensuses {
+    /// At unmovable requests' fallbacks.
+    pub unmovable: KernelFallbackCensus,
+    /// At reclaimable requests' fallbacks.
+    pub reclaimable: KernelFallbackCensus,
+}
+
+/// The frames of every unmovable and reclaimable pageblock, by where they were, summed
+/// over the moments a kernel request fell back and took a block below pageblock order,
+/// counted before the steal moves anything. A kernel request falls back when its own
+/// lists are empty; this says where the kernel pageblocks' memory was at those moments:
+/// allocated to the kernel, to movable owners (page cache and anonymous memory a movable
+/// fallback placed there), free on some type's lists (the other kernel type's, whose
+/// blocks Linux 4.1 passes over for a larger one elsewhere; the movable lists', the rest
+/// of a block a movable fallback split), or held on some CPU's per-CPU list. Divide by
+/// `fallbacks` for the mean at one moment.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct KernelFallbackCensus {
+    /// The moments counted.
+    pub fallbacks: u64,
+    /// Unmovable and reclaimable pageblocks.
+    pub pageblocks: u64,
+    /// Their frames allocated to kernel owners (kernel memory and page tables).
+    pub kernel: u64,
+    /// Their frames allocated to movable owners (anonymous memory and page cache).
+    pub movable: u64,
+    /// Their free frames on each type's buddy lists, by type (unmovable, movable,
+    /// reclaimable).
+    pub free_on: [u64; MigrateType::COUNT],
+    /// Their frames held on per-CPU lists, by the list's type.
+    pub per_cpu: [u64; MigrateType::COUNT],
+    /// The moments by the largest free block on the other kernel type's lists
+    /// anywhere: entry `o + 1` for order `o`, entry 0 when those lists were empty.
+    pub other_kernel_largest: Vec<u64>,
+    /// The moments by the order of the block taken.
+    pub taken_order: Vec<u64>,
 }
 
 /// Fallbacks of one kind (one row of [`FallbackStats::events`]).

@@ -52,8 +52,10 @@ impl Validator<'_> {
         raw.enabled = Some(kcompactd.enabled);
         raw.compaction_proactiveness = Some(kcompactd.proactiveness as i64);
         k.fallback = Some(fallback.clone());
-        let per_cpu_lists = *k.per_cpu_lists.get_or_insert(false);
-        if k.per_cpu_sizes.is_some() && !per_cpu_lists {
+        // Sizes with the lists not mentioned are a forgotten `per_cpu_lists = true`; with
+        // the lists turned off by name (as `--set kernel.per_cpu_lists=false` does to a
+        // file that sizes them) the sizes wait unused.
+        if k.per_cpu_sizes.is_some() && k.per_cpu_lists.is_none() {
             return Err(self.bad(
                 "kernel.per_cpu_sizes",
                 "kernel.per_cpu_lists = true beside it (it sizes the per-CPU lists)",
@@ -65,6 +67,7 @@ impl Validator<'_> {
             PerCpuSizes::default().name(),
             &PerCpuSizes::NAMED,
         )?;
+        let per_cpu_lists = *k.per_cpu_lists.get_or_insert(false);
         if per_cpu_lists {
             k.per_cpu_sizes = Some(per_cpu_sizes.name().into());
         }

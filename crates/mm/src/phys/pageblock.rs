@@ -150,6 +150,21 @@ impl PageblockCounters {
         self.pinned.get(pb).copied().unwrap_or(0)
     }
 
+    /// Free frames in pageblock `pb` in blocks on `mt`'s lists whose head is in `pb` (a
+    /// block above pageblock order counts the frames it has in `pb`).
+    pub fn free_on(&self, pb: usize, mt: MigrateType) -> u32 {
+        let at = (pb * MTS + mt.index()) * self.orders;
+        let Some(counts) = self.listed.get(at..at + self.orders) else {
+            return 0;
+        };
+        let whole = self.frames_in(pb);
+        counts
+            .iter()
+            .enumerate()
+            .map(|(o, &n)| n * (1u32 << o.min(31)).min(whole))
+            .sum()
+    }
+
     /// Bit `o` set iff a free block of order `o` on `mt`'s list has its head in `pb`.
     pub fn orders_listed(&self, pb: usize, mt: MigrateType) -> u32 {
         self.masks.get(pb * MTS + mt.index()).copied().unwrap_or(0)

@@ -189,6 +189,17 @@ impl PhysMem {
                 .is_some_and(|p| p.cpus.iter().any(|c| !c.lists[at].is_empty()))
     }
 
+    /// Every block held on a per-CPU list, as (first frame, order, the list's type).
+    pub(crate) fn pcp_blocks(&self) -> impl Iterator<Item = (u32, u8, MigrateType)> + '_ {
+        let cpus = self.pcp.as_ref().map_or(&[][..], |p| &p.cpus[..]);
+        cpus.iter().flat_map(|c| {
+            c.lists.iter().enumerate().flat_map(|(at, list)| {
+                let mt = MigrateType::ALL[at / ORDERS];
+                list.iter().map(move |&pfn| (pfn, order_of(at), mt))
+            })
+        })
+    }
+
     /// `rmqueue_pcplist`: a block of `order` for `mt` from this CPU's list, refilled
     /// from the buddy allocator when empty; `None` if the buddy allocator has none.
     pub(crate) fn pcp_take(&mut self, order: u8, mt: MigrateType) -> Option<u32> {

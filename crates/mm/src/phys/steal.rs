@@ -34,6 +34,9 @@ impl PhysMem {
             .choose(&view, Order(order), migrate)
             .ok_or(MmError::OutOfMemory)?;
         let (head, taken_order, taken_from) = self.check_choice(&choice, order)?;
+        if migrate != MigrateType::Movable && taken_order < self.blocks.order() {
+            self.count_kernel_census(migrate, taken_order);
+        }
         self.fallback_stats.fallbacks += 1;
         self.fallback_stats.pageblocks_scanned += u64::from(choice.scanned);
         let claimed_before = self.fallback_stats.pageblocks_claimed;
@@ -44,6 +47,61 @@ impl PhysMem {
         self.fallback_stats
             .record_event(migrate, taken_from, taken_order, claimed);
         Ok(())
+    }
+
+    /// Add where the kernel pageblocks' frames are now to
+    /// [`KernelFallbackCensus`](crate::stats::KernelFallbackCensus) (linear in the
+    /// pageblocks and the per-CPU lists; run only on a kernel fallback below a pageblock).
+    fn count_kernel_census(&mut self, migrate: MigrateType, taken_order: u8) {
+        let kernel = |mt| mt != MigrateType::Movable;
+        let mut per_cpu = [0u64; MigrateType::COUNT];
+        for (pfn, order, list) in self.pcp_blocks() {
+            if kernel(self.blocks.type_of(pfn)) {
+                per_cpu[list.index()] += 1u64 << order;
+            }
+        }
+        let pb_frames = 1u32 << self.blocks.order();
+        let k = &self.counters;
+        let (mut blocks, mut frames, mut free, mut pinned) = (0, 0, 0, 0);
+        let mut free_on = [0u64; MigrateType::COUNT];
+        for pb in 0..k.len() {
+            if kernel(self.blocks.type_of(pb as u32 * pb_frames)) {
+                blocks += 1;
+                frames += u64::from(k.frames_in(pb));
+                free += u64::from(k.free(pb));
+                pinned += u64::from(k.pinned(pb));
+                for mt in MigrateType::ALL {
+                    free_on[mt.index()] += u64::from(k.free_on(pb, mt));
+                }
+            }
+        }
+        let other = match migrate {
+            MigrateType::Reclaimable => MigrateType::Unmovable,
+            _ => MigrateType::Reclaimable,
+        };
+        let area = &self.areas[self.node];
+        let largest = (0..=self.max_order().0)
+            .rev()
+            .find(|&o| area.count(o, other) > 0)
+            .map_or(0, |o| o as usize + 1);
+        let orders = self.max_order().0 as usize + 1;
+        let censuses = &mut self.fallback_stats.kernel_census;
+        let c = match migrate {
+            MigrateType::Reclaimable => &mut censuses.reclaimable,
+            _ => &mut censuses.unmovable,
+        };
+        c.fallbacks += 1;
+        c.pageblocks += blocks;
+        c.kernel += pinned;
+        c.movable += frames - free - pinned - per_cpu.iter().sum::<u64>();
+        for mt in 0..MigrateType::COUNT {
+            c.free_on[mt] += free_on[mt];
+            c.per_cpu[mt] += per_cpu[mt];
+        }
+        c.other_kernel_largest.resize(orders + 1, 0);
+        c.other_kernel_largest[largest] += 1;
+        c.taken_order.resize(orders, 0);
+        c.taken_order[taken_order as usize] += 1;
     }
 
     /// The chosen block's head, order and free-list type, if it is a free block of at
@@ -239,5 +297,42 @@ mod tests {
         }
         assert_eq!(m.frames_free(), 0);
         assert!(m.alloc(&AllocRequest::new(Order(0))).is_err());
+    }
+
+    #[test]
+    fn a_kernel_fallback_below_a_pageblock_counts_where_the_kernel_pageblocks_are() {
+        let mut m = PhysMem::new(1024, Geometry::X86_64).unwrap();
+        let movable = AllocRequest::new(Order(0));
+        let user: Vec<_> = (0..401).map(|_| m.alloc(&movable).unwrap()).collect();
+        // The first kernel page claims the free pageblock 1 (a census of nothing: the
+        // block taken is a whole pageblock), the next 511 fill it.
+        let kernel: Vec<_> = (0..512).map(|_| m.alloc(&kernel_page()).unwrap()).collect();
+        assert!(kernel.iter().all(|b| b.pfn.0 >= 512));
+        assert_eq!(m.fallback_stats().kernel_census.unmovable.fallbacks, 0);
+        for b in &kernel[..3] {
+            m.free(b.pfn, Order(0)).unwrap();
+        }
+        // Pageblock 0's last 111 frames, then a movable page stolen from pageblock 1.
+        for _ in 0..112 {
+            m.alloc(&movable).unwrap();
+        }
+        assert_eq!(m.pageblock_type(Pfn(0)), Some(MigrateType::Movable));
+        for _ in 0..2 {
+            m.alloc(&kernel_page()).unwrap();
+        }
+        for b in &user[..5] {
+            m.free(b.pfn, Order(0)).unwrap();
+        }
+        // The unmovable lists are empty: this one falls back into pageblock 0.
+        let b = m.alloc(&kernel_page()).unwrap();
+        assert!(b.pfn.0 < 512);
+        let c = m.fallback_stats().kernel_census.unmovable;
+        assert_eq!((c.fallbacks, c.pageblocks), (1, 1));
+        assert_eq!((c.kernel, c.movable), (511, 1));
+        assert_eq!((c.free_on, c.per_cpu), ([0; 3], [0; 3]));
+        // Nothing on the reclaimable lists; the five freed frames 0-4 merged into blocks
+        // of order 2 and 0, and the largest was taken.
+        assert_eq!((c.other_kernel_largest[0], c.taken_order[2]), (1, 1));
+        assert_eq!(m.fallback_stats().kernel_census.reclaimable.fallbacks, 0);
     }
 }
