@@ -90,7 +90,7 @@ pub use pageblock::MigrateType;
 #[doc(no_inline)]
 pub use pagecache::{FileId, FileRead};
 #[doc(no_inline)]
-pub use pcp::PcpConfig;
+pub use pcp::{PcpConfig, PcpDrain};
 #[doc(no_inline)]
 pub use pte::Pte;
 #[doc(no_inline)]

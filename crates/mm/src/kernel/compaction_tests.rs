@@ -94,6 +94,7 @@ fn direct_compaction_drains_the_cpus_lists_after_each_block_it_migrated_from() {
         batch: 31,
         high: 1 << 20,
         max_order: 0,
+        drain: crate::pcp::PcpDrain::Linux41,
     });
     let out = k.compact(CompactRequest::Direct { order: Order(9) });
     assert!(out.success);

@@ -745,15 +745,29 @@ impl PhysMem {
         self.pcp_give(head, order.0)
     }
 
-    /// `__free_one_page` for the allocated block at `head` of `order`, held by `owner`.
+    /// `__free_one_page` for the allocated block at `head` of `order`, held by `owner`,
+    /// onto the lists of its pageblock's type.
     pub(crate) fn free_to_buddy(&mut self, head: u32, order: u8, owner: OwnerKind) -> Result<()> {
+        let mt = self.blocks.type_of(head);
+        self.free_to_buddy_as(head, order, owner, mt)
+    }
+
+    /// [`PhysMem::free_to_buddy`] onto `mt`'s lists, whatever the pageblock's type (Linux
+    /// 4.1 returns a per-CPU page to the lists of the type it was listed as, its
+    /// `freepage_migratetype`).
+    pub(crate) fn free_to_buddy_as(
+        &mut self,
+        head: u32,
+        order: u8,
+        owner: OwnerKind,
+        mt: MigrateType,
+    ) -> Result<()> {
         let (mut pfn, mut order) = (head, order);
         self.counters.on_free(head, order, owner);
         self.frames.update_range(pfn, 1 << order, |_, f| {
             f.set_free_tail();
             f.set_zeroed(false);
         });
-        let mt = self.blocks.type_of(pfn);
         // A block and its buddies are on one node (nodes hold whole max-order blocks).
         let node = self.nodes.of(pfn);
         while order < self.max_order {

@@ -8,8 +8,14 @@
 //! `batch >> order` blocks (at least 2), each taken as an ordinary allocation would take
 //! it, fallbacks included. A freed block of such an order goes to the head of its CPU's
 //! list for the type of the pageblock it lies in. A CPU holding `high` frames or more
-//! returns the oldest blocks to the buddy allocator, a list at a time in round-robin
-//! order, until it holds at most `high - batch`.
+//! returns `batch` frames to the buddy allocator, the oldest of each list, in the order
+//! its kernel's `free_pcppages_bulk` takes the lists ([`PcpDrain`]): Linux 6.x empties
+//! the list just freed to first, then the next ones; Linux 4.1 takes a page from each
+//! list in turn. Which lists a drain takes from decides which types' pages go back to
+//! the buddy allocator and which stay: under a workload freeing movable pages by the
+//! thousand, a drain that starts after the movable list returns the CPU's kernel pages
+//! instead, and the CPU's next kernel allocation refills its list from the buddy
+//! allocator again.
 //!
 //! Blocks on these lists are not free to the buddy allocator: they do not merge with
 //! their buddies, and [`PhysMem::frames_free`] does not count them, as `NR_FREE_PAGES`
@@ -60,6 +66,25 @@ pub struct PcpConfig {
     pub high: u32,
     /// Highest order the lists hold: [`PCP_MAX_ORDER`] in Linux 6.x, 0 in 4.1.
     pub max_order: u8,
+    /// The order a drain takes the lists in.
+    pub drain: PcpDrain,
+}
+
+/// The order in which a drain (`free_pcppages_bulk`) takes a CPU's lists, each from its
+/// oldest block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PcpDrain {
+    /// Linux 5.19 and later ("Ensure requested pindex is drained first"): a drain after a
+    /// free starts with the list that block went to and empties it before the next list
+    /// (in `pindex` order: by order, then unmovable, movable, reclaimable); a drain of
+    /// every list starts at the first.
+    Linux6,
+    /// Linux 4.1: round-robin over the three types starting after unmovable (4.1 numbers
+    /// them unmovable, reclaimable, movable, so: reclaimable, movable, unmovable, ...), one
+    /// block from each non-empty list in turn; `batch_free` counts the lists visited, so
+    /// a list found after empty ones gives as many blocks as lists were visited, and the
+    /// only non-empty list gives all that is left to free.
+    Linux41,
 }
 
 impl PcpConfig {
@@ -73,6 +98,7 @@ impl PcpConfig {
             batch: batch as u32,
             high: high.min(u64::from(u32::MAX)) as u32,
             max_order: PCP_MAX_ORDER,
+            drain: PcpDrain::Linux6,
         }
     }
 
@@ -85,6 +111,7 @@ impl PcpConfig {
             batch: batch as u32,
             high: (6 * batch) as u32,
             max_order: 0,
+            drain: PcpDrain::Linux41,
         }
     }
 }
@@ -107,8 +134,100 @@ fn prev_power_of_two(n: u64) -> u64 {
 struct CpuLists {
     lists: [VecDeque<u32>; LISTS],
     frames: u32,
-    /// The list the last drain stopped at (`free_pcppages_bulk`'s `pindex`).
-    cursor: usize,
+}
+
+/// The list of `pindex` (Linux 6.x's numbering of the lists: by order, then type).
+fn list_of_pindex(pindex: usize) -> usize {
+    let mt = MigrateType::ALL[pindex % MigrateType::COUNT];
+    index(mt, (pindex / MigrateType::COUNT) as u8)
+}
+
+/// Linux 4.1's order-0 lists in its numbering (unmovable, reclaimable, movable).
+const LISTS_4_1: [MigrateType; 3] = [
+    MigrateType::Unmovable,
+    MigrateType::Reclaimable,
+    MigrateType::Movable,
+];
+
+impl CpuLists {
+    /// Take the oldest block of `list`: (first frame, order, the list's type).
+    fn take_oldest(&mut self, list: usize) -> Option<(u32, u8, MigrateType)> {
+        let pfn = self.lists[list].pop_front()?;
+        let order = order_of(list);
+        self.frames -= 1 << order;
+        Some((pfn, order, MigrateType::ALL[list / ORDERS]))
+    }
+
+    /// Linux 6.x's `free_pcppages_bulk` from the list `first`: blocks of at least
+    /// `to_free` frames (all there are, if fewer), in the order freed.
+    fn take_6(&mut self, to_free: u32, first: usize) -> Vec<(u32, u8, MigrateType)> {
+        let pindex_of = |list: usize| order_of(list) as usize * MigrateType::COUNT + list / ORDERS;
+        let mut left = to_free.min(self.frames) as i64;
+        let mut pindex = pindex_of(first) + LISTS - 1;
+        let mut freed = Vec::new();
+        while left > 0 {
+            let list = loop {
+                pindex = (pindex + 1) % LISTS;
+                if !self.lists[list_of_pindex(pindex)].is_empty() {
+                    break list_of_pindex(pindex);
+                }
+            };
+            while left > 0 {
+                let Some(block) = self.take_oldest(list) else {
+                    break;
+                };
+                left -= 1 << block.1;
+                freed.push(block);
+            }
+        }
+        freed
+    }
+
+    /// Linux 4.1's `free_pcppages_bulk` (order-0 lists): `to_free` frames (all there are,
+    /// if fewer), in the order freed.
+    fn take_4_1(&mut self, to_free: u32) -> Vec<(u32, u8, MigrateType)> {
+        let list = |n: usize| index(LISTS_4_1[n], 0);
+        let mut to_free = to_free.min(self.lists_4_1_frames());
+        let (mut mt, mut batch_free) = (0usize, 0u32);
+        let mut freed = Vec::new();
+        while to_free > 0 {
+            loop {
+                batch_free += 1;
+                mt = (mt + 1) % LISTS_4_1.len();
+                if !self.lists[list(mt)].is_empty() {
+                    break;
+                }
+            }
+            // This is the only non-empty list: free them all.
+            if batch_free == LISTS_4_1.len() as u32 {
+                batch_free = to_free;
+            }
+            // `do { ... } while (--to_free && --batch_free && !list_empty(list))`
+            loop {
+                let Some(block) = self.take_oldest(list(mt)) else {
+                    break;
+                };
+                freed.push(block);
+                to_free -= 1;
+                if to_free == 0 {
+                    break;
+                }
+                batch_free -= 1;
+                if batch_free == 0 || self.lists[list(mt)].is_empty() {
+                    break;
+                }
+            }
+        }
+        freed
+    }
+
+    /// Frames on the order-0 lists (all a Linux 4.1 CPU holds).
+    fn lists_4_1_frames(&self) -> u32 {
+        LISTS_4_1
+            .iter()
+            .map(|&mt| self.lists[index(mt, 0)].len() as u32)
+            .sum()
+    }
 }
 
 /// The per-CPU lists of every CPU (see the module doc).
@@ -146,9 +265,14 @@ impl PerCpuLists {
 
 impl PhysMem {
     /// Keep per-CPU page lists of `config`'s sizes from now on (see `pcp.rs`); orders
-    /// above [`PCP_MAX_ORDER`] are never listed.
+    /// above [`PCP_MAX_ORDER`] are never listed, nor orders above 0 with Linux 4.1's
+    /// drain.
     pub fn enable_per_cpu_lists(&mut self, mut config: PcpConfig) {
-        config.max_order = config.max_order.min(PCP_MAX_ORDER);
+        config.max_order = match config.drain {
+            // Linux 4.1 kept order-0 lists only, and its drain takes no others.
+            PcpDrain::Linux41 => 0,
+            PcpDrain::Linux6 => config.max_order.min(PCP_MAX_ORDER),
+        };
         self.pcp = Some(PerCpuLists::new(config));
         self.cpu = 0;
     }
@@ -253,58 +377,45 @@ impl PhysMem {
         let at = index(mt, order);
         c.lists[at].push_back(pfn);
         c.frames += 1 << order;
-        c.cursor = at;
         if c.frames >= high {
-            self.pcp_drain(cpu, high.saturating_sub(batch))?;
+            self.pcp_drain(cpu, high.saturating_sub(batch), at)?;
         }
         Ok(())
     }
 
-    /// `free_pcppages_bulk`: return `cpu`'s oldest blocks to the buddy allocator, one list
-    /// after another round-robin from the one after the last, until it holds at most
-    /// `keep` frames.
-    fn pcp_drain(&mut self, cpu: usize, keep: u32) -> Result<()> {
-        loop {
-            let Some(p) = &mut self.pcp else {
-                return Ok(());
-            };
-            let c = &mut p.cpus[cpu];
-            if c.frames <= keep || c.frames == 0 {
-                return Ok(());
-            }
-            let mut list = c.cursor;
-            loop {
-                list = (list + 1) % LISTS;
-                if !c.lists[list].is_empty() {
-                    break;
-                }
-            }
-            c.cursor = list;
-            let order = order_of(list);
-            let mut freed = Vec::new();
-            while c.frames > keep {
-                let Some(pfn) = c.lists[list].pop_front() else {
-                    break;
-                };
-                c.frames -= 1 << order;
-                freed.push(pfn);
-            }
-            for pfn in freed {
-                self.free_to_buddy(pfn, order, OwnerKind::PerCpu)?;
+    /// `free_pcppages_bulk`: return `cpu`'s oldest blocks to the buddy allocator, the
+    /// lists taken in [`PcpDrain`]'s order (Linux 6.x's from `first`, the list just freed
+    /// to), until it holds at most `keep` frames.
+    fn pcp_drain(&mut self, cpu: usize, keep: u32, first: usize) -> Result<()> {
+        let Some(p) = &mut self.pcp else {
+            return Ok(());
+        };
+        let drain = p.config.drain;
+        let c = &mut p.cpus[cpu];
+        let to_free = c.frames.saturating_sub(keep);
+        let freed = match drain {
+            PcpDrain::Linux6 => c.take_6(to_free, first),
+            PcpDrain::Linux41 => c.take_4_1(to_free),
+        };
+        for (pfn, order, list) in freed {
+            match drain {
+                PcpDrain::Linux6 => self.free_to_buddy(pfn, order, OwnerKind::PerCpu)?,
+                PcpDrain::Linux41 => self.free_to_buddy_as(pfn, order, OwnerKind::PerCpu, list)?,
             }
         }
+        Ok(())
     }
 
     /// `drain_local_pages`: return the current CPU's lists to the buddy allocator.
     pub fn drain_local_per_cpu_lists(&mut self) -> Result<()> {
-        self.pcp_drain(self.cpu, 0)
+        self.pcp_drain(self.cpu, 0, 0)
     }
 
     /// `drain_all_pages`: return every CPU's lists to the buddy allocator.
     pub fn drain_per_cpu_lists(&mut self) -> Result<()> {
         let cpus = self.pcp.as_ref().map_or(0, |p| p.cpus.len());
         for cpu in 0..cpus {
-            self.pcp_drain(cpu, 0)?;
+            self.pcp_drain(cpu, 0, 0)?;
         }
         Ok(())
     }
@@ -324,6 +435,7 @@ mod tests {
             batch: 4,
             high: 12,
             max_order: PCP_MAX_ORDER,
+            drain: PcpDrain::Linux6,
         });
         m
     }
@@ -363,6 +475,7 @@ mod tests {
             batch: 4,
             high: 12,
             max_order: 0,
+            drain: PcpDrain::Linux6,
         });
         let kernel = |order| AllocRequest::new(Order(order)).migrate(MigrateType::Unmovable);
         // CPU 0's refill claims the order-10 block (pageblocks 0-1) for unmovable; 3
@@ -382,6 +495,66 @@ mod tests {
         let s = m.fallback_stats();
         assert_eq!((s.fallbacks, s.beside_per_cpu_blocks), (2, 1));
         m.check_counters().unwrap();
+    }
+
+    /// One CPU's lists holding `blocks` (type, order, first frames, oldest first).
+    fn lists(blocks: &[(MigrateType, u8, &[u32])]) -> CpuLists {
+        let mut c = CpuLists::default();
+        for &(mt, order, pfns) in blocks {
+            c.lists[index(mt, order)].extend(pfns);
+            c.frames += (pfns.len() as u32) << order;
+        }
+        c
+    }
+
+    #[test]
+    fn linux_6_drains_the_list_just_freed_to_first_then_the_next_in_pindex_order() {
+        use MigrateType::*;
+        let mut c = lists(&[
+            (Unmovable, 0, &[1, 2]),
+            (Movable, 0, &[20, 21, 22]),
+            (Reclaimable, 0, &[10]),
+            (Unmovable, 1, &[40]),
+        ]);
+        let movable = index(Movable, 0);
+        let m = Movable;
+        assert_eq!(c.take_6(3, movable), [(20, 0, m), (21, 0, m), (22, 0, m)]);
+        // Movable's list is empty: reclaimable order 0, then unmovable order 1 (pindex
+        // 3), before wrapping round to unmovable order 0.
+        assert_eq!(
+            c.take_6(3, movable),
+            [(10, 0, Reclaimable), (40, 1, Unmovable)]
+        );
+        assert_eq!((c.frames, c.lists[index(Unmovable, 0)].len()), (2, 2));
+    }
+
+    #[test]
+    fn linux_4_1_drains_a_page_of_each_type_in_turn_from_reclaimable() {
+        use MigrateType::*;
+        let mut c = lists(&[
+            (Unmovable, 0, &[1, 2]),
+            (Movable, 0, &[20, 21, 22, 23, 24, 25, 26, 27]),
+            (Reclaimable, 0, &[10, 11]),
+        ]);
+        let pfns = |v: Vec<(u32, u8, MigrateType)>| v.into_iter().map(|b| b.0).collect::<Vec<_>>();
+        assert_eq!(pfns(c.take_4_1(6)), [10, 20, 1, 11, 21, 2]);
+        // Reclaimable is empty (batch_free 1), movable gives 2 (batch_free 2); then with
+        // unmovable and reclaimable empty, movable is the only list and gives the rest.
+        assert_eq!(pfns(c.take_4_1(4)), [22, 23, 24, 25]);
+        assert_eq!(c.frames, 2);
+    }
+
+    #[test]
+    fn linux_4_1_returns_a_drained_page_to_its_lists_type_not_its_pageblocks() {
+        // One order-10 block, movable. A page taken for the movable lists and returned
+        // as 4.1 returns a per-CPU page listed as reclaimable merges with its free
+        // buddies, and the whole block lands on the reclaimable lists.
+        let mut m = PhysMem::new(1024, Geometry::X86_64).unwrap();
+        let b = m.alloc(&page()).unwrap();
+        m.free_to_buddy_as(b.pfn.0 as u32, 0, OwnerKind::Anon, MigrateType::Reclaimable)
+            .unwrap();
+        assert_eq!(m.free_frames(MigrateType::Reclaimable), 1024);
+        assert_eq!(m.pageblock_type(b.pfn), Some(MigrateType::Movable));
     }
 
     #[test]
