@@ -203,10 +203,7 @@ impl CpuLists {
                 batch_free = to_free;
             }
             // `do { ... } while (--to_free && --batch_free && !list_empty(list))`
-            loop {
-                let Some(block) = self.take_oldest(list(mt)) else {
-                    break;
-                };
+            while let Some(block) = self.take_oldest(list(mt)) {
                 freed.push(block);
                 to_free -= 1;
                 if to_free == 0 {
