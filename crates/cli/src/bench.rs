@@ -3,6 +3,13 @@
 //! noisy); reference rates subtract a run that only sets the buffer up, so they count the
 //! references alone. Every figure repeats through `medians_of` and times only what
 //! `time` wraps, so what is repeated and what is timed can be read off each function.
+//!
+//! Each [`Figure`] runs in a process of its own ([`run`] starts `hugemm bench --figure
+//! NAME` once per figure). Measured in one process after the other figures, the
+//! kernel-build figure moved 5.4% between two builds (c204ccd and 62237b6, medians of
+//! four runs each, 2026-11-27) and alone 1.0%, within its noise, with no step at any
+//! commit between: what the earlier figures leave behind (their heap, most likely) made
+//! the same code slower, so a figure's change could come from a change to another one.
 
 use comfy_table::{CellAlignment, Table};
 use hugemm_hw::{Geometry, GuestProfile, MachineProfile, Nanos, PageSize, Pid, VirtAddr};
@@ -16,11 +23,14 @@ use hugemm_workload::Writes;
 use hugemm_workload::{
     builtin, AccessPhase, Advice, Amount, BufferId, Pattern, Phase, ProcessSpec,
 };
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::path::Path;
+use std::process::Command;
 use std::time::Instant;
 
 /// The figures `hugemm bench --json` prints.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct BenchReport {
     /// Exact mode, uniform random dependent references over 4 GiB of 4 KB pages.
     pub random_4k_refs_per_s: f64,
@@ -456,57 +466,259 @@ fn kbuild_16gib_s(reps: u32) -> anyhow::Result<f64> {
     })
 }
 
-/// Run every benchmark, `reps` times each.
-pub fn run(reps: u32, progress: impl Fn(&str)) -> anyhow::Result<BenchReport> {
-    progress("random 4 KB");
-    let random_4k_refs_per_s = refs_per_s(ThpMode::Never, Pattern::Uniform, 20_000_000, reps)?;
-    progress("random 2 MB");
-    let random_2m_refs_per_s = refs_per_s(ThpMode::Always, Pattern::Uniform, 40_000_000, reps)?;
-    progress("random 4 KB, nested");
-    let random_4k_nested_refs_per_s = refs_per_s_on(
-        ThpMode::Never,
-        Pattern::Uniform,
-        10_000_000,
-        reps,
-        Some(&guest_on_4k_host()?),
-    )?;
-    progress("sequential");
-    let sequential_refs_per_s = refs_per_s(
-        ThpMode::Never,
-        Pattern::Sequential { stride: 64 },
-        40_000_000,
-        reps,
-    )?;
-    progress("sampled 3 x 8 GiB");
-    let (sampled_sim_seconds_per_wall_second, sampled_whole_run_sim_seconds_per_wall_second) =
-        sampled_rate(reps)?;
-    progress("setup 64 GiB");
-    let setup_64gib_ms = setup_ms(reps)?;
-    progress("compact 16 GiB");
-    let compact_16gib_ms = compact_ms(reps)?;
-    progress("bloat recovery 16 GiB");
-    let bloat_recovery_16gib_ms = bloat_recovery_ms(reps)?;
-    progress("two kernel builds on 16 GiB");
-    let kbuild_16gib_s = kbuild_16gib_s(reps)?;
-    Ok(BenchReport {
-        random_4k_refs_per_s,
-        random_2m_refs_per_s,
-        random_4k_nested_refs_per_s,
-        sequential_refs_per_s,
-        sampled_sim_seconds_per_wall_second,
-        sampled_whole_run_sim_seconds_per_wall_second,
-        bytes_per_frame: hugemm_mm::BYTES_PER_FRAME,
-        setup_64gib_ms,
-        compact_16gib_ms,
-        bloat_recovery_16gib_ms,
-        kbuild_16gib_s,
-        repetitions: reps,
-    })
+/// The figures of [`BenchReport`] by the runs that measure them; `hugemm bench --figure
+/// NAME` measures one alone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Figure {
+    /// `random_4k_refs_per_s`.
+    #[value(name = "random-4k")]
+    Random4k,
+    /// `random_2m_refs_per_s`.
+    #[value(name = "random-2m")]
+    Random2m,
+    /// `random_4k_nested_refs_per_s`.
+    #[value(name = "random-4k-nested")]
+    Random4kNested,
+    /// `sequential_refs_per_s`.
+    Sequential,
+    /// `sampled_sim_seconds_per_wall_second` and
+    /// `sampled_whole_run_sim_seconds_per_wall_second` (one run measures both).
+    Sampled,
+    /// `setup_64gib_ms`.
+    Setup,
+    /// `compact_16gib_ms`.
+    Compact,
+    /// `bloat_recovery_16gib_ms`.
+    BloatRecovery,
+    /// `kbuild_16gib_s`.
+    Kbuild,
+}
+
+impl Figure {
+    /// Every figure, in the order `hugemm bench` prints them.
+    pub const ALL: [Figure; 9] = [
+        Figure::Random4k,
+        Figure::Random2m,
+        Figure::Random4kNested,
+        Figure::Sequential,
+        Figure::Sampled,
+        Figure::Setup,
+        Figure::Compact,
+        Figure::BloatRecovery,
+        Figure::Kbuild,
+    ];
+
+    /// Its name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Figure::Random4k => "random-4k",
+            Figure::Random2m => "random-2m",
+            Figure::Random4kNested => "random-4k-nested",
+            Figure::Sequential => "sequential",
+            Figure::Sampled => "sampled",
+            Figure::Setup => "setup",
+            Figure::Compact => "compact",
+            Figure::BloatRecovery => "bloat-recovery",
+            Figure::Kbuild => "kbuild",
+        }
+    }
+
+    /// What the progress line says while it runs.
+    fn what(self) -> &'static str {
+        match self {
+            Figure::Random4k => "random 4 KB",
+            Figure::Random2m => "random 2 MB",
+            Figure::Random4kNested => "random 4 KB, nested",
+            Figure::Sequential => "sequential",
+            Figure::Sampled => "sampled 3 x 8 GiB",
+            Figure::Setup => "setup 64 GiB",
+            Figure::Compact => "compact 16 GiB",
+            Figure::BloatRecovery => "bloat recovery 16 GiB",
+            Figure::Kbuild => "two kernel builds on 16 GiB",
+        }
+    }
+
+    /// The [`BenchReport`] fields it measures.
+    pub fn fields(self) -> &'static [&'static str] {
+        match self {
+            Figure::Random4k => &["random_4k_refs_per_s"],
+            Figure::Random2m => &["random_2m_refs_per_s"],
+            Figure::Random4kNested => &["random_4k_nested_refs_per_s"],
+            Figure::Sequential => &["sequential_refs_per_s"],
+            Figure::Sampled => &[
+                "sampled_sim_seconds_per_wall_second",
+                "sampled_whole_run_sim_seconds_per_wall_second",
+            ],
+            Figure::Setup => &["setup_64gib_ms"],
+            Figure::Compact => &["compact_16gib_ms"],
+            Figure::BloatRecovery => &["bloat_recovery_16gib_ms"],
+            Figure::Kbuild => &["kbuild_16gib_s"],
+        }
+    }
+
+    /// Measure it in this process, `reps` times: its fields and their medians.
+    pub fn measure(self, reps: u32) -> anyhow::Result<Map<String, Value>> {
+        let values = match self {
+            Figure::Random4k => {
+                vec![refs_per_s(
+                    ThpMode::Never,
+                    Pattern::Uniform,
+                    20_000_000,
+                    reps,
+                )?]
+            }
+            Figure::Random2m => {
+                vec![refs_per_s(
+                    ThpMode::Always,
+                    Pattern::Uniform,
+                    40_000_000,
+                    reps,
+                )?]
+            }
+            Figure::Random4kNested => vec![refs_per_s_on(
+                ThpMode::Never,
+                Pattern::Uniform,
+                10_000_000,
+                reps,
+                Some(&guest_on_4k_host()?),
+            )?],
+            Figure::Sequential => vec![refs_per_s(
+                ThpMode::Never,
+                Pattern::Sequential { stride: 64 },
+                40_000_000,
+                reps,
+            )?],
+            Figure::Sampled => {
+                let (steady, whole) = sampled_rate(reps)?;
+                vec![steady, whole]
+            }
+            Figure::Setup => vec![setup_ms(reps)?],
+            Figure::Compact => vec![compact_ms(reps)?],
+            Figure::BloatRecovery => vec![bloat_recovery_ms(reps)?],
+            Figure::Kbuild => vec![kbuild_16gib_s(reps)?],
+        };
+        Ok(self
+            .fields()
+            .iter()
+            .zip(values)
+            .map(|(&k, v)| (k.to_string(), Value::from(v)))
+            .collect())
+    }
+}
+
+/// Run every figure, `reps` times each, each in a process of its own: `exe` (this
+/// program) is started as `hugemm --json --quiet bench --reps N --figure NAME` once per
+/// figure, and the report gathers what each prints.
+pub fn run(reps: u32, exe: &Path, progress: impl Fn(&str)) -> anyhow::Result<BenchReport> {
+    let mut all = Map::new();
+    for figure in Figure::ALL {
+        progress(figure.what());
+        let out = Command::new(exe)
+            .args(["--json", "--quiet", "bench", "--reps"])
+            .arg(reps.to_string())
+            .args(["--figure", figure.name()])
+            .output()
+            .map_err(|e| {
+                anyhow::anyhow!(
+                    "starting {} for bench figure {}: {e}",
+                    exe.display(),
+                    figure.name()
+                )
+            })?;
+        anyhow::ensure!(
+            out.status.success(),
+            "bench figure {} failed ({}): {}",
+            figure.name(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+        all.extend(figure_values(figure, &out.stdout)?);
+    }
+    all.insert("bytes_per_frame".into(), hugemm_mm::BYTES_PER_FRAME.into());
+    all.insert("repetitions".into(), reps.into());
+    Ok(serde_json::from_value(Value::Object(all))?)
+}
+
+/// The values of `figure`'s fields in `stdout`, the JSON object `hugemm bench --figure`
+/// prints; an error naming what is missing or not a number.
+fn figure_values(figure: Figure, stdout: &[u8]) -> anyhow::Result<Map<String, Value>> {
+    let name = figure.name();
+    let v: Value = serde_json::from_slice(stdout)
+        .map_err(|e| anyhow::anyhow!("bench figure {name} printed no JSON object: {e}"))?;
+    figure
+        .fields()
+        .iter()
+        .map(|&k| match v.get(k) {
+            Some(x) if x.is_number() => Ok((k.to_string(), x.clone())),
+            _ => Err(anyhow::anyhow!(
+                "bench figure {name} printed no number for {k}"
+            )),
+        })
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_figures_measure_every_field_of_the_report_once() {
+        let report = BenchReport {
+            random_4k_refs_per_s: 1.0,
+            random_2m_refs_per_s: 1.0,
+            random_4k_nested_refs_per_s: 1.0,
+            sequential_refs_per_s: 1.0,
+            sampled_sim_seconds_per_wall_second: 1.0,
+            sampled_whole_run_sim_seconds_per_wall_second: 1.0,
+            bytes_per_frame: 1,
+            setup_64gib_ms: 1.0,
+            compact_16gib_ms: 1.0,
+            bloat_recovery_16gib_ms: 1.0,
+            kbuild_16gib_s: 1.0,
+            repetitions: 1,
+        };
+        let Value::Object(fields) = serde_json::to_value(&report).unwrap() else {
+            panic!("a report is an object");
+        };
+        let mut measured: Vec<&str> = Figure::ALL
+            .iter()
+            .flat_map(|f| f.fields())
+            .copied()
+            .collect();
+        measured.extend(["bytes_per_frame", "repetitions"]);
+        measured.sort_unstable();
+        let mut all: Vec<&str> = fields.keys().map(String::as_str).collect();
+        all.sort_unstable();
+        assert_eq!(measured, all);
+    }
+
+    #[test]
+    fn each_figures_name_is_the_one_the_command_line_takes() {
+        use clap::ValueEnum;
+        for f in Figure::ALL {
+            assert_eq!(Figure::from_str(f.name(), false), Ok(f), "{}", f.name());
+        }
+        assert_eq!(Figure::value_variants(), Figure::ALL);
+    }
+
+    #[test]
+    fn a_figures_output_must_hold_a_number_for_each_of_its_fields() {
+        let ok = figure_values(Figure::Sampled, br#"{"sampled_sim_seconds_per_wall_second": 2.5, "sampled_whole_run_sim_seconds_per_wall_second": 1}"#).unwrap();
+        assert_eq!(ok.len(), 2);
+        let missing = figure_values(
+            Figure::Sampled,
+            br#"{"sampled_sim_seconds_per_wall_second": 2.5}"#,
+        );
+        let e = missing.unwrap_err().to_string();
+        assert!(
+            e.contains("sampled_whole_run_sim_seconds_per_wall_second"),
+            "{e}"
+        );
+        let e = figure_values(Figure::Kbuild, b"oops")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("kbuild") && e.contains("no JSON object"), "{e}");
+    }
 
     #[test]
     fn the_median_of_an_odd_count_is_the_middle_value() {

@@ -162,12 +162,17 @@ enum Command {
     /// Measure the simulator's throughput.
     #[command(
         after_help = "Example:\n  hugemm bench --reps 5          # medians of 5 repetitions\n  \
-                            hugemm bench --json > bench.json"
+                            hugemm bench --json > bench.json\n  \
+                            hugemm bench --figure kbuild   # one figure alone"
     )]
     Bench {
         /// Repetitions behind each median.
         #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
         reps: u32,
+        /// Measure this figure alone, in this process (without it, every figure runs in a
+        /// process of its own).
+        #[arg(long, value_enum)]
+        figure: Option<bench::Figure>,
     },
     /// Run the live agent: a promotion policy (HawkEye, khugepaged's or Ingens' order)
     /// applied to processes of this host with process_madvise(MADV_COLLAPSE); or, with
@@ -204,7 +209,7 @@ fn main() -> ExitCode {
         Command::Report { dir } => ok(run_report(&dir, print)),
         Command::Compare { dirs, out } => ok(run_compare(&dirs, out, print)),
         Command::Demo { seed } => ok(run_demo(seed, print)),
-        Command::Bench { reps } => ok(run_bench(print, reps)),
+        Command::Bench { reps, figure } => ok(run_bench(print, reps, figure)),
         Command::Sweep(args) => run_sweep(&args, print),
         Command::Agent(args) => run_agent(&args, print),
     };
@@ -771,12 +776,25 @@ fn run_demo(seed: u64, print: Print) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn run_bench(print: Print, reps: u32) -> anyhow::Result<()> {
+fn run_bench(print: Print, reps: u32, figure: Option<bench::Figure>) -> anyhow::Result<()> {
     let json = print.json;
     if cfg!(debug_assertions) {
         eprintln!("warning: this is a debug build; measure with `cargo run --release -- bench`");
     }
-    let r = bench::run(reps, |what| {
+    if let Some(figure) = figure {
+        let values = figure.measure(reps)?;
+        if json {
+            outln!("{}", serde_json::to_string_pretty(&values)?);
+        } else {
+            for (k, v) in &values {
+                outln!("{k} = {v} (median of {reps})");
+            }
+        }
+        return Ok(());
+    }
+    let exe = std::env::current_exe()
+        .map_err(|e| anyhow::anyhow!("finding this program to run each figure apart: {e}"))?;
+    let r = bench::run(reps, &exe, |what| {
         if !print.quiet {
             eprintln!("bench: {what} ...")
         }
