@@ -361,7 +361,7 @@ typedef struct {
     char extra[96];
 } result_t;
 
-static result_t g_res[256];
+static result_t g_res[512];
 static int g_nres;
 
 /* the CSV's page_size: 0 = 4 KB (MADV_NOHUGEPAGE), 1 = THP, 2 = hugetlbfs 1 GB */
@@ -420,8 +420,9 @@ enum {
     T_COLD = 1 << 7,  /* fault_cold */
     T_CACHE = 1 << 8, /* cache_chase */
     T_PAGE = 1 << 9,  /* page_chase */
-    T_ALL = (1 << 10) - 1,
-    T_SIZED = T_DEP | T_INDEP | T_GUPS | T_HOST | T_PAGE, /* run on the per-size buffers */
+    T_MLP = 1 << 10,  /* mlp_chase_k* */
+    T_ALL = (1 << 11) - 1,
+    T_SIZED = T_DEP | T_INDEP | T_GUPS | T_HOST | T_PAGE | T_MLP, /* run on the per-size buffers */
 };
 static const struct {
     const char *name;
@@ -431,7 +432,7 @@ static const struct {
     {"prng_only", T_INDEP},   {"gups", T_GUPS},         {"host_probe", T_HOST},
     {"fault_touch", T_FAULT}, {"memset_gbps", T_BW},    {"memcpy_gbps", T_BW},
     {"bw", T_BW},             {"diag", T_DIAG},         {"fault_cold", T_COLD},
-    {"cache_chase", T_CACHE}, {"page_chase", T_PAGE},
+    {"cache_chase", T_CACHE}, {"page_chase", T_PAGE},     {"mlp_chase", T_MLP},
 };
 static int g_tests = T_ALL;
 
@@ -573,9 +574,13 @@ static uint64_t timed_rand(rand_kernel_fn fn, char *buf, int shift, uint64_t n,
 
 /* ------------------------------------------------------------ per-size tests */
 
-/* dep_random: Sattolo chain over all lines (<= 1 GB) or 16M strided slots;
- * recorded as `name` */
-static void chase_test(const char *name, buf_t *b, int huge, double hf)
+/*
+ * The dependent chain: one Sattolo cycle over all lines (<= 1 GB) or over 16M strided
+ * slots, written into the buffer.  starts[0] is slot 0; with nstarts > 1, starts[i] is
+ * the slot i * (slots / nstarts) hops along the cycle from it, so chains started there
+ * stay that far apart.  Returns the slot count (0 if memory ran out).
+ */
+static uint64_t build_chain(buf_t *b, int huge, char **starts, uint64_t nstarts)
 {
     uint64_t bytes = b->bytes;
     uint64_t nlines = bytes / LINE;
@@ -585,7 +590,7 @@ static void chase_test(const char *name, buf_t *b, int huge, double hf)
     uint32_t *nxt = malloc(nslots * sizeof(uint32_t));
     if (!nxt) {
         perror("malloc");
-        return;
+        return 0;
     }
     uint64_t rs = 0x1234567ULL ^ bytes ^ ((uint64_t)huge << 40);
     sattolo(nxt, nslots, &rs);
@@ -594,16 +599,31 @@ static void chase_test(const char *name, buf_t *b, int huge, double hf)
     (b->base + ((uint64_t)(i) * stride + (stride > 1 ? (mix64((uint64_t)(i) ^ salt) & (stride - 1)) : 0)) * LINE)
     for (uint64_t i = 0; i < nslots; i++)
         *(char **)SLOT_ADDR(i) = SLOT_ADDR(nxt[i]);
-    void *p = SLOT_ADDR(0);
+    uint64_t gap = nslots / nstarts, slot = 0;
+    for (uint64_t i = 0; i < nstarts; i++) {
+        starts[i] = SLOT_ADDR(slot);
+        for (uint64_t h = 0; i + 1 < nstarts && h < gap; h++)
+            slot = nxt[slot];
+    }
 #undef SLOT_ADDR
     free(nxt);
     printf("  chain: %llu slots, 1 slot per %llu-line stride (%llu B), built in %.1f ms\n",
            (unsigned long long)nslots, (unsigned long long)stride,
            (unsigned long long)(stride * LINE), (now_ns() - t0) / 1e6);
+    return nslots;
+}
 
+/* dep_random: the chain of build_chain, chased; recorded as `name` */
+static void chase_test(const char *name, buf_t *b, int huge, double hf)
+{
+    char *start;
+    uint64_t nslots = build_chain(b, huge, &start, 1);
+    if (nslots == 0)
+        return;
+    void *p = start;
     uint64_t warm = nslots < 4000000ULL ? nslots : 4000000ULL;
     warm = (warm + 7) & ~7ULL;
-    int reps = (bytes >= 8 * GB) ? g_big_reps : g_reps;
+    int reps = (b->bytes >= 8 * GB) ? g_big_reps : g_reps;
     double v[MAX_REPS], est;
     uint64_t hops = timed_chase(&p, warm, g_min_hops, g_max_hops, reps, v, &est);
     char extra[96];
@@ -612,7 +632,65 @@ static void chase_test(const char *name, buf_t *b, int huge, double hf)
     printf("  dep_random: warm-up %llu hops (%.2f ns), %llu hops/rep\n",
            (unsigned long long)warm, est, (unsigned long long)hops);
     print_reps("dep ns/acc:", v, reps, "");
-    add_result(name, huge, bytes, v, reps, hf, extra);
+    add_result(name, huge, b->bytes, v, reps, hf, extra);
+}
+
+/*
+ * mlp_chase: k dependent chases at once, k = 1 ... 48, on one chain with the k starts
+ * evenly spaced along it (build_chain), so no chase follows another through the cache.
+ * Each chase's loads depend on each other and on nothing else: k loads can be in flight,
+ * and ns per access falls as 1 / k until something the k loads share bounds it (fill
+ * buffers, page walkers, DRAM's banks).  Where the 4 KB curve levels off above the 2 MB
+ * one at the same size, the bound is the translation's.  Recorded as mlp_chase_k<k>.
+ */
+#define MLP_MAX 48
+static __attribute__((noinline)) void mlp_chase(char **p, int k, uint64_t n)
+{
+    for (uint64_t i = 0; i < n; i++)
+        for (int j = 0; j < k; j++)
+            p[j] = *(char **)p[j];
+}
+
+static void mlp_chase_test(buf_t *b, int huge, double hf)
+{
+    static const int ks[] = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48};
+    char *starts[MLP_MAX * 2];
+    uint64_t nslots = build_chain(b, huge, starts, MLP_MAX * 2);
+    if (nslots == 0)
+        return;
+    int reps = (b->bytes >= 8 * GB) ? g_big_reps : g_reps;
+    double t1 = 0;
+    for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
+        int k = ks[ki];
+        char *p[MLP_MAX];
+        for (int j = 0; j < k; j++)
+            p[j] = starts[j * (MLP_MAX * 2 / k)];
+        /* warm-up and estimate: 2M accesses, at least one per 2 lines of the chain */
+        uint64_t warm = (nslots / 2 > 2000000ULL ? nslots / 2 : 2000000ULL) / (uint64_t)k;
+        double t0 = now_ns();
+        mlp_chase(p, k, warm);
+        double est = (now_ns() - t0) / (double)(warm * (uint64_t)k);
+        uint64_t n = clamp_u64(g_target_ns / 2 / est, 5000000ULL, 50000000ULL) / (uint64_t)k;
+        double v[MAX_REPS];
+        for (int r = 0; r < reps; r++) {
+            tpt tt = tbegin();
+            mlp_chase(p, k, n);
+            v[r] = tend(tt) / (double)(n * (uint64_t)k);
+        }
+        for (int j = 0; j < k; j++)
+            g_sink += (uint64_t)(uintptr_t)p[j];
+        char name[32], what[32], extra[96];
+        snprintf(name, sizeof name, "mlp_chase_k%d", k);
+        snprintf(what, sizeof what, "k%d ns/acc:", k);
+        snprintf(extra, sizeof extra, "accesses=%llu chains=%d",
+                 (unsigned long long)(n * (uint64_t)k), k);
+        print_reps(what, v, reps, "");
+        add_result(name, huge, b->bytes, v, reps, hf, extra);
+        double m = stats_of(v, reps).med;
+        if (k == 1)
+            t1 = m;
+        printf("    %-14s %.1f\n", "overlap:", t1 / m);
+    }
 }
 
 static void dep_random_test(buf_t *b, int huge, double hf)
@@ -809,6 +887,8 @@ static void size_tests(uint64_t bytes, int huge)
         host_probe_test(&b, huge, hf, 4096); /* > 2048 L2 DTLB entries if 4 KB */
         host_probe_test(&b, huge, hf, 512);  /* fits the L2 DTLB: no-miss reference */
     }
+    if (g_tests & T_MLP) /* rebuilds the chain host_probe may have broken */
+        mlp_chase_test(&b, huge, hf);
     if (g_tests & T_PAGE) /* last: it rewrites a pointer in 32 lines of every page */
         page_chase_test(&b, huge, hf);
 
@@ -1140,7 +1220,7 @@ static double measure_tsc_mhz(void)
 static void print_sysinfo(void)
 {
     FILE *f = fopen("/proc/cpuinfo", "r");
-    char line[512], model[256] = "?", mhz[64] = "?";
+    char line[512], model[256] = "?", mhz[64] = "?", family[16] = "?", number[16] = "?";
     if (f) {
         while (fgets(line, sizeof line, f)) {
             char *c = strchr(line, ':');
@@ -1152,6 +1232,10 @@ static void print_sysinfo(void)
                 snprintf(model, sizeof model, "%s", c);
             if (!strncmp(line, "cpu MHz", 7) && mhz[0] == '?')
                 snprintf(mhz, sizeof mhz, "%s", c);
+            if (!strncmp(line, "cpu family", 10) && family[0] == '?')
+                snprintf(family, sizeof family, "%s", c);
+            if (!strncmp(line, "model\t", 6) && number[0] == '?')
+                snprintf(number, sizeof number, "%s", c);
         }
         fclose(f);
     }
@@ -1172,7 +1256,7 @@ static void print_sysinfo(void)
     int cpu = sched_getcpu();
     sched_getaffinity(0, sizeof cs, &cs);
     printf("# membench\n");
-    printf("cpu model       : %s\n", model);
+    printf("cpu model       : %s (family %s, model %s)\n", model, family, number);
     printf("cpu MHz (/proc) : %s (kernel TSC calibration)\n", mhz);
     printf("TSC measured    : %.1f MHz (rdtsc vs CLOCK_MONOTONIC)\n", measure_tsc_mhz());
     double ghz = measure_core_ghz();
@@ -1248,7 +1332,7 @@ static void usage(const char *p)
             "      needs that many 1 GB pages reserved, rows with page_size 1G)\n"
             "  -t  run only these tests (comma-separated; default all): dep_random,\n"
             "      indep_random (with prng_only), gups, host_probe, fault_touch,\n"
-            "      fault_cold, cache_chase, page_chase, bw (memset_gbps +\n"
+            "      fault_cold, cache_chase, page_chase, mlp_chase, bw (memset_gbps +\n"
             "      memcpy_gbps), diag (text-only diagnostics)\n",
             p, MAX_REPS);
 }
