@@ -567,7 +567,8 @@ fn params() -> Vec<Param> {
             name: "page_walkers",
             get: |p| p.page_walkers as f64,
             set: |p, x| p.page_walkers = x as u32,
-            range: (1.0, 8.0),
+            // 1-8 until 2026-11-27: the Xeon's and then the Zen 4's fits stopped at 8.
+            range: (1.0, 16.0),
             integer: true,
         },
         Param {
