@@ -330,7 +330,7 @@ fn bytes_at(bytes: u64, gbps: f64) -> Nanos {
 }
 
 /// The profiles shipped in `/profiles`, compiled in.
-const BUILTINS: [(&str, &str); 6] = [
+const BUILTINS: [(&str, &str); 7] = [
     (
         "haswell-e5-2690v3",
         include_str!("../../../profiles/haswell-e5-2690v3.toml"),
@@ -355,15 +355,20 @@ const BUILTINS: [(&str, &str); 6] = [
         "xeon-emerald-rapids-kvm",
         include_str!("../../../profiles/xeon-emerald-rapids-kvm.toml"),
     ),
+    (
+        "epyc-genoa-kvm",
+        include_str!("../../../profiles/epyc-genoa-kvm.toml"),
+    ),
 ];
 
-const BUILTIN_NAMES: [&str; 6] = [
+const BUILTIN_NAMES: [&str; 7] = [
     BUILTINS[0].0,
     BUILTINS[1].0,
     BUILTINS[2].0,
     BUILTINS[3].0,
     BUILTINS[4].0,
     BUILTINS[5].0,
+    BUILTINS[6].0,
 ];
 
 impl MachineProfile {

@@ -18,7 +18,7 @@ fn assert_names(e: &ProfileError, key: &str) {
 
 #[test]
 fn every_builtin_profile_loads_and_validates() {
-    assert_eq!(MachineProfile::builtin_names().len(), 6);
+    assert_eq!(MachineProfile::builtin_names().len(), 7);
     for name in MachineProfile::builtin_names() {
         let p = match MachineProfile::builtin_checked(name) {
             Some(Ok(p)) => p,
