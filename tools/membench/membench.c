@@ -665,7 +665,7 @@ static void mlp_chase_test(buf_t *b, int huge, double hf)
         char *p[MLP_MAX];
         for (int j = 0; j < k; j++)
             p[j] = starts[j * (MLP_MAX * 2 / k)];
-        /* warm-up and estimate: 2M accesses, at least one per 2 lines of the chain */
+        /* warm-up and estimate: 2M accesses, or half the chain's slots if more */
         uint64_t warm = (nslots / 2 > 2000000ULL ? nslots / 2 : 2000000ULL) / (uint64_t)k;
         double t0 = now_ns();
         mlp_chase(p, k, warm);
