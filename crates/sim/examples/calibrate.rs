@@ -87,6 +87,14 @@ impl Case {
         self.page == "2M"
     }
 
+    /// The same page size and buffer under membench's test `test`.
+    fn as_test(&self, test: &str) -> Case {
+        Case {
+            test: test.into(),
+            ..self.clone()
+        }
+    }
+
     /// A first-touch fault case, warm or cold.
     fn fault(&self) -> bool {
         matches!(self.test.as_str(), "fault_touch" | "fault_cold")
@@ -916,14 +924,10 @@ fn overlap_table(measured: &BTreeMap<Case, f64>, model: &BTreeMap<Case, f64>) ->
     }
     println!("\n| mlp_chase | buffer | k | measured ns | overlap | model ns | overlap | error |");
     println!("|---|---|---|---|---|---|---|---|");
-    let as_case = |c: &Case, test: &str| Case {
-        test: test.into(),
-        ..c.clone()
-    };
     for (c, k, m) in rows {
-        let dep = model.get(&as_case(c, "dep_random"));
-        let indep = model.get(&as_case(c, "indep_random"));
-        let one = measured.get(&as_case(c, "mlp_chase_k1"));
+        let dep = model.get(&c.as_test("dep_random"));
+        let indep = model.get(&c.as_test("indep_random"));
+        let one = measured.get(&c.as_test("mlp_chase_k1"));
         let (Some(dep), Some(indep), Some(one)) = (dep, indep, one) else {
             continue;
         };
@@ -961,10 +965,7 @@ fn cache_table(
     println!("\n| cache_chase | buffer | measured ns | model ns (chase) | error |");
     println!("|---|---|---|---|---|");
     for (c, m) in rows {
-        let chase = Case {
-            test: "dep_random".into(),
-            ..c.clone()
-        };
+        let chase = c.as_test("dep_random");
         let x = predict(profile, host, &chase, REFS)?;
         println!(
             "| {} | {} MiB | {m:.1} | {x:.1} | {:+.1}% |",
@@ -985,12 +986,7 @@ fn growth_table(measured: &BTreeMap<Case, f64>, model: &BTreeMap<Case, f64>) {
     if !measured.keys().any(|c| c.test == "page_chase") {
         return;
     }
-    let paged = |c: &Case| {
-        measured.get(&Case {
-            test: "page_chase".into(),
-            ..c.clone()
-        })
-    };
+    let paged = |c: &Case| measured.get(&c.as_test("page_chase"));
     let shown = |v: Option<f64>, f: &dyn Fn(f64) -> String| v.map_or("-".to_string(), f);
     println!("\n| dep_random | buffer | measured page_chase | measured | growth | model | growth | model growth / measured |");
     println!("|---|---|---|---|---|---|---|---|");
@@ -1042,10 +1038,7 @@ fn host_share_table(
         .iter()
         .filter(|(c, _)| c.test == "fault_cold")
         .filter_map(|(c, cold)| {
-            let warm = Case {
-                test: "fault_touch".into(),
-                ..c.clone()
-            };
+            let warm = c.as_test("fault_touch");
             Some((
                 c,
                 cold,
