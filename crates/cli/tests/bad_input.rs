@@ -689,6 +689,15 @@ fn buddy_merge_likely_of_wrong_type() {
 }
 
 #[test]
+fn watermark_check_not_a_known_one() {
+    expect_bad(
+        &format!("{BASE}\n[kernel]\nwatermark_check = \"linux-4.4\"\n"),
+        "kernel.watermark_check",
+        &["linux-4.4", "order-0", "linux-4.1"],
+    );
+}
+
+#[test]
 fn boot_order_not_a_known_one() {
     expect_bad(
         &format!("{BASE}\n[kernel]\nboot_order = \"top-down\"\n"),

@@ -114,6 +114,14 @@ pub struct KernelStats {
     pub kswapd_wakes: u64,
     /// Fallbacks that boosted the watermark (`boost_watermark`; only with boosting on).
     pub watermark_boosts: u64,
+    /// Allocations above order 0 that Linux 4.1 would not have taken on its fast path:
+    /// its per-order watermark check (`__zone_watermark_ok`) at `low` failed when the
+    /// model allocated ([`crate::pressure::reclaim::zone_watermark_ok_4_1`]). Linux 4.1
+    /// would have sent each to its slow path (kswapd woken at that order, the check
+    /// again at `min`, direct compaction); the model takes the block as it would any
+    /// other. A count of where the model's order-0 check departs from 4.1's, not a
+    /// behaviour.
+    pub order_watermark_misses: u64,
     /// Time of direct and explicit reclaim (charged to callers).
     pub direct_reclaim_time: Nanos,
     /// Time kswapd spent (charged to no process).

@@ -7,8 +7,9 @@
 //! Owns the timing and the deferral state; the compaction mechanism itself is the kernel
 //! model's ([`Kernel::compact`]). It must not decide page sizes or promotions.
 
-use hugemm_hw::{Nanos, Order};
-use hugemm_mm::{CompactRequest, Kernel};
+use hugemm_hw::{Nanos, Order, Pfn};
+use hugemm_mm::reclaim::SWAP_CLUSTER_MAX;
+use hugemm_mm::{AllocRequest, CompactRequest, Kernel};
 use serde::Serialize;
 
 /// Linux's `COMPACT_MAX_DEFER_SHIFT`: after repeated failures, direct compaction is
@@ -46,16 +47,28 @@ impl Deferral {
 
     /// `defer_compaction` after a failure, `compaction_defer_reset` after a success.
     pub fn record(&mut self, order: Order, success: bool) {
-        if success {
+        match success {
+            true => self.reset(order, true),
+            false => self.defer(order),
+        }
+    }
+
+    /// `defer_compaction`: skip more of the next attempts of `order` and above.
+    pub fn defer(&mut self, order: Order) {
+        self.considered = 0;
+        self.defer_shift = (self.defer_shift + 1).min(MAX_DEFER_SHIFT);
+        self.order_failed = self.order_failed.min(order.0);
+    }
+
+    /// `compaction_defer_reset`: `order` no longer fails; after an allocation that
+    /// succeeded, stop skipping attempts too.
+    pub fn reset(&mut self, order: Order, alloc_success: bool) {
+        if alloc_success {
             self.considered = 0;
             self.defer_shift = 0;
-            if order.0 >= self.order_failed {
-                self.order_failed = order.0.saturating_add(1);
-            }
-        } else {
-            self.considered = 0;
-            self.defer_shift = (self.defer_shift + 1).min(MAX_DEFER_SHIFT);
-            self.order_failed = self.order_failed.min(order.0);
+        }
+        if order.0 >= self.order_failed {
+            self.order_failed = order.0.saturating_add(1);
         }
     }
 }
@@ -79,6 +92,111 @@ pub(crate) fn direct_compact(kernel: &mut Kernel, deferral: &mut Deferral, order
     cost += kernel.compact(CompactRequest::Direct { order }).cost;
     deferral.record(order, kernel.phys().has_free_block(order));
     cost
+}
+
+/// What one high-order request of [`alloc_4_1`] got and cost.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Attempt {
+    /// The block, if the request succeeded.
+    pub block: Option<Pfn>,
+    /// Direct reclaim's time (charged to the requester).
+    pub reclaim: Nanos,
+    /// Direct compaction's time (charged to the requester).
+    pub compaction: Nanos,
+}
+
+/// A high-order request of `req` as Linux 4.1's `__alloc_pages_nodemask` serves one with
+/// `__GFP_REPEAT` (mmtests' stress-highalloc asks `GFP_HIGHUSER_MOVABLE |
+/// __GFP_REPEAT`, its `GFP_ALLOC_LIKE_HUGETLB`), on [`hugemm_mm::WatermarkCheck::Linux4_1`]:
+/// 1. the fast path takes a block only if 4.1's per-order watermark check passes at
+///    `low` ([`Kernel::alloc_pages_checked`]);
+/// 2. else, and at every retry: kswapd is woken for the order ([`Kernel::kswapd_4_1`],
+///    run at once), and the check is made again at `min`;
+/// 3. direct compaction ([`compact_4_1`]), then the check at `min`;
+/// 4. direct reclaim of `SWAP_CLUSTER_MAX` pages, then the check at `min`;
+/// 5. `should_alloc_retry`: back to 2 while reclaim has freed fewer than the request's
+///    `2^order` pages in all; then one last compaction. A reclaim that frees nothing ends
+///    the request (the OOM path gives up on costly orders).
+///
+/// Left out: the first compaction is asynchronous in Linux and the later ones
+/// synchronous (the model's direct runs are one mode: movable pageblocks only), and
+/// `wait_iff_congested`'s 20 ms between retries (no time passes here, so kswapd does not
+/// run in between).
+pub(crate) fn alloc_4_1(
+    kernel: &mut Kernel,
+    deferral: &mut Deferral,
+    req: &AllocRequest,
+) -> Attempt {
+    let (order, w) = (req.order(), kernel.watermarks());
+    let mut out = Attempt::default();
+    if let Some(b) = kernel.alloc_pages_checked(req, w.low) {
+        out.block = Some(b.pfn);
+        return out;
+    }
+    let (mut reclaimed, mut sync) = (0u64, false);
+    loop {
+        kernel.kswapd_4_1(order);
+        out.block = kernel.alloc_pages_checked(req, w.min).map(|b| b.pfn);
+        if out.block.is_some() {
+            return out;
+        }
+        out.block = compact_4_1(kernel, deferral, req, sync, &mut out.compaction);
+        if out.block.is_some() {
+            return out;
+        }
+        sync = true;
+        let r = kernel.reclaim(SWAP_CLUSTER_MAX);
+        out.reclaim += r.cost;
+        out.block = kernel.alloc_pages_checked(req, w.min).map(|b| b.pfn);
+        if out.block.is_some() {
+            return out;
+        }
+        if r.freed == 0 {
+            // No progress: the OOM path, which gives up on costly orders (`nopage`).
+            return out;
+        }
+        reclaimed += r.freed;
+        if reclaimed < 1u64 << order.0 {
+            continue;
+        }
+        out.block = compact_4_1(kernel, deferral, req, true, &mut out.compaction);
+        return out;
+    }
+}
+
+/// Linux 4.1's `__alloc_pages_direct_compact` and `try_to_compact_pages` for one zone:
+/// nothing if the order is deferred (`compaction_deferred`); else a direct run (4.1's
+/// `compaction_suitable` and `compact_finished`, [`hugemm_mm::WatermarkCheck::Linux4_1`]).
+/// If the order's watermark at `low` is met afterwards the deferral forgets the order's
+/// failures (`compaction_defer_reset(.., false)`); if not, and a synchronous run ended with
+/// the scanners meeting, it is deferred (`defer_compaction`; asynchronous runs never
+/// defer). A run that started is followed by the check at `min`, and the allocation it
+/// lets through resets the deferral (`compaction_defer_reset(.., true)`).
+fn compact_4_1(
+    kernel: &mut Kernel,
+    deferral: &mut Deferral,
+    req: &AllocRequest,
+    sync: bool,
+    time: &mut Nanos,
+) -> Option<Pfn> {
+    let order = req.order();
+    if deferral.deferred(order) {
+        return None;
+    }
+    let run = kernel.compact(CompactRequest::Direct { order });
+    *time += run.cost;
+    let w = kernel.watermarks();
+    if kernel.zone_watermark_ok_4_1(order, w.low) {
+        deferral.reset(order, false);
+    } else if sync && run.complete {
+        deferral.defer(order);
+    }
+    if !run.ran {
+        return None;
+    }
+    let block = kernel.alloc_pages_checked(req, w.min)?;
+    deferral.reset(order, true);
+    Some(block.pfn)
 }
 
 /// kcompactd's settings (`/proc/sys/vm/compaction_proactiveness`).
@@ -129,6 +247,71 @@ impl Kcompactd {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hugemm_mm::{FileId, MigrateType, OwnerKind, WatermarkCheck};
+
+    /// 64 MB on Linux 4.1's watermark check, full of page cache read in order.
+    fn full_4_1_kernel() -> Kernel {
+        let mem = hugemm_mm::MemConfig {
+            bytes: 64 << 20,
+            geometry: hugemm_hw::Geometry::X86_64,
+        };
+        let profile = hugemm_hw::MachineProfile::builtin("epyc-milan-kvm").unwrap();
+        let mut k = Kernel::new(&mem, crate::mm_costs(&profile)).unwrap();
+        k.set_watermark_check(WatermarkCheck::Linux4_1);
+        k.file_read(FileId(1), 0, 20_000);
+        k
+    }
+
+    fn huge_request() -> AllocRequest {
+        AllocRequest::new(Order(9))
+            .migrate(MigrateType::Movable)
+            .owner(OwnerKind::KernelUnmovable)
+    }
+
+    #[test]
+    fn linux_4_1s_slow_path_gets_a_huge_page_its_fast_path_refuses() {
+        let mut k = full_4_1_kernel();
+        let low = k.watermarks().low;
+        assert!(
+            !k.zone_watermark_ok_4_1(Order(9), low),
+            "the fast path refuses"
+        );
+        let (wakes, mut deferral) = (k.stats().kswapd_wakes, Deferral::default());
+        let a = alloc_4_1(&mut k, &mut deferral, &huge_request());
+        let pfn = a.block.expect("the slow path found a block");
+        assert!(
+            k.stats().kswapd_wakes > wakes,
+            "kswapd was woken for order 9"
+        );
+        assert!(
+            !deferral.deferred(Order(9)),
+            "nothing failed, nothing deferred"
+        );
+        assert_eq!(
+            k.stats().order_watermark_misses,
+            0,
+            "every block passed a check"
+        );
+        k.free_pages(pfn, Order(9)).unwrap();
+        k.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn linux_4_1s_slow_path_gives_up_when_nothing_can_be_freed() {
+        // Everything but a few free frames is unmovable kernel memory: neither reclaim
+        // nor compaction can make a huge page, and the request fails without looping.
+        let mut k = full_4_1_kernel();
+        k.drop_caches();
+        while k.phys().frames_free() > 600 {
+            let req = AllocRequest::new(Order(0)).owner(OwnerKind::KernelUnmovable);
+            k.alloc_pages(&req).unwrap();
+        }
+        let mut deferral = Deferral::default();
+        let a = alloc_4_1(&mut k, &mut deferral, &huge_request());
+        assert!(a.block.is_none());
+        assert_eq!(a.reclaim, Nanos::ZERO, "nothing was reclaimable");
+        k.check_invariants().unwrap();
+    }
 
     #[test]
     fn repeated_failures_defer_up_to_sixty_four_attempts() {

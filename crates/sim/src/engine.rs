@@ -292,6 +292,7 @@ impl Engine {
         if exp.kernel.boot_order == hugemm_mm::BootOrder::HighestFirst {
             kernel.queue_boot_memory_highest_first()?;
         }
+        kernel.set_watermark_check(exp.kernel.watermark_check);
         kernel.set_content_seed(exp.seed);
         kernel.set_clear_pages(exp.kernel.clear_pages);
         if exp.kernel.prezero.enabled {

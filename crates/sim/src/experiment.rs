@@ -135,6 +135,10 @@ pub struct KernelConfig {
     /// Which free memory a freshly booted kernel allocates first: the lowest addresses
     /// (Linux 5.10+, the default) or the highest (Linux before 5.10, 4.1 included).
     pub boot_order: hugemm_mm::BootOrder,
+    /// The watermark check of stress-highalloc's requests and direct compaction's rules:
+    /// the model's order-0 check (default) or Linux 4.1's per-order one with its slow
+    /// path (`hugemm_mm::WatermarkCheck`).
+    pub watermark_check: hugemm_mm::WatermarkCheck,
     /// `vm.min_free_kbytes`; `None` is Linux's default for the memory size
     /// (`calculate_min_free_kbytes`). A THP-enabled Linux raises it
     /// (`set_recommended_min_free_kbytes`: 66 MiB on this project's machines); the model
@@ -168,6 +172,7 @@ impl Default for KernelConfig {
             watermark_scale_factor: hugemm_mm::WATERMARK_SCALE_FACTOR,
             buddy_merge_likely: false,
             boot_order: hugemm_mm::BootOrder::default(),
+            watermark_check: hugemm_mm::WatermarkCheck::default(),
             min_free_kbytes: None,
             clear_pages: true,
             prezero: PrezeroConfig::default(),

@@ -6,12 +6,14 @@
 //! process. It must not decide anything a policy decides (page sizes, promotions); the
 //! mechanisms are the kernel model's.
 
-use crate::compaction::direct_compact;
+use crate::compaction::{alloc_4_1, direct_compact};
 use crate::engine::Engine;
 use crate::results::HighAllocResult;
 use crate::run::Stop;
 use hugemm_hw::{Nanos, Order, Picos};
-use hugemm_mm::{AllocRequest, KmemCache, KmemHandle, KmemKind, MigrateType, OwnerKind};
+use hugemm_mm::{
+    AllocRequest, KmemCache, KmemHandle, KmemKind, MigrateType, OwnerKind, WatermarkCheck,
+};
 use hugemm_workload::{FileId, KernelMem, Lifetime, Phase};
 use rand::Rng;
 use std::cmp::Reverse;
@@ -248,9 +250,18 @@ impl Engine {
             .migrate(MigrateType::Movable)
             .owner(OwnerKind::KernelUnmovable);
         let (mut held, mut cost, mut compact) = (Vec::new(), Nanos::ZERO, Nanos::ZERO);
+        let misses = self.kernel.stats().order_watermark_misses;
+        let linux_4_1 = self.kernel.watermark_check() == WatermarkCheck::Linux4_1;
         for _ in 0..requested {
-            let mut got = self.kernel.alloc_pages(&req).ok();
             cost += self.kernel.costs().alloc;
+            if linux_4_1 {
+                let a = alloc_4_1(&mut self.kernel, &mut self.deferral, &req);
+                cost += a.reclaim;
+                compact += a.compaction;
+                held.extend(a.block);
+                continue;
+            }
+            let mut got = self.kernel.alloc_pages(&req).ok();
             if got.is_none() {
                 let t = direct_compact(&mut self.kernel, &mut self.deferral, huge);
                 compact += t;
@@ -277,6 +288,7 @@ impl Engine {
                 allocated as f64 / requested as f64
             },
             compaction_time_ns: compact.0,
+            order_watermark_misses: self.kernel.stats().order_watermark_misses - misses,
         });
         Picos::from(cost + compact)
     }

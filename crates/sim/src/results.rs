@@ -207,6 +207,10 @@ pub struct HighAllocResult {
     pub success_rate: f64,
     /// Time spent in direct compaction during the attempt (ns).
     pub compaction_time_ns: u64,
+    /// Huge pages of `allocated` taken when Linux 4.1's per-order watermark check at
+    /// `low` would have failed (`KernelStats::order_watermark_misses`): 4.1 would have
+    /// sent each request to its slow path first, which the model does not model.
+    pub order_watermark_misses: u64,
 }
 
 /// What stopped a run before every process had ended.

@@ -6,7 +6,7 @@
 use super::raw::*;
 use super::validate::{Phases, Validator, R};
 use hugemm_hw::Nanos;
-use hugemm_mm::{AccessedBits, BootOrder, CompactMode, PerCpuSizes};
+use hugemm_mm::{AccessedBits, BootOrder, CompactMode, PerCpuSizes, WatermarkCheck};
 use hugemm_sim::{KcompactdConfig, KernelConfig, PrezeroConfig, Stores, ZeroLists};
 use hugemm_workload::kbuild::{self, FileIds, KernelBuild};
 use hugemm_workload::{KernelMem, Lifetime, Phase, ProcessSpec};
@@ -97,6 +97,13 @@ impl Validator<'_> {
             &BootOrder::NAMED,
         )?;
         k.boot_order = Some(boot_order.name().into());
+        let watermark_check = self.choice(
+            "kernel.watermark_check",
+            k.watermark_check.as_deref(),
+            WatermarkCheck::default().name(),
+            &WatermarkCheck::NAMED,
+        )?;
+        k.watermark_check = Some(watermark_check.name().into());
         // Unset means Linux's own value for this memory, which the resolved file
         // leaves unset too (it follows the memory size).
         let min_free_kbytes = match k.min_free_kbytes {
@@ -142,6 +149,7 @@ impl Validator<'_> {
             watermark_scale_factor,
             buddy_merge_likely,
             boot_order,
+            watermark_check,
             min_free_kbytes,
             clear_pages,
             prezero,

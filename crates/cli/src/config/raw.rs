@@ -265,6 +265,9 @@ pub struct RawKernel {
     /// Which free memory a booted kernel allocates first: "lowest-first" (default, Linux
     /// 5.10+) or "highest-first" (Linux before 5.10).
     pub boot_order: Option<String>,
+    /// The watermark check of stress-highalloc's requests and direct compaction's rules:
+    /// "order-0" (default) or "linux-4.1".
+    pub watermark_check: Option<String>,
     /// `vm.min_free_kbytes` (default: Linux's value for the memory size).
     pub min_free_kbytes: Option<i64>,
     /// Clear pages at fault (false: HawkEye Table 1's kernel without page zeroing).

@@ -21,6 +21,12 @@
 //!   the watermark (min, or low for costly orders) plus `compact_gap` (2 << order); or,
 //!   for costly orders, `fragmentation_index` at most `extfrag_threshold` (500), meaning
 //!   the failure is lack of memory, not fragmentation. Skipped runs are not stalls.
+//!   With Linux 4.1's watermark check ([`WatermarkCheck::Linux4_1`]) both are 4.1's: a
+//!   run is skipped when the order's watermark at `low` is met already (4.1's per-order
+//!   check, `COMPACT_PARTIAL`), with no more than `low + 2 << order` frames free, or with
+//!   the fragmentation index in `0..=500` at any order; it stops as soon as that
+//!   watermark is met and a block of the order is free, wherever the migrate scanner is
+//!   (the pageblock rule came with 4.12).
 //! - [`CompactRequest::Full`] (`/proc/sys/vm/compact_memory`): the whole zone, until the
 //!   scanners meet.
 //! - [`CompactRequest::Proactive`] (kcompactd's `proactive_compact_node`): starts only if
@@ -49,6 +55,7 @@
 //! move (`compaction_holes.rs`); the requests, `compaction_suitable`, the stopping rules
 //! and the counters stay as above.
 
+use crate::api::WatermarkCheck;
 use crate::error::{MmError, Result};
 use crate::kernel::Kernel;
 use crate::phys::frame::{FrameState, OwnerKind};
@@ -56,7 +63,7 @@ use crate::phys::pageblock::MigrateType;
 use crate::pressure::compaction::{
     CompactMode, CompactOutcome, CompactRequest, CompactState, COMPACT_CLUSTER_MAX,
 };
-use crate::pressure::reclaim::PAGE_ALLOC_COSTLY_ORDER;
+use crate::pressure::reclaim::{zone_watermark_ok_4_1, PAGE_ALLOC_COSTLY_ORDER};
 use hugemm_hw::{Nanos, Order, Pfn};
 
 /// `vm.extfrag_threshold`'s default.
@@ -141,7 +148,10 @@ impl Kernel {
 
     fn compact_direct(&mut self, order: Order) -> CompactOutcome {
         let free = self.phys.has_free_block(order);
-        if order > self.phys.max_order() || free || !self.compaction_suitable(order) {
+        if order > self.phys.max_order()
+            || self.direct_done(order)
+            || !self.compaction_suitable(order)
+        {
             return CompactOutcome {
                 success: free,
                 ..CompactOutcome::default()
@@ -151,17 +161,21 @@ impl Kernel {
         let mut out = match c.mode {
             CompactMode::Linux => {
                 let mut run = self.new_run(c.migrate_pfn, c.free_block, true, order.0);
+                // Linux 4.12 and later finish the pageblock they are in first.
+                let whole_blocks = self.wmark_check == WatermarkCheck::Order0;
                 self.compact_zone(&mut run, |k, r| {
-                    r.migrate_pfn % r.pb == 0 && k.phys.has_free_block(order)
+                    (!whole_blocks || r.migrate_pfn % r.pb == 0) && k.direct_done(order)
                 });
                 self.save_positions(&run, true);
+                run.out.complete = run.scanners_met();
                 run.out
             }
             CompactMode::HoleAware => {
                 let unit = order.max(self.phys.pageblock_order());
-                self.compact_holes(unit, true, |k| k.phys.has_free_block(order))
+                self.compact_holes(unit, true, |k| k.direct_done(order))
             }
         };
+        out.ran = true;
         out.success = self.phys.has_free_block(order);
         self.stats.compact_stall += 1;
         match out.success {
@@ -209,8 +223,23 @@ impl Kernel {
         self.compact_whole(Some(low))
     }
 
-    /// `compaction_suitable` for a direct request of `order`.
+    /// Whether a direct run for `order` has what it was asked for
+    /// (`__compact_finished`): a free block of the order; with Linux 4.1's check
+    /// ([`WatermarkCheck::Linux4_1`]), also 4.1's per-order watermark at `low`, which
+    /// `compact_finished` asked for before looking for the block.
+    fn direct_done(&self, order: Order) -> bool {
+        self.phys.has_free_block(order)
+            && (self.wmark_check == WatermarkCheck::Order0
+                || zone_watermark_ok_4_1(&self.phys, order, self.wmark.low))
+    }
+
+    /// `compaction_suitable` for a direct request of `order`. Linux 4.1's
+    /// ([`WatermarkCheck::Linux4_1`]): more than `low + 2 << order` frames free, and the
+    /// fragmentation index outside `0..=500` at every order; 6.x's otherwise.
     fn compaction_suitable(&self, order: Order) -> bool {
+        if self.wmark_check == WatermarkCheck::Linux4_1 {
+            return self.compaction_suitable_4_1(order);
+        }
         let wmark = match order.0 > PAGE_ALLOC_COSTLY_ORDER {
             true => self.wmark.low,
             false => self.wmark.min,
@@ -220,6 +249,15 @@ impl Kernel {
         }
         order.0 <= PAGE_ALLOC_COSTLY_ORDER
             || !(0..=EXTFRAG_THRESHOLD).contains(&self.fragmentation_index(order))
+    }
+
+    /// Linux 4.1's `compaction_suitable` past its first test (the order's watermark met
+    /// already): more than `low + 2 << order` frames free, and the fragmentation index
+    /// outside `0..=500` (the failure is fragmentation, not lack of memory), at every
+    /// order.
+    pub(crate) fn compaction_suitable_4_1(&self, order: Order) -> bool {
+        self.phys.frames_free() > self.wmark.low + (2u64 << order.0)
+            && !(0..=EXTFRAG_THRESHOLD).contains(&self.fragmentation_index(order))
     }
 
     /// `__fragmentation_index`: -1000 when a block of `order` is free, towards 0 when a

@@ -1,5 +1,5 @@
 use super::*;
-use crate::api::HugeAdvice;
+use crate::api::{HugeAdvice, WatermarkCheck};
 use crate::pressure::pagecache::FileId;
 use crate::testutil::{kernel, PAGE};
 use hugemm_hw::{PageSize, Pid, VirtAddr};
@@ -80,6 +80,24 @@ fn direct_compaction_stops_once_one_huge_block_is_free() {
     assert_eq!(taken, 1);
     let again = k.compact(CompactRequest::Direct { order: Order(9) });
     assert!(again.success && again.migrate_scanned <= first_scan + 512);
+    k.check_invariants().unwrap();
+}
+
+#[test]
+fn linux_4_1s_direct_compaction_goes_on_until_the_orders_watermark_is_met() {
+    // Free memory is single frames, so 4.1's check for order 9 at `low` fails. A run
+    // ends when it passes (`compact_finished`), not at the first free order-9 block.
+    let (mut k, _, _) = fragmented(64);
+    k.set_watermark_check(WatermarkCheck::Linux4_1);
+    let low = k.watermarks().low;
+    assert!(!k.zone_watermark_ok_4_1(Order(9), low));
+    let out = k.compact(CompactRequest::Direct { order: Order(9) });
+    assert!(out.success && out.ran && !out.complete);
+    assert!(k.zone_watermark_ok_4_1(Order(9), low));
+    // Met already: the next request does not run (`COMPACT_PARTIAL`).
+    let again = k.compact(CompactRequest::Direct { order: Order(9) });
+    assert!(again.success && !again.ran);
+    assert_eq!((k.stats().compact_stall, k.stats().compact_success), (1, 1));
     k.check_invariants().unwrap();
 }
 

@@ -24,6 +24,7 @@ mod pressure;
 
 use crate::api::{
     AccessedBits, FaultInfo, PerCpuSizes, RegionInfo, RegionState, TlbFlush, Touch, Translation,
+    WatermarkCheck,
 };
 use crate::costs::{FragCosts, MmCosts};
 use crate::error::{MmError, Result};
@@ -35,7 +36,9 @@ use crate::phys::reserv::ReservTable;
 use crate::pressure::compaction::CompactState;
 use crate::pressure::lru::PageCache;
 use crate::pressure::movepages::{MigrationCosts, TierStats};
-use crate::pressure::reclaim::{default_min_free_kbytes, Mem, Watermarks, WATERMARK_SCALE_FACTOR};
+use crate::pressure::reclaim::{
+    default_min_free_kbytes, zone_watermark_ok_4_1, Mem, Watermarks, WATERMARK_SCALE_FACTOR,
+};
 use crate::pressure::slab::SlabCaches;
 use crate::space::addrspace::AddressSpace;
 use crate::space::content::{ContentDraw, Quantiles, WriteContent};
@@ -77,6 +80,9 @@ pub struct Kernel {
     /// `vm.min_free_kbytes` and `vm.watermark_scale_factor`, which `wmark` follows.
     min_free_kb: u64,
     wmark_scale: u32,
+    /// The watermark check of high-order allocations the engine makes through
+    /// [`Kernel::alloc_pages_checked`], and direct compaction's rules.
+    pub(crate) wmark_check: WatermarkCheck,
     pub(crate) compact: CompactState,
     pub(crate) reserv: ReservTable,
     /// Every live kernel allocation, in its slab cache; the reclaimable ones are shrunk
@@ -165,6 +171,7 @@ impl Kernel {
             wmark,
             min_free_kb,
             wmark_scale: WATERMARK_SCALE_FACTOR,
+            wmark_check: WatermarkCheck::default(),
             compact,
             reserv,
             slab: SlabCaches::default(),
@@ -539,6 +546,17 @@ impl Kernel {
         self.update_watermarks();
     }
 
+    /// Choose the watermark check of high-order requests and direct compaction's rules
+    /// ([`WatermarkCheck`]).
+    pub fn set_watermark_check(&mut self, check: WatermarkCheck) {
+        self.wmark_check = check;
+    }
+
+    /// The watermark check in force.
+    pub fn watermark_check(&self) -> WatermarkCheck {
+        self.wmark_check
+    }
+
     fn update_watermarks(&mut self) {
         let base = self.geometry.base_bytes();
         let managed = self.phys.frames_total();
@@ -663,7 +681,29 @@ impl Kernel {
                 what: "anonymous, page-table and page-cache frames have their own paths",
             });
         }
-        self.phys.alloc(req)
+        let fast =
+            req.order().0 == 0 || zone_watermark_ok_4_1(&self.phys, req.order(), self.wmark.low);
+        let block = self.phys.alloc(req)?;
+        self.stats.order_watermark_misses += u64::from(!fast);
+        Ok(block)
+    }
+
+    /// [`Kernel::alloc_pages`] behind Linux 4.1's per-order watermark check
+    /// (`get_page_from_freelist`): `None`, with nothing allocated, unless
+    /// [`zone_watermark_ok_4_1`] passes for `mark` (a watermark, in frames) and a block is
+    /// free. Not counted in `order_watermark_misses`: the check was made.
+    pub fn alloc_pages_checked(&mut self, req: &AllocRequest, mark: u64) -> Option<Block> {
+        if !zone_watermark_ok_4_1(&self.phys, req.order(), mark) {
+            return None;
+        }
+        if !matches!(
+            req.owner_kind(),
+            OwnerKind::KernelUnmovable | OwnerKind::KernelReclaimable
+        ) {
+            self.stats.internal_errors += 1;
+            return None;
+        }
+        self.phys.alloc(req).ok()
     }
 
     /// Free a block allocated by [`Kernel::alloc_pages`].

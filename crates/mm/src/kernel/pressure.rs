@@ -9,9 +9,18 @@
 
 use crate::api::FileId;
 use crate::kernel::Kernel;
+use crate::pressure::compaction::CompactRequest;
 use crate::pressure::pagecache::FileRead;
-use crate::pressure::reclaim::{ReclaimOutcome, Watermarks};
-use hugemm_hw::Pfn;
+use crate::pressure::reclaim::{
+    zone_watermark_ok_4_1, ReclaimOutcome, Watermarks, SWAP_CLUSTER_MAX,
+};
+use hugemm_hw::{Order, Pfn};
+
+/// `DEF_PRIORITY`: kswapd's passes over the zone before it gives up (`balance_pgdat`
+/// loops while `sc.priority >= 1`).
+const KSWAPD_PASSES: u32 = 12;
+/// `KSWAPD_ZONE_BALANCE_GAP_RATIO`: the balance gap is at most 1% of the zone.
+const BALANCE_GAP_RATIO: u64 = 100;
 
 impl Kernel {
     /// The zone's watermarks.
@@ -29,6 +38,90 @@ impl Kernel {
         mem.stats.pgsteal_direct += freed;
         mem.stats.direct_reclaim_time += cost;
         ReclaimOutcome { freed, cost }
+    }
+
+    /// Linux 4.1's per-order watermark check for this zone
+    /// ([`zone_watermark_ok_4_1`]).
+    pub fn zone_watermark_ok_4_1(&self, order: Order, mark: u64) -> bool {
+        zone_watermark_ok_4_1(&self.phys, order, mark)
+    }
+
+    /// Linux 4.1's kswapd woken for an allocation of `order` (`wakeup_kswapd`, then
+    /// `balance_pgdat` and `kswapd_shrink_zone` for one zone), run at once as the model's
+    /// kswapd is; its time goes to `KernelStats::kswapd_time`.
+    ///
+    /// It sleeps if the zone is balanced at `order`: 4.1's per-order check passes at
+    /// `high` and, above order 0, compaction could run (`zone_balanced`). Otherwise each
+    /// pass reclaims when the zone is not balanced at the order it tests (0 if compaction
+    /// could run, else `order`) with the balance gap (`min(low, 1% of the zone)`) above
+    /// `high`: `SWAP_CLUSTER_MAX` pages at a time, up to `high` pages
+    /// (`nr_to_reclaim`), until the zone is balanced at that order or, above order 0,
+    /// `2 << order` pages are reclaimed, after which kswapd checks order 0 only. If the
+    /// pass reclaimed more than it attempted and the order is still above 0, it compacts
+    /// for the order (`compact_pgdat`; the model's direct run, without the deferral).
+    /// With one zone of 2-4 GiB that never happens (`high` is more than `2 << 10`;
+    /// `experiments/apsys16/README.md`). Passes end when the zone is balanced, a pass
+    /// reclaims nothing, or after 12 (`DEF_PRIORITY`). Linux's passes are bounded by how
+    /// much each priority scans, which the model leaves out: a pass here reclaims what
+    /// the conditions above allow at once.
+    pub fn kswapd_4_1(&mut self, order: Order) {
+        let w = self.wmark;
+        let gap = w
+            .low
+            .min(self.phys.frames_total().div_ceil(BALANCE_GAP_RATIO));
+        let target = w.high.max(SWAP_CLUSTER_MAX);
+        let mut order = order;
+        if self.zone_balanced_4_1(order, w.high) {
+            return;
+        }
+        self.stats.kswapd_wakes += 1;
+        for _ in 0..KSWAPD_PASSES {
+            let needs_compaction = order.0 > 0 && !self.zone_watermark_ok_4_1(order, w.low);
+            let test = match order.0 > 0 && self.compaction_can_run_4_1(order) {
+                true => Order(0),
+                false => order,
+            };
+            let mut reclaimed = 0;
+            if !self.zone_balanced_4_1(test, w.high + gap) {
+                while reclaimed < target
+                    && !(order.0 > 0 && reclaimed >= 2 << order.0)
+                    && !self.zone_balanced_4_1(test, w.high)
+                {
+                    let mut mem = self.mem();
+                    let freed = mem.shrink(SWAP_CLUSTER_MAX);
+                    mem.stats.pgsteal_kswapd += freed;
+                    mem.stats.kswapd_time += mem.reclaim_time(freed);
+                    if freed == 0 {
+                        break;
+                    }
+                    reclaimed += freed;
+                }
+            }
+            if order.0 > 0 && reclaimed >= 2 << order.0 {
+                order = Order(0);
+            }
+            if needs_compaction && order.0 > 0 && reclaimed > target {
+                let out = self.compact(CompactRequest::Direct { order });
+                self.stats.kswapd_time += out.cost;
+            }
+            if reclaimed == 0 || self.zone_balanced_4_1(order, w.high) {
+                break;
+            }
+        }
+    }
+
+    /// 4.1's `zone_balanced`: the per-order check passes at `mark` and, above order 0,
+    /// `compaction_suitable` does not skip.
+    fn zone_balanced_4_1(&self, order: Order, mark: u64) -> bool {
+        self.zone_watermark_ok_4_1(order, mark)
+            && (order.0 == 0 || self.compaction_can_run_4_1(order))
+    }
+
+    /// 4.1's `compaction_suitable` is not `COMPACT_SKIPPED`: the order's watermark at
+    /// `low` is met already (`COMPACT_PARTIAL`), or more than `low + 2 << order` frames
+    /// are free and the fragmentation index says the failure is fragmentation.
+    fn compaction_can_run_4_1(&self, order: Order) -> bool {
+        self.zone_watermark_ok_4_1(order, self.wmark.low) || self.compaction_suitable_4_1(order)
     }
 
     /// Read pages `first_page..first_page + pages` of `file` through the page cache.

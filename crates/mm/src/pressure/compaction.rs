@@ -76,6 +76,12 @@ pub struct CompactOutcome {
     /// Direct: a block of the order is free. Full: the scanners met. Proactive: the score
     /// is at most the low mark.
     pub success: bool,
+    /// Direct: the run started (not skipped by `compaction_suitable`, nor because the
+    /// order was already there): a `compact_stall`.
+    pub ran: bool,
+    /// Direct: the run ended with the scanners meeting (`COMPACT_COMPLETE`), not because
+    /// it found what it was asked for.
+    pub complete: bool,
 }
 
 /// Compaction state kept between runs: the cached scanner positions, the

@@ -41,6 +41,15 @@
 //!
 //! Allocations are not refused below `min` (no `ALLOC_WMARK_MIN` check: the model has no
 //! atomic reserves to protect), so an allocation only fails when no block is free.
+//! Watermarks are checked at order 0 only. Linux checks them per order: 4.1's
+//! `__zone_watermark_ok` ([`zone_watermark_ok_4_1`]) discounts the free pages below the
+//! requested order, halving the mark at each order; 4.4 and later ask for one free block
+//! of the order instead. The model does not act on the per-order check; it counts the
+//! allocations above order 0 that 4.1's would have sent to its slow path
+//! (`KernelStats::order_watermark_misses`): none in the APSys'16 paper-scale builds
+//! (`experiments/apsys16/README.md`, "The paper's kernel"). Where the engine runs 4.1's
+//! slow path (stress-highalloc's requests on `WatermarkCheck::Linux4_1`), kswapd woken for
+//! an order is 4.1's too (`Kernel::kswapd_4_1`).
 //! Clean page cache and reclaimable kernel memory (`KmemKind::Reclaimable`, through the
 //! slab shrinker of `slab.rs`, which scans twice the fraction of it that reclaim scans of
 //! the LRU lists' and frees a slab when its last object goes) are reclaimable; anonymous
@@ -107,6 +116,31 @@ impl Watermarks {
     }
 }
 
+/// Linux 4.1's `__zone_watermark_ok` for an allocation of `order` against `mark` (no
+/// `ALLOC_HIGH` or `ALLOC_HARDER` discount, no lowmem reserve: one zone): after the
+/// `2^order - 1` pages the allocation takes beyond its first, more than `mark` frames
+/// must be free, and at each order below `order` the free frames in blocks above it
+/// must exceed a mark halved once more. So an order-9 allocation at 4 GiB (`low` 2,560)
+/// needs more than 2,560 + 511 frames free, more than 1,280 + 511 of them in blocks of
+/// order 1 and up, ..., more than 5 + 511 in blocks of order 9 and up: one free order-9
+/// block is never enough. Free frames are the buddy allocator's
+/// ([`PhysMem::frames_free`]), without the per-CPU lists, as `NR_FREE_PAGES`.
+pub fn zone_watermark_ok_4_1(phys: &PhysMem, order: Order, mark: u64) -> bool {
+    let mut free = phys.frames_free() as i64 - ((1i64 << order.0) - 1);
+    let mut min = mark as i64;
+    if free <= min {
+        return false;
+    }
+    for o in 0..order.0 {
+        free -= (phys.free_blocks(Order(o)) as i64) << o;
+        min >>= 1;
+        if free <= min {
+            return false;
+        }
+    }
+    true
+}
+
 /// `calculate_min_free_kbytes`: `int_sqrt(16 * lowmem_kbytes)`, clamped to [128 KB,
 /// 256 MB].
 pub fn default_min_free_kbytes(lowmem_kb: u64) -> u64 {
@@ -142,9 +176,15 @@ impl Mem<'_> {
     pub fn alloc(&mut self, req: &AllocRequest) -> Result<(Block, Nanos)> {
         let (mut spent, mut stalled) = (Nanos::ZERO, false);
         let retry = req.order().0 <= PAGE_ALLOC_COSTLY_ORDER;
+        let fast_4_1 =
+            req.order().0 == 0 || zone_watermark_ok_4_1(self.phys, req.order(), self.wmark.low);
+        let mut first = true;
         let block = loop {
             match self.phys.alloc(req) {
-                Ok(b) => break b,
+                Ok(b) => {
+                    self.stats.order_watermark_misses += u64::from(first && !fast_4_1);
+                    break b;
+                }
                 Err(MmError::OutOfMemory) if retry && self.reserv.oldest_partial().is_some() => {
                     spent += self.reclaim_reservation();
                 }
@@ -154,6 +194,7 @@ impl Mem<'_> {
                 }
                 Err(e) => return Err(e),
             }
+            first = false;
         };
         self.stats.watermark_boosts += self.phys.apply_watermark_boost(self.wmark.high);
         self.wake_kswapd();
@@ -320,6 +361,43 @@ mod tests {
     }
 
     #[test]
+    fn linux_4_1s_watermark_check_discounts_the_free_pages_below_the_order() {
+        // 8,192 frames, all allocated; then 2,048 single frames freed (every other frame
+        // of the first 4,096, so none merges) and two whole order-10 blocks.
+        let mut m = PhysMem::new(8192, hugemm_hw::Geometry::X86_64).unwrap();
+        let req = crate::phys::buddy::AllocRequest::new(Order(0));
+        for _ in 0..8192 {
+            m.alloc(&req).unwrap();
+        }
+        for pfn in (0..4096).step_by(2).chain(4096..6144) {
+            m.free(hugemm_hw::Pfn(pfn), Order(0)).unwrap();
+        }
+        assert_eq!(
+            (m.free_blocks(Order(0)), m.free_blocks(Order(10))),
+            (2048, 2)
+        );
+        let ok = |m: &PhysMem, order: u8, mark: u64| zone_watermark_ok_4_1(m, Order(order), mark);
+        // Order 0 is a plain count: more than `mark` free.
+        assert!(ok(&m, 0, 4095) && !ok(&m, 0, 4096));
+        // Order 9 at 4 GiB's low watermark (2,560): 4,096 - 511 > 2,560, and without the
+        // 2,048 order-0 frames 1,537 > 1,280.
+        assert!(ok(&m, 9, 2560));
+        // One order-10 block taken: 3,072 - 511 > 2,560 still, but the frames above order
+        // 0 are 1,024 - 511 = 513, not above 1,280. Refused with an order-10 block free.
+        let b = m
+            .alloc(&crate::phys::buddy::AllocRequest::new(Order(10)))
+            .unwrap();
+        assert!(ok(&m, 0, 2560) && m.free_blocks(Order(10)) == 1);
+        assert!(!ok(&m, 9, 2560));
+        // Without the order-0 frames' weight (a lower mark: 1,024 halves to 512), it passes.
+        assert!(ok(&m, 9, 1024));
+        m.free(b.pfn, Order(10)).unwrap();
+        // The total comes first: 4,096 - 1,023 is not above 3,073; at 2,048, 1,025 frames
+        // above order 0 exceed 1,024.
+        assert!(!ok(&m, 10, 3073) && ok(&m, 10, 2048));
+    }
+
+    #[test]
     fn a_scale_factor_of_zero_gives_linux_4_1s_watermarks() {
         // 4 GB: min 2,048 pages. Linux 4.1: low = min + min / 4, high = min + min / 2;
         // 4.6+'s default factor widens both gaps to 0.1% of the zone (1,048 pages).
@@ -332,6 +410,44 @@ mod tests {
             (2048, 2048 + 1048, 2048 + 2096)
         );
         assert_eq!(new, Watermarks::with_min_free_kbytes(managed, 4096, min_kb));
+    }
+
+    #[test]
+    fn linux_4_1s_kswapd_woken_for_a_huge_page_reclaims_until_the_zone_is_balanced_at_its_order() {
+        // 64 MB (low 320, high 384) full of page cache: free memory sits near `high`,
+        // no order-9 block is free, and there is too little for compaction (`low + 2 <<
+        // 9` = 1,344 frames), so kswapd woken for order 9 reclaims at order 9, at most
+        // `high` (384) pages a pass.
+        let mut k = kernel(64);
+        k.file_read(FileId(1), 0, 20_000);
+        let w = k.watermarks();
+        assert_eq!((w.low, w.high), (320, 384));
+        // The model's kswapd stops at `high`; 4.1's sleeps only above it.
+        k.kswapd_4_1(Order(0));
+        let free = k.phys().frames_free();
+        assert!(
+            free > 384 && free < 2 * 384,
+            "memory is full: {free} frames free"
+        );
+        assert!(!k.phys().has_free_block(Order(9)));
+        // Balanced at order 0: woken for it again, kswapd does nothing.
+        let (wakes, before) = (k.stats().kswapd_wakes, k.stats().pgsteal_kswapd);
+        k.kswapd_4_1(Order(0));
+        assert_eq!(k.stats().kswapd_wakes, wakes, "balanced at order 0");
+        k.kswapd_4_1(Order(9));
+        let reclaimed = k.stats().pgsteal_kswapd - before;
+        assert_eq!(k.stats().kswapd_wakes, wakes + 1);
+        // It stopped once the zone was balanced at order 9 (the page cache, read in
+        // order, freed whole blocks: 608 pages reclaimed, two passes, 1,021 frames
+        // free) or compaction could run (more than 1,344 frames free).
+        let after = k.phys().frames_free();
+        assert!(k.zone_watermark_ok_4_1(Order(9), w.high) || after > w.low + 1024);
+        assert!(reclaimed > 384, "more than one pass: {reclaimed} pages");
+        assert!(reclaimed <= 12 * 384, "at most twelve passes");
+        k.check_invariants().unwrap();
+        // Woken again for order 9, it leaves the rest to compaction: nothing reclaimed.
+        k.kswapd_4_1(Order(9));
+        assert_eq!(k.stats().pgsteal_kswapd - before, reclaimed);
     }
 
     #[test]
