@@ -128,40 +128,39 @@ pub(crate) fn alloc_4_1(
     req: &AllocRequest,
 ) -> Attempt {
     let (order, w) = (req.order(), kernel.watermarks());
-    let mut out = Attempt::default();
-    if let Some(b) = kernel.alloc_pages_checked(req, w.low) {
-        out.block = Some(b.pfn);
-        return out;
-    }
+    let mut out = Attempt {
+        block: take(kernel, req, w.low),
+        ..Attempt::default()
+    };
     let (mut reclaimed, mut sync) = (0u64, false);
-    loop {
+    while out.block.is_none() {
         kernel.kswapd_4_1(order);
-        out.block = kernel.alloc_pages_checked(req, w.min).map(|b| b.pfn);
+        out.block = take(kernel, req, w.min)
+            .or_else(|| compact_4_1(kernel, deferral, req, sync, &mut out.compaction));
         if out.block.is_some() {
-            return out;
-        }
-        out.block = compact_4_1(kernel, deferral, req, sync, &mut out.compaction);
-        if out.block.is_some() {
-            return out;
+            break;
         }
         sync = true;
         let r = kernel.reclaim(SWAP_CLUSTER_MAX);
         out.reclaim += r.cost;
-        out.block = kernel.alloc_pages_checked(req, w.min).map(|b| b.pfn);
-        if out.block.is_some() {
-            return out;
-        }
-        if r.freed == 0 {
-            // No progress: the OOM path, which gives up on costly orders (`nopage`).
-            return out;
-        }
         reclaimed += r.freed;
-        if reclaimed < 1u64 << order.0 {
-            continue;
+        out.block = take(kernel, req, w.min);
+        if out.block.is_some() || r.freed == 0 {
+            // No progress: the OOM path, which gives up on costly orders (`nopage`).
+            break;
         }
-        out.block = compact_4_1(kernel, deferral, req, true, &mut out.compaction);
-        return out;
+        if reclaimed >= 1u64 << order.0 {
+            out.block = compact_4_1(kernel, deferral, req, true, &mut out.compaction);
+            break;
+        }
     }
+    out
+}
+
+/// A block for `req` if 4.1's per-order check passes at `mark` and one is free.
+fn take(kernel: &mut Kernel, req: &AllocRequest, mark: u64) -> Option<Pfn> {
+    let block = kernel.alloc_pages_checked(req, mark).ok().flatten()?;
+    Some(block.pfn)
 }
 
 /// Linux 4.1's `__alloc_pages_direct_compact` and `try_to_compact_pages` for one zone:
@@ -194,9 +193,9 @@ fn compact_4_1(
     if !run.ran {
         return None;
     }
-    let block = kernel.alloc_pages_checked(req, w.min)?;
+    let pfn = take(kernel, req, w.min)?;
     deferral.reset(order, true);
-    Some(block.pfn)
+    Some(pfn)
 }
 
 /// kcompactd's settings (`/proc/sys/vm/compaction_proactiveness`).

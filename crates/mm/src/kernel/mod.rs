@@ -673,14 +673,7 @@ impl Kernel {
     /// tables are allocated only by the mechanisms, page-cache pages by
     /// [`Kernel::file_read`].
     pub fn alloc_pages(&mut self, req: &AllocRequest) -> Result<Block> {
-        if !matches!(
-            req.owner_kind(),
-            OwnerKind::KernelUnmovable | OwnerKind::KernelReclaimable
-        ) {
-            return Err(MmError::InvalidArgument {
-                what: "anonymous, page-table and page-cache frames have their own paths",
-            });
-        }
+        kernel_request(req)?;
         let fast =
             req.order().0 == 0 || zone_watermark_ok_4_1(&self.phys, req.order(), self.wmark.low);
         let block = self.phys.alloc(req)?;
@@ -691,19 +684,14 @@ impl Kernel {
     /// [`Kernel::alloc_pages`] behind Linux 4.1's per-order watermark check
     /// (`get_page_from_freelist`): `None`, with nothing allocated, unless
     /// [`zone_watermark_ok_4_1`] passes for `mark` (a watermark, in frames) and a block is
-    /// free. Not counted in `order_watermark_misses`: the check was made.
-    pub fn alloc_pages_checked(&mut self, req: &AllocRequest, mark: u64) -> Option<Block> {
+    /// free. Not counted in `order_watermark_misses`: the check was made. Refuses what
+    /// [`Kernel::alloc_pages`] refuses.
+    pub fn alloc_pages_checked(&mut self, req: &AllocRequest, mark: u64) -> Result<Option<Block>> {
+        kernel_request(req)?;
         if !zone_watermark_ok_4_1(&self.phys, req.order(), mark) {
-            return None;
+            return Ok(None);
         }
-        if !matches!(
-            req.owner_kind(),
-            OwnerKind::KernelUnmovable | OwnerKind::KernelReclaimable
-        ) {
-            self.stats.internal_errors += 1;
-            return None;
-        }
-        self.phys.alloc(req).ok()
+        Ok(self.phys.alloc(req).ok())
     }
 
     /// Free a block allocated by [`Kernel::alloc_pages`].
@@ -717,6 +705,17 @@ impl Kernel {
                 what: "not a kernel block",
             }),
         }
+    }
+}
+
+/// [`Kernel::alloc_pages`]'s rule: only kernel owners allocate straight from the buddy
+/// allocator.
+fn kernel_request(req: &AllocRequest) -> Result<()> {
+    match req.owner_kind() {
+        OwnerKind::KernelUnmovable | OwnerKind::KernelReclaimable => Ok(()),
+        _ => Err(MmError::InvalidArgument {
+            what: "anonymous, page-table and page-cache frames have their own paths",
+        }),
     }
 }
 
