@@ -14,13 +14,13 @@
 //! tainted counts' orderings in Table 2 (seeds 1 and 3: the default 45 / 2 / 51 against AAF
 //! 5 / 3 / 3, OPBS 2 / 5 / 2, APBS 3 / 5 / 6), Figure 2's growth of the default's tainting
 //! and OPBS under half of it (seed 1 only), APBS allocating more huge pages than the
-//! default at stress-highalloc's first attempt (seed 2 only: 1,117 against 1,079, with
-//! Linux 4.1's slow path). Not asserted either: Table 1's share of tainted user pageblocks
+//! default at stress-highalloc's first pass (seed 2 only: 1,151 against 1,001, under
+//! load as mmtests runs it). Not asserted either: Table 1's share of tainted user pageblocks
 //! (paper 81%, hugemm 0.1-2.5%), Table 2's Fu(9) (1.00 at the end for every kernel: page
 //! cache fills memory), Figure 3's KML (no block above order 7) and KMU-2 (Fu near 1 above
 //! order 5), which disagree in every seed, KMU-1 (lower Fu(9) after compaction in every
 //! seed, by 0.007-0.028: margins that small have moved with every change to the model), and
-//! stress-highalloc at rest (99-100% for all). Asserted too: none of Table 2's builds'
+//! stress-highalloc at rest (1,458-1,459 of 1,459 for all). Asserted too: none of Table 2's builds'
 //! allocations above order 0 would have failed Linux 4.1's per-order watermark check.
 
 use hugemm_cli::reproduce::{self, apsys16, Reproduction};

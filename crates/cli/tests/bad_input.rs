@@ -2057,3 +2057,64 @@ fn a_balloon_phase_is_validated() {
         &["target size"],
     );
 }
+
+#[test]
+fn a_highalloc_phase_with_a_bad_interval_or_gfp_is_refused() {
+    let phase = |keys: &str| format!("{BASE}\n[[process.phase]]\nop = \"highalloc\"\n{keys}\n");
+    expect_bad(
+        &phase("interval_ms = -5"),
+        "process[0].phase[3].interval_ms",
+        &["a number from 0"],
+    );
+    expect_bad(
+        &phase("gfp = \"GFP_HIGHUSER\""),
+        "process[0].phase[3].gfp",
+        &[
+            "GFP_HIGHUSER_MOVABLE, GFP_ALLOC_LIKE_HUGETLB",
+            "found \"GFP_HIGHUSER\"",
+        ],
+    );
+    expect_bad(
+        &format!("{BASE}\n[[process.phase]]\nop = \"sleep\"\nduration_ms = 1\ngfp = \"GFP_HIGHUSER_MOVABLE\"\n"),
+        "process[0].phase[3].gfp",
+        &["no `gfp` for op \"sleep\""],
+    );
+}
+
+#[test]
+fn a_reproduce_highalloc_table_is_checked() {
+    let cases = [
+        (
+            "apsys16-highalloc",
+            "[reproduce.highalloc]\nprocedure = \"at-rest\"",
+            "reproduce.highalloc.procedure",
+            "one of mmtests, after-builds, found \"at-rest\"",
+        ),
+        (
+            "apsys16-highalloc",
+            "[reproduce.highalloc]\ngfp = \"GFP_KERNEL\"",
+            "reproduce.highalloc.gfp",
+            "found \"GFP_KERNEL\"",
+        ),
+        (
+            "apsys16-table2",
+            "[reproduce.highalloc]\ngfp = \"GFP_HIGHUSER_MOVABLE\"",
+            "reproduce.highalloc",
+            "it is for apsys16-highalloc",
+        ),
+    ];
+    for (kind, table, key, says) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let text =
+            format!("[reproduce]\nkind = \"{kind}\"\nvariants = [\"default\"]\n{table}\n\n{BASE}");
+        let (file, o) = reproduce_text(&dir, &text);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{table}: {err}");
+        assert!(
+            err.contains(&file) && err.contains(&format!("key `{key}`")),
+            "{err}"
+        );
+        assert!(err.contains(says), "{table}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}

@@ -74,6 +74,7 @@ pub use fallback::{
 pub use frame::{Frame, FrameState, OwnerKind, BYTES_PER_FRAME};
 pub use huge::dedup::{ScanStyle, ZeroScan, ZeroScanOutcome};
 pub use kernel::migrate::EvacuateOutcome;
+pub use kernel::pressure::DirectReclaim4_1;
 pub use kernel::{Kernel, MemConfig};
 #[doc(no_inline)]
 pub use kmem::{KmemCache, KmemHandle, KmemKind};

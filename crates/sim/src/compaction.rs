@@ -8,7 +8,7 @@
 //! model's ([`Kernel::compact`]). It must not decide page sizes or promotions.
 
 use hugemm_hw::{Nanos, Order, Pfn};
-use hugemm_mm::reclaim::SWAP_CLUSTER_MAX;
+use hugemm_mm::reclaim::PAGE_ALLOC_COSTLY_ORDER;
 use hugemm_mm::{AllocRequest, CompactRequest, Kernel};
 use serde::Serialize;
 
@@ -105,27 +105,30 @@ pub(crate) struct Attempt {
     pub compaction: Nanos,
 }
 
-/// A high-order request of `req` as Linux 4.1's `__alloc_pages_nodemask` serves one with
-/// `__GFP_REPEAT` (mmtests' stress-highalloc asks `GFP_HIGHUSER_MOVABLE |
-/// __GFP_REPEAT`, its `GFP_ALLOC_LIKE_HUGETLB`), on [`hugemm_mm::WatermarkCheck::Linux4_1`]:
+/// A high-order request of `req` as Linux 4.1's `__alloc_pages_nodemask` serves one, on
+/// [`hugemm_mm::WatermarkCheck::Linux4_1`], with `__GFP_REPEAT` if `repeat`:
 /// 1. the fast path takes a block only if 4.1's per-order watermark check passes at
 ///    `low` ([`Kernel::alloc_pages_checked`]);
 /// 2. else, and at every retry: kswapd is woken for the order ([`Kernel::kswapd_4_1`],
 ///    run at once), and the check is made again at `min`;
-/// 3. direct compaction ([`compact_4_1`]), then the check at `min`;
-/// 4. direct reclaim of `SWAP_CLUSTER_MAX` pages, then the check at `min`;
-/// 5. `should_alloc_retry`: back to 2 while reclaim has freed fewer than the request's
-///    `2^order` pages in all; then one last compaction. A reclaim that frees nothing ends
-///    the request (the OOM path gives up on costly orders).
+/// 3. direct compaction ([`compact_4_1`]; asynchronous the first time, synchronous
+///    after), then the check at `min`;
+/// 4. direct reclaim ([`Kernel::direct_reclaim_4_1`]: nothing if compaction is ready,
+///    else up to `2 << order` pages for an order this high), then the check at `min`;
+/// 5. `should_alloc_retry`: with `__GFP_REPEAT`, back to 2 while the progress reclaim
+///    reports adds up to less than the request's `2^order` pages; otherwise one last
+///    synchronous compaction. Progress of nothing ends the request (the OOM path gives
+///    up on costly orders).
 ///
-/// Left out: the first compaction is asynchronous in Linux and the later ones
-/// synchronous (the model's direct runs are one mode: movable pageblocks only), and
-/// `wait_iff_congested`'s 20 ms between retries (no time passes here, so kswapd does not
-/// run in between).
+/// Left out: `wait_iff_congested`'s 20 ms before a retry (no time passes within a
+/// request, so kswapd does not run in between), and the difference between
+/// asynchronous and synchronous migration, which never fails in the model (the mode
+/// only decides when compaction is deferred).
 pub(crate) fn alloc_4_1(
     kernel: &mut Kernel,
     deferral: &mut Deferral,
     req: &AllocRequest,
+    repeat: bool,
 ) -> Attempt {
     let (order, w) = (req.order(), kernel.watermarks());
     let mut out = Attempt {
@@ -141,15 +144,17 @@ pub(crate) fn alloc_4_1(
             break;
         }
         sync = true;
-        let r = kernel.reclaim(SWAP_CLUSTER_MAX);
+        // `compaction_ready` asks `compaction_deferred`, which counts the attempt.
+        let deferred = order.0 > PAGE_ALLOC_COSTLY_ORDER && deferral.deferred(order);
+        let r = kernel.direct_reclaim_4_1(order, deferred);
         out.reclaim += r.cost;
-        reclaimed += r.freed;
+        reclaimed += r.progress();
         out.block = take(kernel, req, w.min);
-        if out.block.is_some() || r.freed == 0 {
+        if out.block.is_some() || r.progress() == 0 {
             // No progress: the OOM path, which gives up on costly orders (`nopage`).
             break;
         }
-        if reclaimed >= 1u64 << order.0 {
+        if !(repeat && reclaimed < 1u64 << order.0) {
             out.block = compact_4_1(kernel, deferral, req, true, &mut out.compaction);
             break;
         }
@@ -276,7 +281,7 @@ mod tests {
             "the fast path refuses"
         );
         let (wakes, mut deferral) = (k.stats().kswapd_wakes, Deferral::default());
-        let a = alloc_4_1(&mut k, &mut deferral, &huge_request());
+        let a = alloc_4_1(&mut k, &mut deferral, &huge_request(), false);
         let pfn = a.block.expect("the slow path found a block");
         assert!(
             k.stats().kswapd_wakes > wakes,
@@ -306,10 +311,56 @@ mod tests {
             k.alloc_pages(&req).unwrap();
         }
         let mut deferral = Deferral::default();
-        let a = alloc_4_1(&mut k, &mut deferral, &huge_request());
+        let a = alloc_4_1(&mut k, &mut deferral, &huge_request(), false);
         assert!(a.block.is_none());
         assert_eq!(a.reclaim, Nanos::ZERO, "nothing was reclaimable");
         k.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn with_gfp_repeat_a_request_retries_until_deferred_compaction_may_run_again() {
+        // Page cache in 4-page files, every other one deleted: 64 MB with free memory in
+        // 4-page holes, plenty for compaction, no free huge page. Compaction of order 9
+        // is deferred for its next 64 considerations.
+        let mem = hugemm_mm::MemConfig {
+            bytes: 64 << 20,
+            geometry: hugemm_hw::Geometry::X86_64,
+        };
+        let profile = hugemm_hw::MachineProfile::builtin("epyc-milan-kvm").unwrap();
+        let mut k = Kernel::new(&mem, crate::mm_costs(&profile)).unwrap();
+        k.set_watermark_check(WatermarkCheck::Linux4_1);
+        let files = (k.phys().frames_free() - 600) / 4;
+        for f in 0..files {
+            k.file_read(FileId(f as u32), 0, 4);
+        }
+        // What is left whole is taken (pinned) before the holes are made.
+        while k.phys().has_free_block(Order(9)) {
+            k.alloc_pages(&huge_request()).unwrap();
+        }
+        for f in (0..files).step_by(2) {
+            k.file_delete(FileId(f as u32));
+        }
+        assert!(!k.phys().has_free_block(Order(9)));
+        let mut deferral = Deferral::default();
+        for _ in 0..MAX_DEFER_SHIFT {
+            deferral.defer(Order(9));
+        }
+        // GFP_HIGHUSER_MOVABLE: compaction deferred, reclaim stands aside for it
+        // (`compaction_ready`), one last compaction deferred too: the request fails.
+        let (mut plain, mut d) = (k.clone(), deferral);
+        let a = alloc_4_1(&mut plain, &mut d, &huge_request(), false);
+        assert!(a.block.is_none());
+        assert_eq!((a.compaction, a.reclaim), (Nanos::ZERO, Nanos::ZERO));
+        // __GFP_REPEAT: reclaim's progress (1 a round, standing aside) stays below 512,
+        // so the request retries, each round counting against the deferral, until
+        // compaction may run again and makes the huge page.
+        let (mut repeat, mut d) = (k, deferral);
+        let a = alloc_4_1(&mut repeat, &mut d, &huge_request(), true);
+        let pfn = a.block.expect("compaction ran once the deferral expired");
+        assert!(a.compaction > Nanos::ZERO);
+        assert_eq!(a.reclaim, Nanos::ZERO, "reclaim stood aside every round");
+        repeat.free_pages(pfn, Order(9)).unwrap();
+        repeat.check_invariants().unwrap();
     }
 
     #[test]

@@ -536,6 +536,42 @@ impl Engine {
         self.procs.push(Proc::new(spec, i, core, self.exp.seed));
     }
 
+    /// Kill every live process whose name starts with `prefix` now (`killall -KILL`): it
+    /// exits where it stands (its memory freed as at any exit) and is reported
+    /// unfinished; one not started yet never starts. Returns how many were killed.
+    pub fn kill(&mut self, prefix: &str) -> usize {
+        let now = self.now;
+        let mut killed = 0;
+        for i in 0..self.procs.len() {
+            let p = &mut self.procs[i];
+            if p.end.is_some() || !p.spec.name.starts_with(prefix) {
+                continue;
+            }
+            killed += 1;
+            p.killed = true;
+            if p.pid.is_none() {
+                p.end = Some(now.to_nanos());
+                continue;
+            }
+            for core in &mut self.cores {
+                core.queue.retain(|&j| j != i);
+            }
+            self.exit(i, now);
+        }
+        self.refresh_live();
+        killed
+    }
+
+    /// The stress-highalloc passes finished so far.
+    pub fn highalloc_passes(&self) -> &[HighAllocResult] {
+        &self.highalloc
+    }
+
+    /// Set `vm.min_free_kbytes` now; the watermarks follow.
+    pub fn set_min_free_kbytes(&mut self, kb: u64) {
+        self.kernel.set_min_free_kbytes(kb);
+    }
+
     /// The simulated time reached so far.
     pub fn now(&self) -> Nanos {
         self.now.to_nanos()
@@ -1138,7 +1174,7 @@ impl Engine {
 }
 
 fn summarise(p: &Proc, end_ns: u64) -> ProcessSummary {
-    let finished = p.end.is_some() && !p.oom && p.error.is_none();
+    let finished = p.end.is_some() && !p.oom && !p.killed && p.error.is_none();
     let end = p.end.map(|e| e.0).unwrap_or(end_ns);
     let walk = p.pmu.walk_cycles_load + p.pmu.walk_cycles_store;
     ProcessSummary {
@@ -1148,6 +1184,7 @@ fn summarise(p: &Proc, end_ns: u64) -> ProcessSummary {
         end_ns: end,
         runtime_ns: end.saturating_sub(p.start.0),
         finished,
+        killed: p.killed,
         references: p.pmu.references,
         references_exact: p.references_exact,
         faults_4k: p.pmu.faults_4k,

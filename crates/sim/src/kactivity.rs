@@ -10,11 +10,12 @@ use crate::compaction::{alloc_4_1, direct_compact};
 use crate::engine::Engine;
 use crate::results::HighAllocResult;
 use crate::run::Stop;
-use hugemm_hw::{Nanos, Order, Picos};
+use hugemm_hw::{Nanos, Order, Pfn, Picos};
 use hugemm_mm::{
-    AllocRequest, KmemCache, KmemHandle, KmemKind, MigrateType, OwnerKind, WatermarkCheck,
+    AllocRequest, KernelStats, KmemCache, KmemHandle, KmemKind, MigrateType, OwnerKind,
+    WatermarkCheck,
 };
-use hugemm_workload::{FileId, KernelMem, Lifetime, Phase};
+use hugemm_workload::{FileId, HighAllocGfp, KernelMem, Lifetime, Phase};
 use rand::Rng;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -147,7 +148,9 @@ impl Engine {
                 let out = self.kernel.compact(hugemm_mm::CompactRequest::Full);
                 Ok(Picos::from(out.cost))
             }
-            Phase::HighAlloc { label, share } => Ok(self.high_alloc(i, now, label, *share)),
+            Phase::HighAlloc {
+                label, share, gfp, ..
+            } => Ok(self.high_alloc(i, now, label, *share, *gfp)),
             Phase::Balloon { target } => Ok(self.balloon_to(*target)),
             _ => unreachable!("kernel_phase called with a user phase"),
         }
@@ -238,59 +241,141 @@ impl Engine {
         Picos::from(cost)
     }
 
-    /// One stress-highalloc attempt: request `share` of memory as order-9 blocks, each
-    /// failure first trying direct compaction (subject to Linux's deferral); free them all
-    /// afterwards. The attempt's time is charged to the process.
-    fn high_alloc(&mut self, i: usize, now: Picos, label: &str, share: f64) -> Picos {
+    /// One stress-highalloc attempt made at once (no `interval`): request `share` of
+    /// memory as huge pages back to back, hold them, free them at the end. The attempt's
+    /// time is charged to the process.
+    fn high_alloc(
+        &mut self,
+        i: usize,
+        now: Picos,
+        label: &str,
+        share: f64,
+        gfp: HighAllocGfp,
+    ) -> Picos {
+        let mut pass = HighAllocPass::new(self, label, share, gfp, None, now);
+        let mut cost = Picos(0);
+        while pass.made < pass.requested {
+            cost += self.high_alloc_one(&mut pass);
+        }
+        self.high_alloc_end(i, pass, now + cost);
+        cost
+    }
+
+    /// The next request of `pass`; returns its time.
+    pub(crate) fn high_alloc_one(&mut self, pass: &mut HighAllocPass) -> Picos {
         let huge = self.kernel.geometry().huge_order();
-        let frames = self.kernel.phys().frames_total();
-        let requested = ((frames as f64 * share.clamp(0.0, 1.0)) as u64) >> huge.0;
         // GFP_HIGHUSER_MOVABLE from a kernel module: movable lists, but pinned frames.
         let req = AllocRequest::new(huge)
             .migrate(MigrateType::Movable)
             .owner(OwnerKind::KernelUnmovable);
-        let (mut held, mut cost, mut compact) = (Vec::new(), Nanos::ZERO, Nanos::ZERO);
-        let misses = self.kernel.stats().order_watermark_misses;
-        let linux_4_1 = self.kernel.watermark_check() == WatermarkCheck::Linux4_1;
-        for _ in 0..requested {
-            cost += self.kernel.costs().alloc;
-            if linux_4_1 {
-                let a = alloc_4_1(&mut self.kernel, &mut self.deferral, &req);
-                cost += a.reclaim;
-                compact += a.compaction;
-                held.extend(a.block);
-                continue;
-            }
+        let mut cost = self.kernel.costs().alloc;
+        pass.made += 1;
+        let got = if self.kernel.watermark_check() == WatermarkCheck::Linux4_1 {
+            let a = alloc_4_1(
+                &mut self.kernel,
+                &mut self.deferral,
+                &req,
+                pass.gfp.repeat(),
+            );
+            cost += a.reclaim + a.compaction;
+            pass.compaction += a.compaction;
+            a.block
+        } else {
             let mut got = self.kernel.alloc_pages(&req).ok();
             if got.is_none() {
                 let t = direct_compact(&mut self.kernel, &mut self.deferral, huge);
-                compact += t;
+                cost += t;
+                pass.compaction += t;
                 got = self.kernel.alloc_pages(&req).ok();
             }
-            held.extend(got.map(|b| b.pfn));
+            got.map(|b| b.pfn)
+        };
+        match got {
+            Some(pfn) => pass.held.push(pfn),
+            None => {
+                pass.first_failure.get_or_insert(pass.made);
+            }
         }
-        for pfn in &held {
+        Picos::from(cost)
+    }
+
+    /// Free what `pass` holds and record it for process `i`; `end` is when its last
+    /// request returned.
+    pub(crate) fn high_alloc_end(&mut self, i: usize, pass: HighAllocPass, end: Picos) {
+        let huge = self.kernel.geometry().huge_order();
+        for pfn in &pass.held {
             if self.kernel.free_pages(*pfn, huge).is_err() {
                 self.kmem_errors += 1;
             }
         }
         self.apply_tlb_flushes();
-        let allocated = held.len() as u64;
+        let stats = self.kernel.stats();
+        let allocated = pass.held.len() as u64;
         self.highalloc.push(HighAllocResult {
             process: self.procs[i].spec.name.clone(),
-            label: label.to_string(),
-            time_ns: now.to_nanos().0,
-            requested,
+            label: pass.label,
+            time_ns: pass.start.to_nanos().0,
+            duration_ns: end.0.saturating_sub(pass.start.0) / 1000,
+            requested: pass.requested,
             allocated,
-            success_rate: if requested == 0 {
+            success_rate: if pass.requested == 0 {
                 0.0
             } else {
-                allocated as f64 / requested as f64
+                allocated as f64 / pass.requested as f64
             },
-            compaction_time_ns: compact.0,
-            order_watermark_misses: self.kernel.stats().order_watermark_misses - misses,
+            compaction_time_ns: pass.compaction.0,
+            first_failure: pass.first_failure,
+            reclaimed_pages: stats.pgsteal_direct - pass.stats_at_start.pgsteal_direct,
+            order_watermark_misses: stats.order_watermark_misses
+                - pass.stats_at_start.order_watermark_misses,
         });
-        Picos::from(cost + compact)
+    }
+}
+
+/// A stress-highalloc pass under way ([`Phase::HighAlloc`]).
+#[derive(Clone, Debug)]
+pub(crate) struct HighAllocPass {
+    label: String,
+    gfp: HighAllocGfp,
+    /// Requests to make, and made so far.
+    pub requested: u64,
+    pub made: u64,
+    /// Time from one request's start to the next's, if paced.
+    pub interval: Option<Picos>,
+    /// When the next request may start.
+    pub next: Picos,
+    start: Picos,
+    held: Vec<Pfn>,
+    first_failure: Option<u64>,
+    compaction: Nanos,
+    stats_at_start: KernelStats,
+}
+
+impl HighAllocPass {
+    /// A pass starting at `now` on `engine`'s machine.
+    pub(crate) fn new(
+        engine: &Engine,
+        label: &str,
+        share: f64,
+        gfp: HighAllocGfp,
+        interval: Option<Nanos>,
+        now: Picos,
+    ) -> HighAllocPass {
+        let huge = engine.kernel.geometry().huge_order();
+        let frames = engine.kernel.phys().frames_total();
+        HighAllocPass {
+            label: label.to_string(),
+            gfp,
+            requested: ((frames as f64 * share.clamp(0.0, 1.0)) as u64) >> huge.0,
+            made: 0,
+            interval: interval.map(Picos::from),
+            next: now,
+            start: now,
+            held: Vec::new(),
+            first_failure: None,
+            compaction: Nanos::ZERO,
+            stats_at_start: *engine.kernel.stats(),
+        }
     }
 }
 

@@ -69,6 +69,8 @@ pub(crate) enum Activity {
     Kv(Box<crate::kvrun::KvRun>),
     /// Sleeping until a core time.
     Sleep(Picos),
+    /// In a paced stress-highalloc pass.
+    HighAlloc(Box<crate::kactivity::HighAllocPass>),
 }
 
 /// A process.
@@ -100,6 +102,8 @@ pub(crate) struct Proc {
     pub start: Nanos,
     pub end: Option<Nanos>,
     pub oom: bool,
+    /// Killed by the script driving the run ([`crate::Engine::kill`]).
+    pub killed: bool,
     pub error: Option<String>,
     pub huge_end: u64,
     pub rss_end: u64,
@@ -154,6 +158,7 @@ impl Proc {
             references_skipped: 0,
             end: None,
             oom: false,
+            killed: false,
             error: None,
             huge_end: 0,
             rss_end: 0,

@@ -20,8 +20,12 @@ pub struct ProcessSummary {
     pub end_ns: u64,
     /// `end_ns - start_ns`.
     pub runtime_ns: u64,
-    /// Whether it ran all its phases (false: time limit, OOM kill or workload error).
+    /// Whether it ran all its phases (false: time limit, OOM kill, killed by the script
+    /// driving the run, or workload error).
     pub finished: bool,
+    /// Killed by the script driving the run (`Engine::kill`: a reproduction's `killall`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub killed: bool,
     /// Memory references made.
     pub references: u64,
     /// Of which simulated one by one through the translation model (all of them in exact
@@ -199,6 +203,9 @@ pub struct HighAllocResult {
     pub label: String,
     /// When it started (ns).
     pub time_ns: u64,
+    /// From its start to its last request's return (ns): its requests' own time, and
+    /// when paced the intervals between them.
+    pub duration_ns: u64,
     /// Huge pages requested.
     pub requested: u64,
     /// Huge pages obtained.
@@ -207,9 +214,14 @@ pub struct HighAllocResult {
     pub success_rate: f64,
     /// Time spent in direct compaction during the attempt (ns).
     pub compaction_time_ns: u64,
+    /// The first request that failed (1 for the first request), if one did.
+    pub first_failure: Option<u64>,
+    /// Pages freed by direct reclaim during the attempt, by its requests and by every
+    /// other process's allocations meanwhile (`KernelStats::pgsteal_direct`).
+    pub reclaimed_pages: u64,
     /// Huge pages of `allocated` taken when Linux 4.1's per-order watermark check at
-    /// `low` would have failed (`KernelStats::order_watermark_misses`): 4.1 would have
-    /// sent each request to its slow path first, which the model does not model.
+    /// `low` would have failed (`KernelStats::order_watermark_misses`), by its requests
+    /// and every other allocation meanwhile.
     pub order_watermark_misses: u64,
 }
 

@@ -24,6 +24,7 @@ use crate::compaction::{direct_compact, Deferral, Kcompactd};
 use crate::coverage::{coin, key, skipped_touch, LazyCoverage};
 use crate::engine::{Core, Engine, SLICE};
 use crate::experiment::Mode;
+use crate::kactivity::HighAllocPass;
 use crate::lookahead::{Ahead, AHEAD};
 use crate::ops::{EngineOps, LiveProc, Procs};
 use crate::process::{AccessRun, Activity, Buffer, Proc};
@@ -385,6 +386,13 @@ impl Engine {
                         p.activity = Activity::Begin;
                     }
                 }
+                Activity::HighAlloc(_) => {
+                    if self.high_alloc_turn(i, c, bound) {
+                        let p = &mut self.procs[i];
+                        p.phase += 1;
+                        p.activity = Activity::Begin;
+                    }
+                }
                 Activity::Kv(_) => {
                     if self.kv_turn(i, c, bound)? {
                         let p = &mut self.procs[i];
@@ -407,6 +415,17 @@ impl Engine {
         let syscall = Picos((self.exp.profile.costs.fault_trap_ns * 1000.0) as u64);
         let core_now = self.cores[c].now;
         let phase = self.procs[i].spec.phases[self.procs[i].phase].clone();
+        if let Phase::HighAlloc {
+            label,
+            share,
+            interval: Some(interval),
+            gfp,
+        } = &phase
+        {
+            let pass = HighAllocPass::new(self, label, *share, *gfp, Some(*interval), core_now);
+            self.procs[i].activity = Activity::HighAlloc(Box::new(pass));
+            return Ok(());
+        }
         if phase.is_kernel_side() {
             let cost = syscall + self.kernel_phase(i, c, &phase)?;
             self.cores[c].now += cost;
@@ -534,6 +553,34 @@ impl Engine {
         }
         p.activity = next;
         Ok(())
+    }
+
+    /// Advance process `i`'s paced stress-highalloc pass on core `c` until `bound`: each
+    /// request when its time comes (its cost on the core's clock), waiting in between;
+    /// `true` once the last request returned and the pass freed what it held.
+    fn high_alloc_turn(&mut self, i: usize, c: usize, bound: Picos) -> bool {
+        let Activity::HighAlloc(mut pass) =
+            std::mem::replace(&mut self.procs[i].activity, Activity::Begin)
+        else {
+            unreachable!("high_alloc_turn() on another activity")
+        };
+        while self.cores[c].now < bound {
+            if pass.made == pass.requested {
+                let end = self.cores[c].now;
+                self.high_alloc_end(i, *pass, end);
+                return true;
+            }
+            let now = self.cores[c].now;
+            if now < pass.next {
+                self.cores[c].now = pass.next.min(bound);
+                continue;
+            }
+            pass.next = now + pass.interval.unwrap_or(Picos(0));
+            let cost = self.high_alloc_one(&mut pass);
+            self.cores[c].now += cost;
+        }
+        self.procs[i].activity = Activity::HighAlloc(pass);
+        false
     }
 
     /// The processes, and apart from them the pieces a reference on core `c` needs.

@@ -17,6 +17,6 @@ pub mod spec;
 
 pub use pattern::{SkipCoverage, Stream};
 pub use spec::{
-    AccessPhase, Advice, Amount, BufferId, FileId, KernelMem, Lifetime, MadviseKind, Pattern,
-    Phase, ProcessSpec, Writes,
+    AccessPhase, Advice, Amount, BufferId, FileId, HighAllocGfp, KernelMem, Lifetime, MadviseKind,
+    Pattern, Phase, ProcessSpec, Writes,
 };

@@ -238,15 +238,49 @@ pub enum Phase {
         /// The balloon's size to reach, in bytes (whole base pages).
         target: u64,
     },
-    /// One attempt of mmtests' stress-highalloc: allocate huge pages (order 9, as the
-    /// benchmark's kernel module does) until `share` of memory is requested, each failed
-    /// allocation trying direct compaction first; report the success rate and free them.
+    /// One attempt (a pass) of mmtests' stress-highalloc: request huge pages (order 9, as
+    /// the benchmark's kernel module does) until `share` of memory is requested, holding
+    /// those it gets; report the success rate and free them all at the end.
     HighAlloc {
         /// Label of the attempt in the results.
         label: String,
         /// Memory requested, as a fraction of the machine's memory (0..=1).
         share: f64,
+        /// Time from one request's start to the next one's (the module's `ms_delay`,
+        /// which mmtests derives from its `HIGHALLOC_ALLOC_RATE`, 16 MB/s: 125 ms for a
+        /// 2 MiB page); a request that took longer is followed at once. Other processes
+        /// run in between. `None`: every request at once, as one step of the process.
+        interval: Option<Nanos>,
+        /// The requests' GFP flags.
+        gfp: HighAllocGfp,
     },
+}
+
+/// The GFP flags of stress-highalloc's requests (mmtests' `HIGHALLOC_GFPFLAGS`). They
+/// differ only where the kernel's slow path honours `__GFP_REPEAT`
+/// (`hugemm_mm::WatermarkCheck::Linux4_1`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub enum HighAllocGfp {
+    /// `GFP_HIGHUSER_MOVABLE`, mmtests' default (`config-global-dhp__stress-highalloc-
+    /// performance`, 2014-2018).
+    #[default]
+    HighuserMovable,
+    /// `GFP_ALLOC_LIKE_HUGETLB`: `GFP_HIGHUSER_MOVABLE | __GFP_REPEAT`, as hugetlbfs
+    /// asked in Linux 4.1 (the module's other setting).
+    LikeHugetlb,
+}
+
+impl HighAllocGfp {
+    /// The names configuration files use (mmtests' own).
+    pub const NAMED: [(&'static str, HighAllocGfp); 2] = [
+        ("GFP_HIGHUSER_MOVABLE", HighAllocGfp::HighuserMovable),
+        ("GFP_ALLOC_LIKE_HUGETLB", HighAllocGfp::LikeHugetlb),
+    ];
+
+    /// `__GFP_REPEAT` is set.
+    pub fn repeat(self) -> bool {
+        self == HighAllocGfp::LikeHugetlb
+    }
 }
 
 /// A file in the page cache, shared by every process that names it.

@@ -9,7 +9,7 @@ use hugemm_hw::Nanos;
 use hugemm_mm::{AccessedBits, BootOrder, CompactMode, PerCpuSizes, WatermarkCheck};
 use hugemm_sim::{KcompactdConfig, KernelConfig, PrezeroConfig, Stores, ZeroLists};
 use hugemm_workload::kbuild::{self, FileIds, KernelBuild};
-use hugemm_workload::{KernelMem, Lifetime, Phase, ProcessSpec};
+use hugemm_workload::{HighAllocGfp, KernelMem, Lifetime, Phase, ProcessSpec};
 
 impl Validator<'_> {
     /// `[kernel]`; `policy` is the policy's name (pre-zeroing is on by default with
@@ -674,13 +674,40 @@ impl Phases<'_, '_> {
     }
 
     fn highalloc(&mut self, j: usize, ph: &mut RawPhase) -> R<Phase> {
-        self.only(j, ph, "highalloc", &["label", "share"])?;
+        self.only(
+            j,
+            ph,
+            "highalloc",
+            &["label", "share", "interval_ms", "gfp"],
+        )?;
         let label = ph.label.clone().unwrap_or_else(|| format!("phase-{j}"));
         ph.label = Some(label.clone());
         let share = self
             .v
             .float(&self.key(j, "share"), ph.share, 0.95, 0.0, 1.0)?;
         ph.share = Some(share);
-        Ok(Phase::HighAlloc { label, share })
+        let interval = match ph.interval_ms {
+            None => None,
+            Some(ms) => {
+                let ms = self
+                    .v
+                    .float(&self.key(j, "interval_ms"), Some(ms), 0.0, 0.0, 1e9)?;
+                Some(Nanos((ms * 1e6) as u64))
+            }
+        };
+        let default = HighAllocGfp::NAMED[0].0;
+        let gfp = self.v.choice(
+            &self.key(j, "gfp"),
+            ph.gfp.as_deref(),
+            default,
+            &HighAllocGfp::NAMED,
+        )?;
+        ph.gfp.get_or_insert_with(|| default.to_string());
+        Ok(Phase::HighAlloc {
+            label,
+            share,
+            interval,
+            gfp,
+        })
     }
 }

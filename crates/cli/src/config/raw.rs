@@ -239,6 +239,20 @@ pub struct RawReproduce {
     /// in a comment beside it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub typical_wall_s: Option<f64>,
+    /// `apsys16-highalloc`: how stress-highalloc is run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub highalloc: Option<RawHighAlloc>,
+}
+
+/// `[reproduce.highalloc]`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawHighAlloc {
+    /// `mmtests` (passes 1-2 under load, paced, pass 3 at rest) or `after-builds` (every
+    /// pass at once after the builds end).
+    pub procedure: Option<String>,
+    /// The requests' GFP flags: `GFP_HIGHUSER_MOVABLE` or `GFP_ALLOC_LIKE_HUGETLB`.
+    pub gfp: Option<String>,
 }
 
 /// `[kernel]`.
@@ -765,6 +779,12 @@ pub struct RawPhase {
     /// highalloc: share of memory requested as huge pages.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub share: Option<f64>,
+    /// highalloc: time from one request's start to the next's (ms; absent: all at once).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interval_ms: Option<f64>,
+    /// highalloc: GFP_HIGHUSER_MOVABLE or GFP_ALLOC_LIKE_HUGETLB.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gfp: Option<String>,
 }
 
 /// `[tiering]`.

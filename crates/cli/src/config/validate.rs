@@ -908,8 +908,10 @@ impl<'a, 'b> Phases<'a, 'b> {
 
     /// Refuse keys that `op` does not use, so a misplaced key is never silently ignored.
     pub(super) fn only(&self, j: usize, ph: &RawPhase, op: &str, allowed: &[&str]) -> R<()> {
-        let present: [(&str, bool); 26] = [
+        let present: [(&str, bool); 28] = [
             ("file", ph.file.is_some()),
+            ("interval_ms", ph.interval_ms.is_some()),
+            ("gfp", ph.gfp.is_some()),
             ("kind", ph.kind.is_some()),
             ("order", ph.order.is_some()),
             ("lifetime", ph.lifetime.is_some()),

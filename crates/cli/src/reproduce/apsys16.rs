@@ -7,11 +7,12 @@ use super::{
     engine, paper_beside_hugemm, par_map, run_workload, snapshot, table, variant, Claim, Progress,
     Report, Reproduction, Snapshot, Value, VariantRun,
 };
+use crate::config::raw::RawHighAlloc;
 use crate::plot::{BarGroup, Figure, Series};
 use hugemm_hw::{Nanos, Order};
 use hugemm_mm::{FallbackStats, MigrateType};
 use hugemm_sim::Engine;
-use hugemm_workload::{Phase, ProcessSpec};
+use hugemm_workload::{HighAllocGfp, Phase, ProcessSpec};
 use serde_json::json;
 
 /// Table 1: user pageblocks by degree of pollution after two kernel builds, 4 GB. The
@@ -557,31 +558,167 @@ pub fn table2(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Report
     })
 }
 
-/// Section 5.3: stress-highalloc after the builds: attempt 1 at once, attempt 2
-/// `settle_s` later, attempt 3 at rest after dropping the page cache. Beside the rates:
-/// the tainted pageblocks and the kernel fallbacks below a pageblock when the builds end,
-/// what the paper credits APBS's gain to.
-pub fn highalloc(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Report> {
-    let share = 0.95;
-    let (rows, data): (Vec<_>, Vec<_>) = par_map(&r.variants, |v| {
-        let mut engine = run_workload(
-            r,
-            progress,
-            &format!("stress-highalloc: {v}"),
-            variant(r, v),
-        )?;
-        let built = snapshot(&engine);
-        let pageblock = engine.kernel().phys().pageblock_order();
-        let attempt = |label: &str| Phase::HighAlloc {
-            label: label.into(),
-            share,
+/// How `apsys16-highalloc` runs stress-highalloc (`[reproduce.highalloc]`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HighAllocSetup {
+    /// mmtests' procedure ([`under_load`]); `false`: every pass at once after the builds
+    /// end ([`after_builds`]).
+    pub under_load: bool,
+    /// The requests' GFP flags.
+    pub gfp: HighAllocGfp,
+}
+
+impl Default for HighAllocSetup {
+    /// mmtests' procedure and default flags.
+    fn default() -> Self {
+        HighAllocSetup {
+            under_load: true,
+            gfp: HighAllocGfp::default(),
+        }
+    }
+}
+
+impl HighAllocSetup {
+    /// `procedure`'s names.
+    const PROCEDURES: [(&'static str, bool); 2] = [("mmtests", true), ("after-builds", false)];
+
+    /// The setup `raw` asks for (absent keys: [`HighAllocSetup::default`]), and `raw` with
+    /// every key filled in; or the key that is wrong and what it should be.
+    pub(crate) fn read(
+        mut raw: RawHighAlloc,
+    ) -> Result<(HighAllocSetup, RawHighAlloc), (&'static str, String)> {
+        fn pick<T: Copy>(
+            key: &'static str,
+            v: &mut Option<String>,
+            named: &[(&'static str, T)],
+        ) -> Result<T, (&'static str, String)> {
+            let name = v.get_or_insert_with(|| named[0].0.to_string());
+            named
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, t)| *t)
+                .ok_or_else(|| {
+                    let names: Vec<&str> = named.iter().map(|(n, _)| *n).collect();
+                    (
+                        key,
+                        format!("one of {}, found \"{name}\"", names.join(", ")),
+                    )
+                })
+        }
+        let setup = HighAllocSetup {
+            under_load: pick(
+                "reproduce.highalloc.procedure",
+                &mut raw.procedure,
+                &Self::PROCEDURES,
+            )?,
+            gfp: pick(
+                "reproduce.highalloc.gfp",
+                &mut raw.gfp,
+                &HighAllocGfp::NAMED,
+            )?,
         };
-        run_script(&mut engine, "highalloc-1", attempt("1"))?;
-        engine.advance(Nanos((r.settle_s * 1e9) as u64))?;
-        run_script(&mut engine, "highalloc-2", attempt("2"))?;
-        run_script(&mut engine, "drop-caches", Phase::DropCaches)?;
-        run_script(&mut engine, "highalloc-3", attempt("3"))?;
+        Ok((setup, raw))
+    }
+}
+
+/// Memory stress-highalloc requests, as a share of the machine's (mmtests'
+/// `HIGHALLOC_PERCENTAGE`).
+const HIGHALLOC_SHARE: f64 = 0.95;
+/// Time from one request's start to the next's: mmtests' `HIGHALLOC_ALLOC_RATE` of 16 MB/s
+/// for 2 MiB pages (`bench-stresshighalloc.sh`: 2,097,152 / (16 x 1,048,576 / 1,000) =
+/// 125 ms, in its integer arithmetic).
+const MMTESTS_INTERVAL: Nanos = Nanos::from_millis(125);
+/// mmtests sleeps 5 minutes (10 x 30 s) with its builds running before pass 1.
+const MMTESTS_WARMUP: Nanos = Nanos::from_millis(300_000);
+/// ... 5 seconds after each pass under load ...
+const MMTESTS_PAUSE: Nanos = Nanos::from_millis(5_000);
+/// ... and 180 seconds after pass 2 before it kills the builds.
+const MMTESTS_WAIT: Nanos = Nanos::from_millis(180_000);
+/// `vm.min_free_kbytes` for the pass at rest.
+const MMTESTS_REST_MIN_FREE_KB: u64 = 1024;
+
+/// mmtests' stress-highalloc (`vmr/bin/bench-stresshighalloc.sh`, which its
+/// `config-global-dhp__stress-highalloc-performance` runs), on the machine `engine` is
+/// about to run: its builds start; 300 s after memory first fills (kswapd's first
+/// wake-up: mmtests fills memory copying its kernel trees before its 300 s start) pass 1
+/// requests 95% of memory as huge pages one every 125 ms while the builds go on, holding
+/// what it gets until its last request; pass 2 follows 5 s later; 180 s after pass 2 every
+/// process is killed, the page cache dropped (mmtests deletes its trees, writes and reads
+/// a file the size of memory and drops the caches), `min_free_kbytes` set to 1,024, and
+/// pass 3 runs at rest, paced as the others. Returns the fragmentation when pass 1 starts
+/// and the processes killed.
+fn under_load(engine: &mut Engine, gfp: HighAllocGfp) -> anyhow::Result<(Snapshot, usize)> {
+    let second = Nanos::from_millis(1_000);
+    while engine.kernel().stats().kswapd_wakes == 0 && !engine.idle() && !engine.at_limit() {
+        engine.advance(second)?;
+    }
+    engine.advance(MMTESTS_WARMUP)?;
+    let at_pass_1 = snapshot(engine);
+    for pass in ["1", "2"] {
+        let done = engine.highalloc_passes().len() + 1;
+        engine.spawn(script(&format!("highalloc-{pass}"), paced(pass, gfp)));
+        while engine.highalloc_passes().len() < done && !engine.at_limit() {
+            engine.advance(second)?;
+        }
+        engine.advance(MMTESTS_PAUSE)?;
+    }
+    engine.advance(MMTESTS_WAIT)?;
+    let killed = engine.kill("");
+    run_script(engine, "drop-caches", Phase::DropCaches)?;
+    engine.set_min_free_kbytes(MMTESTS_REST_MIN_FREE_KB);
+    run_script(engine, "highalloc-3", paced("3", gfp))?;
+    Ok((at_pass_1, killed))
+}
+
+/// A pass at mmtests' pace.
+fn paced(label: &str, gfp: HighAllocGfp) -> Phase {
+    Phase::HighAlloc {
+        label: label.into(),
+        share: HIGHALLOC_SHARE,
+        interval: Some(MMTESTS_INTERVAL),
+        gfp,
+    }
+}
+
+/// The model's procedure before mmtests' (kept to compare): the builds run to their end;
+/// attempt 1 at once, attempt 2 `settle_s` later, attempt 3 at rest after dropping the
+/// page cache. Returns the fragmentation when the builds end.
+fn after_builds(engine: &mut Engine, settle_s: f64, gfp: HighAllocGfp) -> anyhow::Result<Snapshot> {
+    let built = snapshot(engine);
+    let attempt = |label: &str| Phase::HighAlloc {
+        label: label.into(),
+        share: HIGHALLOC_SHARE,
+        interval: None,
+        gfp,
+    };
+    run_script(engine, "highalloc-1", attempt("1"))?;
+    engine.advance(Nanos((settle_s * 1e9) as u64))?;
+    run_script(engine, "highalloc-2", attempt("2"))?;
+    run_script(engine, "drop-caches", Phase::DropCaches)?;
+    run_script(engine, "highalloc-3", attempt("3"))?;
+    Ok(built)
+}
+
+/// Section 5.3: stress-highalloc's three passes ([`HighAllocSetup`] says how they are
+/// run). Beside the rates: the tainted pageblocks and the kernel fallbacks below a
+/// pageblock when the first pass starts, what the paper credits APBS's gain to.
+pub fn highalloc(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Report> {
+    let share = HIGHALLOC_SHARE;
+    let setup = r.highalloc;
+    let (rows, data): (Vec<_>, Vec<_>) = par_map(&r.variants, |v| {
+        let what = format!("stress-highalloc: {v}");
+        let (engine, built, killed) = if setup.under_load {
+            let mut engine = engine(progress, &what, variant(r, v))?;
+            let (built, killed) = under_load(&mut engine, setup.gfp)?;
+            (engine, built, killed)
+        } else {
+            let mut engine = run_workload(r, progress, &what, variant(r, v))?;
+            let built = after_builds(&mut engine, r.settle_s, setup.gfp)?;
+            (engine, built, 0)
+        };
+        let pageblock = engine.kernel().phys().pageblock_order();
         let result = engine.results();
+        let oom_killed = result.summary.processes.iter().filter(|p| p.oom).count();
         let rates: Vec<f64> = result
             .summary
             .system
@@ -603,8 +740,11 @@ pub fn highalloc(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Rep
         ];
         let datum = json!({
             "variant": v,
-            "after_builds": built,
+            "procedure": if setup.under_load { "mmtests" } else { "after-builds" },
+            "at_first_attempt": built,
             "attempts": result.summary.system.highalloc,
+            "processes_killed": killed,
+            "processes_oom_killed": oom_killed,
         });
         Ok(((row, rates), (datum, result)))
     })?

@@ -265,6 +265,8 @@ pub struct Reproduction {
     /// Workloads this reproduction shares with others of the same `hugemm reproduce`
     /// (none unless [`shared::SharedRuns::plan`] found some).
     pub shared: shared::Shared,
+    /// `apsys16-highalloc`: how stress-highalloc runs (`[reproduce.highalloc]`).
+    pub highalloc: apsys16::HighAllocSetup,
 }
 
 /// The version of `reproduction.json`'s shape (`docs/output.md`): raised when a field
@@ -613,6 +615,23 @@ pub fn load_with(path: &Path, overrides: &[config::Override]) -> Result<Reproduc
             ),
         ));
     }
+    let highalloc = match (kind == "apsys16-highalloc", r.highalloc.take()) {
+        (false, Some(_)) => {
+            return Err(bad(
+                "reproduce.highalloc",
+                format!(
+                    "no [reproduce.highalloc] table: it is for apsys16-highalloc, not \"{kind}\""
+                ),
+            ))
+        }
+        (false, None) => apsys16::HighAllocSetup::default(),
+        (true, raw) => {
+            let (setup, resolved) = apsys16::HighAllocSetup::read(raw.unwrap_or_default())
+                .map_err(|(key, expected)| bad(key, expected))?;
+            r.highalloc = Some(resolved);
+            setup
+        }
+    };
     let settle_s = r.settle_s.unwrap_or(60.0);
     if !settle_s.is_finite() || !(0.0..=1e6).contains(&settle_s) {
         return Err(bad(
@@ -648,6 +667,7 @@ pub fn load_with(path: &Path, overrides: &[config::Override]) -> Result<Reproduc
         vms: loaded.vms,
         host: loaded.host,
         shared: Default::default(),
+        highalloc,
     })
 }
 

@@ -20,7 +20,7 @@ mod metrics;
 pub(crate) mod migrate;
 mod mmap;
 mod movepages;
-mod pressure;
+pub(crate) mod pressure;
 
 use crate::api::{
     AccessedBits, FaultInfo, PerCpuSizes, RegionInfo, RegionState, TlbFlush, Touch, Translation,

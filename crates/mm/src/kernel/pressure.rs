@@ -12,9 +12,28 @@ use crate::kernel::Kernel;
 use crate::pressure::compaction::CompactRequest;
 use crate::pressure::pagecache::FileRead;
 use crate::pressure::reclaim::{
-    zone_watermark_ok_4_1, ReclaimOutcome, Watermarks, SWAP_CLUSTER_MAX,
+    zone_watermark_ok_4_1, ReclaimOutcome, Watermarks, PAGE_ALLOC_COSTLY_ORDER, SWAP_CLUSTER_MAX,
 };
-use hugemm_hw::{Order, Pfn};
+use hugemm_hw::{Nanos, Order, Pfn};
+
+/// What [`Kernel::direct_reclaim_4_1`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DirectReclaim4_1 {
+    /// Frames freed.
+    pub freed: u64,
+    /// Time charged to the caller.
+    pub cost: Nanos,
+    /// Reclaim was skipped because compaction is ready.
+    pub compaction_ready: bool,
+}
+
+impl DirectReclaim4_1 {
+    /// `did_some_progress` as 4.1's allocator sees it: the frames freed, or 1 when
+    /// reclaim stood aside for compaction.
+    pub fn progress(&self) -> u64 {
+        self.freed.max(u64::from(self.compaction_ready))
+    }
+}
 
 /// `DEF_PRIORITY`: kswapd's passes over the zone before it gives up (`balance_pgdat`
 /// loops while `sc.priority >= 1`).
@@ -38,6 +57,65 @@ impl Kernel {
         mem.stats.pgsteal_direct += freed;
         mem.stats.direct_reclaim_time += cost;
         ReclaimOutcome { freed, cost }
+    }
+
+    /// Linux 4.1's direct reclaim for an allocation of `order` that failed
+    /// (`try_to_free_pages` for one zone), counted and charged as [`Kernel::reclaim`];
+    /// `deferred` says whether compaction of `order` is deferred now. 4.1 does three
+    /// things a plain 32-page reclaim does not:
+    /// - above `PAGE_ALLOC_COSTLY_ORDER` it reclaims nothing when compaction is ready
+    ///   (`shrink_zones`' `compaction_ready`: more than `high`, the balance gap
+    ///   (`min(low, 1% of the zone)`) and `2 << order` frames free, and compaction not
+    ///   skipped, or only the first if compaction is deferred), and the caller sees
+    ///   progress all the same (`do_try_to_free_pages` returns 1 then:
+    ///   [`DirectReclaim4_1::progress`]);
+    /// - above `PAGE_ALLOC_COSTLY_ORDER` reclaim goes on in 32-page rounds
+    ///   (`should_continue_reclaim`, the reclaim/compaction mode) until `2 << order`
+    ///   pages are reclaimed, if the inactive lists hold more than that (the model's page
+    ///   cache stands for them: it has no active/inactive split, and no swap), then
+    ///   while compaction would still be skipped;
+    /// - a round that frees nothing ends it (`__GFP_REPEAT` goes on while anything is
+    ///   scanned; the model's cache is all clean, so a round that scanned something
+    ///   freed something).
+    ///
+    /// At order 3 and below it is one round of `SWAP_CLUSTER_MAX`.
+    pub fn direct_reclaim_4_1(&mut self, order: Order, deferred: bool) -> DirectReclaim4_1 {
+        let costly = order.0 > PAGE_ALLOC_COSTLY_ORDER;
+        if costly && self.compaction_ready_4_1(order, deferred) {
+            return DirectReclaim4_1 {
+                freed: 0,
+                cost: Nanos::ZERO,
+                compaction_ready: true,
+            };
+        }
+        let pages_for_compaction = 2u64 << order.0;
+        let mut out = DirectReclaim4_1::default();
+        loop {
+            let r = self.reclaim(SWAP_CLUSTER_MAX);
+            out.freed += r.freed;
+            out.cost += r.cost;
+            if !costly || r.freed == 0 {
+                return out;
+            }
+            let more =
+                out.freed < pages_for_compaction && self.page_cache_pages() > pages_for_compaction;
+            if !more && self.compaction_can_run_4_1(order) {
+                return out;
+            }
+        }
+    }
+
+    /// 4.1's `compaction_ready` (vmscan.c) for this zone.
+    fn compaction_ready_4_1(&self, order: Order, deferred: bool) -> bool {
+        let w = self.wmark;
+        let gap = w
+            .low
+            .min(self.phys.frames_total().div_ceil(BALANCE_GAP_RATIO));
+        let watermark_ok = self.phys.frames_free() > w.high + gap + (2u64 << order.0);
+        if deferred {
+            return watermark_ok;
+        }
+        watermark_ok && self.compaction_can_run_4_1(order)
     }
 
     /// Linux 4.1's per-order watermark check for this zone

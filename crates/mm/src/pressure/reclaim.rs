@@ -451,6 +451,38 @@ mod tests {
     }
 
     #[test]
+    fn linux_4_1s_direct_reclaim_for_a_huge_page_frees_twice_its_size_unless_compaction_is_ready() {
+        // 64 MB (low 320, high 384, balance gap 164) full of page cache: free memory near
+        // `high`, too little for compaction (`low + 2 << 9` = 1,344 frames).
+        let mut k = kernel(64);
+        k.file_read(FileId(1), 0, 20_000);
+        k.kswapd_4_1(Order(0));
+        let before = k.phys().frames_free();
+        assert!(before < 2 * 384, "memory is full: {before} frames free");
+        // Order 9: reclaim/compaction mode reclaims in 32-page rounds until 2 << 9 pages
+        // are freed (the page cache holds more), and then on while compaction is skipped.
+        let r = k.direct_reclaim_4_1(Order(9), false);
+        assert!(!r.compaction_ready);
+        assert!(r.freed >= 1024, "{} pages", r.freed);
+        assert_eq!(r.freed % SWAP_CLUSTER_MAX, 0, "whole rounds: {}", r.freed);
+        assert_eq!(r.progress(), r.freed);
+        assert_eq!(k.phys().frames_free(), before + r.freed);
+        // With more than high + gap + 2 << 9 frames free and compaction not skipped, the
+        // next request's reclaim stands aside, and reports progress.
+        k.reclaim(512);
+        let w = k.watermarks();
+        assert!(k.phys().frames_free() > w.high + 164 + 1024);
+        let again = k.direct_reclaim_4_1(Order(9), false);
+        assert!(again.compaction_ready);
+        assert_eq!((again.freed, again.progress()), (0, 1));
+        // At order 3 and below: one round of 32, whatever compaction could do.
+        let small = k.direct_reclaim_4_1(Order(3), false);
+        assert!(!small.compaction_ready);
+        assert_eq!(small.freed, SWAP_CLUSTER_MAX);
+        k.check_invariants().unwrap();
+    }
+
+    #[test]
     fn a_fragmenting_fallback_boosts_kswapd_by_a_pageblock_when_boosting_is_on() {
         // 64 MB (high watermark 384 frames) filled with page cache, so kswapd holds free
         // memory near `high`; then a kernel page, which must fall back into a movable
