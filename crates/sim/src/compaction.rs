@@ -253,8 +253,8 @@ mod tests {
     use super::*;
     use hugemm_mm::{FileId, MigrateType, OwnerKind, WatermarkCheck};
 
-    /// 64 MB on Linux 4.1's watermark check, full of page cache read in order.
-    fn full_4_1_kernel() -> Kernel {
+    /// 64 MB on Linux 4.1's watermark check, empty.
+    fn kernel_4_1() -> Kernel {
         let mem = hugemm_mm::MemConfig {
             bytes: 64 << 20,
             geometry: hugemm_hw::Geometry::X86_64,
@@ -262,6 +262,12 @@ mod tests {
         let profile = hugemm_hw::MachineProfile::builtin("epyc-milan-kvm").unwrap();
         let mut k = Kernel::new(&mem, crate::mm_costs(&profile)).unwrap();
         k.set_watermark_check(WatermarkCheck::Linux4_1);
+        k
+    }
+
+    /// [`kernel_4_1`] full of page cache read in order.
+    fn full_4_1_kernel() -> Kernel {
+        let mut k = kernel_4_1();
         k.file_read(FileId(1), 0, 20_000);
         k
     }
@@ -322,13 +328,7 @@ mod tests {
         // Page cache in 4-page files, every other one deleted: 64 MB with free memory in
         // 4-page holes, plenty for compaction, no free huge page. Compaction of order 9
         // is deferred for its next 64 considerations.
-        let mem = hugemm_mm::MemConfig {
-            bytes: 64 << 20,
-            geometry: hugemm_hw::Geometry::X86_64,
-        };
-        let profile = hugemm_hw::MachineProfile::builtin("epyc-milan-kvm").unwrap();
-        let mut k = Kernel::new(&mem, crate::mm_costs(&profile)).unwrap();
-        k.set_watermark_check(WatermarkCheck::Linux4_1);
+        let mut k = kernel_4_1();
         let files = (k.phys().frames_free() - 600) / 4;
         for f in 0..files {
             k.file_read(FileId(f as u32), 0, 4);

@@ -13,7 +13,7 @@ use crate::experiment::{Experiment, Mode};
 use crate::kactivity::KmemLedger;
 use crate::ops::{EngineOps, LiveProc, Procs};
 use crate::prezero::Prezero;
-use crate::process::Proc;
+use crate::process::{Activity, Proc};
 use crate::results::{
     HighAllocResult, NodeSummary, ProcessSummary, RunResult, StopReason, Summary, SystemSummary,
     TierSummary, TimeseriesRow,
@@ -1045,6 +1045,10 @@ impl Engine {
             p.oom_at = Some(t.to_nanos());
         }
         p.end = Some(t.to_nanos());
+        // A stress-highalloc pass cut short (a killed process) gives back what it holds.
+        if let Activity::HighAlloc(pass) = std::mem::replace(&mut p.activity, Activity::Begin) {
+            self.high_alloc_end(i, *pass, t);
+        }
         self.kernel.exit_process(pid);
         self.free_exit_kmem(i);
         self.policy.process_exited(pid);

@@ -564,13 +564,16 @@ impl Engine {
         else {
             unreachable!("high_alloc_turn() on another activity")
         };
-        while self.cores[c].now < bound {
+        loop {
             if pass.made == pass.requested {
                 let end = self.cores[c].now;
                 self.high_alloc_end(i, *pass, end);
                 return true;
             }
             let now = self.cores[c].now;
+            if now >= bound {
+                break;
+            }
             if now < pass.next {
                 self.cores[c].now = pass.next.min(bound);
                 continue;

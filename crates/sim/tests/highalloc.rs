@@ -92,3 +92,17 @@ fn killed_processes_exit_at_once_and_give_their_memory_back() {
     );
     assert!(by("make-0").killed && by("make-1").killed && !by("other").killed);
 }
+
+/// A pass cut short by a kill gives its huge pages back and is recorded as it stood.
+#[test]
+fn a_pass_killed_halfway_gives_back_what_it_holds() {
+    let s = Scenario::new(64 * MIB, ThpMode::Never)
+        .process(script("ha", vec![pass(Some(Nanos::from_millis(100)))]));
+    let mut engine = Engine::new(s.exp).unwrap();
+    let free_at_start = engine.kernel().phys().frames_free();
+    engine.advance(Nanos::from_millis(750)).unwrap();
+    assert_eq!(engine.kill("ha"), 1);
+    assert_eq!(engine.kernel().phys().frames_free(), free_at_start);
+    let p = &engine.highalloc_passes()[0];
+    assert_eq!((p.requested, p.allocated), (16, 8));
+}
