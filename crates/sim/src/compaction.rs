@@ -9,7 +9,7 @@
 
 use hugemm_hw::{Nanos, Order, Pfn};
 use hugemm_mm::reclaim::PAGE_ALLOC_COSTLY_ORDER;
-use hugemm_mm::{AllocRequest, CompactRequest, Kernel};
+use hugemm_mm::{AllocRequest, CompactRequest, Kernel, MigrateType, OwnerKind};
 use serde::Serialize;
 
 /// Linux's `COMPACT_MAX_DEFER_SHIFT`: after repeated failures, direct compaction is
@@ -162,6 +162,14 @@ pub(crate) fn alloc_4_1(
     out
 }
 
+/// `GFP_HIGHUSER_MOVABLE` asked by a kernel module or driver that holds the pages
+/// (stress-highalloc's module, the balloon): from the movable lists, but pinned frames.
+pub(crate) fn pinned_movable(order: Order) -> AllocRequest {
+    AllocRequest::new(order)
+        .migrate(MigrateType::Movable)
+        .owner(OwnerKind::KernelUnmovable)
+}
+
 /// A block for `req` if 4.1's per-order check passes at `mark` and one is free.
 fn take(kernel: &mut Kernel, req: &AllocRequest, mark: u64) -> Option<Pfn> {
     let block = kernel.alloc_pages_checked(req, mark).ok().flatten()?;
@@ -251,7 +259,7 @@ impl Kcompactd {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hugemm_mm::{FileId, MigrateType, OwnerKind, WatermarkCheck};
+    use hugemm_mm::{FileId, WatermarkCheck};
 
     /// 64 MB on Linux 4.1's watermark check, empty.
     fn kernel_4_1() -> Kernel {
@@ -273,9 +281,7 @@ mod tests {
     }
 
     fn huge_request() -> AllocRequest {
-        AllocRequest::new(Order(9))
-            .migrate(MigrateType::Movable)
-            .owner(OwnerKind::KernelUnmovable)
+        pinned_movable(Order(9))
     }
 
     #[test]

@@ -6,15 +6,12 @@
 //! process. It must not decide anything a policy decides (page sizes, promotions); the
 //! mechanisms are the kernel model's.
 
-use crate::compaction::{alloc_4_1, direct_compact};
+use crate::compaction::{alloc_4_1, direct_compact, pinned_movable};
 use crate::engine::Engine;
 use crate::results::HighAllocResult;
 use crate::run::Stop;
 use hugemm_hw::{Nanos, Order, Pfn, Picos};
-use hugemm_mm::{
-    AllocRequest, KernelStats, KmemCache, KmemHandle, KmemKind, MigrateType, OwnerKind,
-    WatermarkCheck,
-};
+use hugemm_mm::{KernelStats, KmemCache, KmemHandle, KmemKind, WatermarkCheck};
 use hugemm_workload::{FileId, HighAllocGfp, KernelMem, Lifetime, Phase};
 use rand::Rng;
 use std::cmp::Reverse;
@@ -216,10 +213,8 @@ impl Engine {
     pub(crate) fn balloon_to(&mut self, target: u64) -> Picos {
         let page = self.kernel.geometry().base_bytes();
         let want = (target / page) as usize;
-        // GFP_HIGHUSER_MOVABLE (balloon pages are movable), held by the driver.
-        let req = AllocRequest::new(Order(0))
-            .migrate(MigrateType::Movable)
-            .owner(OwnerKind::KernelUnmovable);
+        // Balloon pages are movable, held by the driver.
+        let req = pinned_movable(Order(0));
         let mut cost = Nanos::ZERO;
         while self.balloon.len() < want {
             let Ok(block) = self.kernel.alloc_pages(&req) else {
@@ -264,10 +259,7 @@ impl Engine {
     /// The next request of `pass`; returns its time.
     pub(crate) fn high_alloc_one(&mut self, pass: &mut HighAllocPass) -> Picos {
         let huge = self.kernel.geometry().huge_order();
-        // GFP_HIGHUSER_MOVABLE from a kernel module: movable lists, but pinned frames.
-        let req = AllocRequest::new(huge)
-            .migrate(MigrateType::Movable)
-            .owner(OwnerKind::KernelUnmovable);
+        let req = pinned_movable(huge);
         let mut cost = self.kernel.costs().alloc;
         pass.made += 1;
         let got = if self.kernel.watermark_check() == WatermarkCheck::Linux4_1 {

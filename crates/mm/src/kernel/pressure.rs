@@ -105,12 +105,18 @@ impl Kernel {
         }
     }
 
+    /// 4.1's balance gap above `high` (kswapd's `balance_gap`, `compaction_ready`'s):
+    /// `min(low, 1% of the zone)`.
+    fn balance_gap_4_1(&self) -> u64 {
+        self.wmark
+            .low
+            .min(self.phys.frames_total().div_ceil(BALANCE_GAP_RATIO))
+    }
+
     /// 4.1's `compaction_ready` (vmscan.c) for this zone.
     fn compaction_ready_4_1(&self, order: Order, deferred: bool) -> bool {
         let w = self.wmark;
-        let gap = w
-            .low
-            .min(self.phys.frames_total().div_ceil(BALANCE_GAP_RATIO));
+        let gap = self.balance_gap_4_1();
         let watermark_ok = self.phys.frames_free() > w.high + gap + (2u64 << order.0);
         if deferred {
             return watermark_ok;
@@ -144,9 +150,7 @@ impl Kernel {
     /// the conditions above allow at once.
     pub fn kswapd_4_1(&mut self, order: Order) {
         let w = self.wmark;
-        let gap = w
-            .low
-            .min(self.phys.frames_total().div_ceil(BALANCE_GAP_RATIO));
+        let gap = self.balance_gap_4_1();
         let target = w.high.max(SWAP_CLUSTER_MAX);
         let mut order = order;
         if self.zone_balanced_4_1(order, w.high) {
