@@ -14,7 +14,13 @@ and how many claimed their pageblock; and the distinct pageblocks a non-claiming
 kernel fallback landed in (a steal that leaves a kernel page in a movable pageblock is
 what taints it). `--raw FILE` also keeps every event as a CSV row.
 
-usage: extfrag.py --out SUMMARY.json [--raw EVENTS.csv] -- COMMAND...
+`change_ownership` (summed as `claimed_pageblock`) is whether the pageblock has the
+requested type after the fallback. Since 6.15 that is a claim by this fallback; in Linux
+4.1 it is also set when the free page taken sat on another type's list while its
+pageblock already had the requested type (4.1 keeps a free page on the list of the type
+it was freed with), so there it overcounts claims.
+
+usage: extfrag.py --out SUMMARY.json [--raw EVENTS.csv] [--buffer-kb N] -- COMMAND...
 Needs root and tracefs (mounted at /sys/kernel/tracing, or under debugfs).
 """
 import argparse
@@ -25,13 +31,26 @@ import subprocess
 import sys
 import threading
 
-TYPES = {0: "unmovable", 1: "movable", 2: "reclaimable", 3: "highatomic"}
+# Migrate type numbers as the tracepoint prints them. Linux 4.4 reordered the enum
+# (commit 016c13daa5c9: MOVABLE became 1 and RECLAIMABLE 2; MIGRATE_RESERVE, 3 before,
+# gave way to HIGHATOMIC); `types_for` picks the table from the running kernel's version.
+TYPES_4_4 = {0: "unmovable", 1: "movable", 2: "reclaimable", 3: "highatomic"}
+TYPES_BEFORE_4_4 = {0: "unmovable", 1: "reclaimable", 2: "movable", 3: "reserve"}
 PAGEBLOCK_ORDER = 9
+# Linux 4.1 prints the pfn in decimal (`pfn=%lu`), later kernels in hex (`pfn=0x%lx`).
 EVENT = re.compile(
-    r"pfn=0x(?P<pfn>[0-9a-f]+) alloc_order=(?P<ao>-?\d+) fallback_order=(?P<fo>-?\d+) "
+    r"pfn=(?P<pfn>0x[0-9a-f]+|\d+) alloc_order=(?P<ao>-?\d+) fallback_order=(?P<fo>-?\d+) "
     r"pageblock_order=\d+ alloc_migratetype=(?P<am>\d+) fallback_migratetype=(?P<fm>\d+) "
     r"fragmenting=\d+ change_ownership=(?P<co>\d+)"
 )
+
+
+def types_for(release):
+    """The migrate-type table for a kernel release string such as `4.1.0` or `6.18.0`."""
+    m = re.match(r"(\d+)\.(\d+)", release)
+    if m is None:
+        sys.exit(f"extfrag.py: cannot read a kernel version from {release!r}")
+    return TYPES_4_4 if (int(m[1]), int(m[2])) >= (4, 4) else TYPES_BEFORE_4_4
 
 
 def tracefs():
@@ -47,7 +66,9 @@ def write(path, text):
 
 
 class Summary:
-    def __init__(self):
+    def __init__(self, types):
+        self.types = types
+        self.movable = next(k for k, v in types.items() if v == "movable")
         self.events = 0
         self.by_types = {}
         self.by_order = {}
@@ -58,15 +79,16 @@ class Summary:
     def add(self, m):
         ao, fo = int(m["ao"]), int(m["fo"])
         am, fm, co = int(m["am"]), int(m["fm"]), int(m["co"])
-        pair = f"{TYPES.get(am, am)}->{TYPES.get(fm, fm)}"
+        pair = f"{self.types.get(am, am)}->{self.types.get(fm, fm)}"
         self.events += 1
         self.by_types[pair] = self.by_types.get(pair, 0) + 1
         key = f"{pair} order {fo}"
         self.by_order[key] = self.by_order.get(key, 0) + 1
         self.claimed += co
-        if am != 1 and fm == 1 and not co:
-            self.kernel_steal_blocks.add(int(m["pfn"], 16) >> PAGEBLOCK_ORDER)
-        return (int(m["pfn"], 16), ao, fo, am, fm, co)
+        pfn = int(m["pfn"], 0)
+        if am != self.movable and fm == self.movable and not co:
+            self.kernel_steal_blocks.add(pfn >> PAGEBLOCK_ORDER)
+        return (pfn, ao, fo, am, fm, co)
 
     def json(self):
         return {
@@ -83,6 +105,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, help="summary JSON file")
     ap.add_argument("--raw", help="also write every event to this CSV file")
+    ap.add_argument("--buffer-kb", type=int, default=65536,
+                    help="trace ring buffer per CPU, KiB (default 65536); the kernel "
+                    "allocates it, unmovable, when the size changes: on a small machine "
+                    "set it before the run's first snapshot")
     ap.add_argument("command", nargs=argparse.REMAINDER)
     args = ap.parse_args()
     cmd = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -90,9 +116,11 @@ def main():
         sys.exit("extfrag.py: no command given (usage: extfrag.py --out F -- COMMAND...)")
     t = tracefs()
     event = os.path.join(t, "events/kmem/mm_page_alloc_extfrag/enable")
-    write(os.path.join(t, "buffer_size_kb"), "65536")
+    if args.buffer_kb < 1:
+        sys.exit("extfrag.py: --buffer-kb must be at least 1")
+    write(os.path.join(t, "buffer_size_kb"), str(args.buffer_kb))
     write(os.path.join(t, "trace"), "")
-    summary = Summary()
+    summary = Summary(types_for(os.uname().release))
     raw = open(args.raw, "w") if args.raw else None
     if raw:
         raw.write("pfn,alloc_order,fallback_order,alloc_mt,fallback_mt,change_ownership\n")

@@ -39,8 +39,10 @@ def pageblocks():
     header = None
     with open("/proc/pagetypeinfo") as f:
         for line in f:
-            if line.startswith("Number of blocks type"):
-                header = line.split()[4:]
+            # With page_owner on, "Number of mixed blocks type" follows with rows
+            # of the same shape: they are not pageblock counts.
+            if line.startswith("Number of"):
+                header = line.split()[4:] if line.startswith("Number of blocks type") else None
                 continue
             if header and line.startswith("Node"):
                 fields = line.split()[4:]

@@ -1,0 +1,113 @@
+#!/bin/sh
+# PID 1 of the Linux 4.1 guest (kernel command line: init=/probe/guest-init.sh).
+#
+# Runs APSys'16's Table 1 protocol on the paper's kernel: a freshly booted machine
+# builds twice, cleaning between, while every fallback of the page allocator is traced
+# (extfrag.py) and /proc/pagetypeinfo's block counts (with page_owner: its mixed-block
+# counts) are sampled every SAMPLE_S seconds. Snapshots (owner.py and the page_owner
+# records it read, taint.py,
+# pagetypeinfo, unusable_index, meminfo, vmstat, buddyinfo) are taken after boot, before
+# build 1, after each build, after the clean and after compacting all memory. Results go
+# to /results/RUN on the guest's disk; the machine powers off at the end.
+#
+# Settings come from /probe/settings (sourced; defaults below):
+# - WORKLOAD=synth: the model's kernel build as real processes and files
+#   (kbuild-synth, with table1.toml's sizes: UNITS, SOURCE, HEADERS, HEADER_BYTES,
+#   HEADER_READS, OBJECT, HEAP_MIN, HEAP_MAX, COMPUTE_MS, SEED, JOBS);
+# - WORKLOAD=kernel: a real `make -j$JOBS` of the Linux tree in /probe (CONFIG, a make
+#   target such as defconfig; DEBUG_INFO=1 to build with debug information);
+# - SAMPLE_S; TRACE_KB, the trace ring buffer per CPU (KiB); SMOKE=1 to stop after
+#   the boot snapshot (a check that the guest boots and its probes read).
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t debugfs debugfs /sys/kernel/debug
+mount -t tmpfs tmpfs /run
+mount -t tmpfs tmpfs /tmp
+mount -o remount,rw /
+echo 1 > /proc/sys/kernel/sysrq
+WORKLOAD=synth JOBS=4 SAMPLE_S=30 SMOKE=0 TRACE_KB=4096 CONFIG=defconfig DEBUG_INFO=1
+UNITS=7000 SOURCE=$((160 << 20)) HEADERS=4000 HEADER_BYTES=16384 HEADER_READS=8
+OBJECT=$((5 << 30)) HEAP_MIN=$((16 << 20)) HEAP_MAX=$((64 << 20)) COMPUTE_MS=0 SEED=1
+[ -f /probe/settings ] && . /probe/settings
+P=/probe
+R=/results/$(date -u +%Y%m%dT%H%M%SZ)
+mkdir -p "$R"
+exec > "$R/log.txt" 2>&1
+set -x
+finish() { sync; mount -o remount,ro /; echo o > /proc/sysrq-trigger; sleep 60; }
+trap finish EXIT
+
+uname -a; cat /proc/cmdline; nproc; cat "$P/settings" 2>/dev/null
+
+snapshot() {
+    # page_owner's records without their stack traces, kept for re-analysis.
+    grep -E '^(Page allocated|PFN)' /sys/kernel/debug/page_owner | gzip -1 > "$R/owner-$1.txt.gz"
+    zcat "$R/owner-$1.txt.gz" | python3 "$P/owner.py" --json - > "$R/owner-$1.json"
+    python3 "$P/taint.py" --json > "$R/taint-$1.json"
+    cat /proc/pagetypeinfo > "$R/pagetypeinfo-$1.txt"
+    cp /sys/kernel/debug/extfrag/unusable_index "$R/unusable-$1.txt"
+    cp /proc/meminfo "$R/meminfo-$1.txt"
+    cp /proc/vmstat "$R/vmstat-$1.txt"
+    cp /proc/buddyinfo "$R/buddyinfo-$1.txt"
+}
+sampler() {
+    t0=$(date +%s)
+    while :; do
+        now=$(( $(date +%s) - t0 ))
+        {
+            echo "t=$now $1"
+            sed -n '/Number of blocks type/,$p' /proc/pagetypeinfo
+            grep -E '^(MemFree|Cached|SReclaimable|SUnreclaim):' /proc/meminfo
+        } >> "$R/timeline.txt"
+        sleep "$SAMPLE_S"
+    done
+}
+
+snapshot boot
+[ "$SMOKE" = 1 ] && { echo done > "$R/done"; exit 0; }
+mkdir -p /build && cd /build
+if [ "$WORKLOAD" = kernel ]; then
+    [ -d linux ] || { tar xf "$P/linux-source.tar.xz" && mv linux-source-* linux; }
+    cd linux
+    make "$CONFIG" > "$R/config.txt" 2>&1
+    if [ "$DEBUG_INFO" = 1 ]; then
+        ./scripts/config -e DEBUG_INFO -e DEBUG_INFO_DWARF_TOOLCHAIN_DEFAULT -d DEBUG_INFO_BTF
+        make olddefconfig >> "$R/config.txt" 2>&1
+    fi
+    grep -E '^CONFIG_DEBUG_INFO' .config >> "$R/config.txt"
+    make clean > /dev/null 2>&1
+    echo "cd /build/linux && make -j$JOBS" > /tmp/build.sh
+    echo "cd /build/linux && make clean > /dev/null 2>&1" > /tmp/clean.sh
+elif [ "$WORKLOAD" = synth ]; then
+    mkdir -p synth
+    "$P/kbuild-synth" setup /build/synth "$UNITS" "$SOURCE" "$HEADERS" "$HEADER_BYTES"
+    echo "$P/kbuild-synth build /build/synth $JOBS $UNITS $HEADERS $HEADER_READS" \
+        "$OBJECT $HEAP_MIN $HEAP_MAX $COMPUTE_MS $SEED" > /tmp/build.sh
+    echo "$P/kbuild-synth clean /build/synth $UNITS" > /tmp/clean.sh
+else
+    echo "guest-init.sh: WORKLOAD must be synth or kernel, not '$WORKLOAD'"
+    exit 1
+fi
+# The trace ring buffer is kernel memory (unmovable, allocated when its size is set):
+# 4 MiB a CPU, set before the first snapshot so that the builds do not pay for it.
+echo "$TRACE_KB" > /sys/kernel/debug/tracing/buffer_size_kb
+sync; echo 3 > /proc/sys/vm/drop_caches
+sleep 5
+snapshot start
+for build in 1 2; do
+    [ "$build" = 2 ] && { sh /tmp/clean.sh; sync; snapshot clean; }
+    sampler "build$build" & S=$!
+    start=$(date +%s)
+    python3 "$P/extfrag.py" --buffer-kb "$TRACE_KB" --out "$R/extfrag-build$build.json" \
+        --raw "$R/extfrag-build$build.csv" -- sh /tmp/build.sh > "$R/build$build.txt" 2>&1
+    echo "build $build: exit $? in $(( $(date +%s) - start )) s" >> "$R/builds.txt"
+    kill $S
+    sleep 10
+    snapshot "build$build"
+done
+echo 1 > /proc/sys/vm/compact_memory
+sleep 10
+snapshot compacted
+du -sm /build > "$R/tree-size.txt"
+echo done > "$R/done"

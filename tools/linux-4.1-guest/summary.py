@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""Summarise one run of the Linux 4.1 guest (a results folder copied out by run.sh).
+
+Prints, as Markdown tables: each snapshot's tainted Movable pageblocks (owner.py's
+count from page_owner, with Table 1's pollution bins, and taint.py's estimate from
+/proc/kpageflags), the pageblocks of each migrate type and the mixed-block counts of
+/proc/pagetypeinfo, free memory; each build's fallbacks (extfrag.py); and the timeline
+of Movable mixed blocks sampled during the builds.
+
+With `--model SUMMARY.json` (a hugemm run's summary) it also prints the model's
+fallbacks (`system.fallback.events`) in extfrag.py's categories, to set beside the
+guest's.
+
+usage: summary.py RESULTS_DIR [--model SUMMARY.json]
+"""
+import json
+import os
+import re
+import sys
+
+SNAPSHOTS = ["boot", "start", "build1", "clean", "build2", "compacted"]
+TYPES = ["Unmovable", "Reclaimable", "Movable", "Reserve"]
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def pagetypeinfo_tables(text):
+    """{'blocks': {type: count}, 'mixed': {type: count}} summed over zones."""
+    out, current = {}, None
+    for line in text.splitlines():
+        if line.startswith("Number of blocks type"):
+            current, header = out.setdefault("blocks", dict.fromkeys(TYPES, 0)), line.split()[4:]
+        elif line.startswith("Number of mixed blocks"):
+            current, header = out.setdefault("mixed", dict.fromkeys(TYPES, 0)), line.split()[4:]
+        elif line.startswith("Number of"):
+            current = None
+        elif current is not None and line.startswith("Node"):
+            for name, value in zip(header, line.split()[4:]):
+                if name in current:
+                    current[name] += int(value)
+    return out
+
+
+def meminfo_mib(path, key):
+    with open(path) as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) // 1024
+    return None
+
+
+def model_fallbacks(path):
+    """The model's fallback events summed as extfrag.py sums the real ones."""
+    events = load(path)["system"]["fallback"]["events"]
+    by_types, claimed, total = {}, 0, 0
+    for e in events:
+        pair = f"{e['alloc'].lower()}->{e['taken_from'].lower()}"
+        by_types[pair] = by_types.get(pair, 0) + e["count"]
+        claimed += e["count"] if e["claimed"] else 0
+        total += e["count"]
+    return total, claimed, dict(sorted(by_types.items()))
+
+
+def main():
+    args = sys.argv[1:]
+    model = None
+    if len(args) == 3 and args[1] == "--model":
+        model = args[2]
+        args = args[:1]
+    if len(args) != 1:
+        sys.exit(__doc__.strip().splitlines()[-1])
+    d = args[0]
+    if not os.path.isdir(d):
+        sys.exit(f"summary.py: {d} is not a folder")
+    print("| snapshot | tainted (page_owner) | with mask-0 pages | pollution <1/1-2/2-4/4-10/"
+          "10-25/25-40/>40 % | tainted (kpageflags estimate) | blocks U/R/M/Res | "
+          "mixed U/R/M | free MiB | cached MiB |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for s in SNAPSHOTS:
+        p = os.path.join(d, f"owner-{s}.json")
+        if not os.path.exists(p):
+            continue
+        o = load(p)
+        t = load(os.path.join(d, f"taint-{s}.json"))
+        with open(os.path.join(d, f"pagetypeinfo-{s}.txt")) as f:
+            pti = pagetypeinfo_tables(f.read())
+        bins = "/".join(str(v) for v in o["pollution_percent_bins"].values())
+        blocks = "/".join(str(pti["blocks"][k]) for k in TYPES)
+        mixed = "/".join(str(pti.get("mixed", {}).get(k, "-")) for k in TYPES[:3])
+        mem = os.path.join(d, f"meminfo-{s}.txt")
+        print(f"| {s} | {o['tainted']} | {o.get('tainted_counting_unknown', '-')} | {bins} | "
+              f"{t['tainted_user_pageblocks']} | {blocks} | {mixed} | "
+              f"{meminfo_mib(mem, 'MemFree')} | {meminfo_mib(mem, 'Cached')} |")
+    print()
+    builds = os.path.join(d, "builds.txt")
+    if os.path.exists(builds):
+        with open(builds) as f:
+            print(f.read().strip())
+        print()
+    for b in (1, 2):
+        p = os.path.join(d, f"extfrag-build{b}.json")
+        if os.path.exists(p):
+            e = load(p)
+            print(f"build {b}: {e['events']} fallbacks, {e['claimed_pageblock']} claimed their "
+                  f"pageblock, {e['pageblocks_with_unclaimed_kernel_steals']} Movable pageblocks "
+                  f"took an unclaimed kernel steal; by types: {e['by_types']}; "
+                  f"ring buffer overrun {e['ring_buffer_overrun']}")
+    if model:
+        total, claimed, by_types = model_fallbacks(model)
+        print(f"model, both builds: {total} fallbacks, {claimed} claimed their pageblock; "
+              f"by types: {by_types}")
+    p = os.path.join(d, "timeline.txt")
+    if os.path.exists(p):
+        print("\nMovable mixed blocks over time (t in s from each build's start, page_owner):")
+        with open(p) as f:
+            text = f.read()
+        rows = []
+        for chunk in re.split(r"(?m)^(?=t=)", text):
+            m = re.match(r"t=(\d+) (\S+)", chunk)
+            if not m:
+                continue
+            pti = pagetypeinfo_tables(chunk)
+            free = re.search(r"MemFree:\s+(\d+)", chunk)
+            rows.append((m[2], int(m[1]), pti.get("mixed", {}).get("Movable"),
+                         int(free[1]) // 1024 if free else None))
+        step = max(1, len(rows) // 30)
+        for r in rows[::step] + ([rows[-1]] if rows and (len(rows) - 1) % step else []):
+            print(f"  {r[0]} t={r[1]} mixed_movable={r[2]} free_mib={r[3]}")
+
+
+if __name__ == "__main__":
+    main()
