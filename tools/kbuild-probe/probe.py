@@ -33,23 +33,30 @@ def meminfo():
     return out
 
 
-def pageblocks():
-    """Pageblocks per migrate type, summed over zones."""
-    counts = dict.fromkeys(BLOCK_TYPES, 0)
-    header = None
-    with open("/proc/pagetypeinfo") as f:
-        for line in f:
-            # With page_owner on, "Number of mixed blocks type" follows with rows
-            # of the same shape: they are not pageblock counts.
-            if line.startswith("Number of"):
-                header = line.split()[4:] if line.startswith("Number of blocks type") else None
-                continue
-            if header and line.startswith("Node"):
-                fields = line.split()[4:]
-                for name, value in zip(header, fields):
-                    if name in counts:
-                        counts[name] += int(value)
+def pagetypeinfo_counts(text, table="blocks"):
+    """One of /proc/pagetypeinfo's per-type tables summed over zones: `blocks` (the
+    pageblocks of each migrate type) or `mixed` (with page_owner on: the pageblocks of
+    each type holding pages of another). Keys are the column names the kernel prints."""
+    title = {"blocks": "Number of blocks type", "mixed": "Number of mixed blocks"}[table]
+    counts, header = {}, None
+    for line in text.splitlines():
+        if line.startswith("Number of"):
+            header = line.split()[4:] if line.startswith(title) else None
+            if header:
+                for name in header:
+                    counts.setdefault(name, 0)
+            continue
+        if header and line.startswith("Node"):
+            for name, value in zip(header, line.split()[4:]):
+                counts[name] += int(value)
     return counts
+
+
+def pageblocks():
+    """Pageblocks per migrate type (BLOCK_TYPES), summed over zones."""
+    with open("/proc/pagetypeinfo") as f:
+        counts = pagetypeinfo_counts(f.read())
+    return {name: counts.get(name, 0) for name in BLOCK_TYPES}
 
 
 def slab_bytes():

@@ -18,6 +18,9 @@ import os
 import re
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "kbuild-probe"))
+from probe import pagetypeinfo_counts  # noqa: E402
+
 SNAPSHOTS = ["boot", "start", "build1", "clean", "build2", "compacted"]
 TYPES = ["Unmovable", "Reclaimable", "Movable", "Reserve"]
 
@@ -29,19 +32,7 @@ def load(path):
 
 def pagetypeinfo_tables(text):
     """{'blocks': {type: count}, 'mixed': {type: count}} summed over zones."""
-    out, current = {}, None
-    for line in text.splitlines():
-        if line.startswith("Number of blocks type"):
-            current, header = out.setdefault("blocks", dict.fromkeys(TYPES, 0)), line.split()[4:]
-        elif line.startswith("Number of mixed blocks"):
-            current, header = out.setdefault("mixed", dict.fromkeys(TYPES, 0)), line.split()[4:]
-        elif line.startswith("Number of"):
-            current = None
-        elif current is not None and line.startswith("Node"):
-            for name, value in zip(header, line.split()[4:]):
-                if name in current:
-                    current[name] += int(value)
-    return out
+    return {table: pagetypeinfo_counts(text, table) for table in ("blocks", "mixed")}
 
 
 def meminfo_mib(path, key):
@@ -88,8 +79,8 @@ def main():
         with open(os.path.join(d, f"pagetypeinfo-{s}.txt")) as f:
             pti = pagetypeinfo_tables(f.read())
         bins = "/".join(str(v) for v in o["pollution_percent_bins"].values())
-        blocks = "/".join(str(pti["blocks"][k]) for k in TYPES)
-        mixed = "/".join(str(pti.get("mixed", {}).get(k, "-")) for k in TYPES[:3])
+        blocks = "/".join(str(pti["blocks"].get(k, "-")) for k in TYPES)
+        mixed = "/".join(str(pti["mixed"].get(k, "-")) for k in TYPES[:3])
         mem = os.path.join(d, f"meminfo-{s}.txt")
         print(f"| {s} | {o['tainted']} | {o.get('tainted_counting_unknown', '-')} | {bins} | "
               f"{t['tainted_user_pageblocks']} | {blocks} | {mixed} | "
@@ -124,7 +115,7 @@ def main():
                 continue
             pti = pagetypeinfo_tables(chunk)
             free = re.search(r"MemFree:\s+(\d+)", chunk)
-            rows.append((m[2], int(m[1]), pti.get("mixed", {}).get("Movable"),
+            rows.append((m[2], int(m[1]), pti["mixed"].get("Movable"),
                          int(free[1]) // 1024 if free else None))
         step = max(1, len(rows) // 30)
         for r in rows[::step] + ([rows[-1]] if rows and (len(rows) - 1) % step else []):
