@@ -5,10 +5,10 @@
 # builds twice, cleaning between, while every fallback of the page allocator is traced
 # (extfrag.py) and /proc/pagetypeinfo's block counts (with page_owner: its mixed-block
 # counts) are sampled every SAMPLE_S seconds. Snapshots (owner.py and the page_owner
-# records it read, taint.py,
-# pagetypeinfo, unusable_index, meminfo, vmstat, buddyinfo) are taken after boot, before
-# build 1, after each build, after the clean and after compacting all memory. Results go
-# to /results/RUN on the guest's disk; the machine powers off at the end.
+# records it read, taint.py, pagetypeinfo, unusable_index, meminfo, vmstat, buddyinfo)
+# are taken after boot, before build 1, after each build, after the clean and after
+# compacting all memory. Results go to /results/RUN on the guest's disk; the machine
+# powers off at the end.
 #
 # Settings come from /probe/settings (sourced; defaults below):
 # - WORKLOAD=synth: the model's kernel build as real processes and files
