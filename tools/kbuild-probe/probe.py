@@ -23,14 +23,19 @@ MEMINFO_KEYS = [
 BLOCK_TYPES = ["Unmovable", "Movable", "Reclaimable"]
 
 
-def meminfo():
+def meminfo_kb(text, keys=None):
+    """/proc/meminfo's values in kB from its text: every line's, or only `keys`'."""
     out = {}
-    with open("/proc/meminfo") as f:
-        for line in f:
-            key, rest = line.split(":", 1)
-            if key in MEMINFO_KEYS:
-                out[key] = int(rest.split()[0])  # kB
+    for line in text.splitlines():
+        key, rest = line.split(":", 1)
+        if keys is None or key in keys:
+            out[key] = int(rest.split()[0])
     return out
+
+
+def meminfo():
+    with open("/proc/meminfo") as f:
+        return meminfo_kb(f.read(), MEMINFO_KEYS)
 
 
 def pagetypeinfo_counts(text, table="blocks"):

@@ -19,7 +19,7 @@ import re
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "kbuild-probe"))
-from probe import pagetypeinfo_counts  # noqa: E402
+from probe import meminfo_kb, pagetypeinfo_counts  # noqa: E402
 
 SNAPSHOTS = ["boot", "start", "build1", "clean", "build2", "compacted"]
 TYPES = ["Unmovable", "Reclaimable", "Movable", "Reserve"]
@@ -37,10 +37,8 @@ def pagetypeinfo_tables(text):
 
 def meminfo_mib(path, key):
     with open(path) as f:
-        for line in f:
-            if line.startswith(key + ":"):
-                return int(line.split()[1]) // 1024
-    return None
+        kb = meminfo_kb(f.read(), [key]).get(key)
+    return None if kb is None else kb // 1024
 
 
 def model_fallbacks(path):
