@@ -26,8 +26,8 @@ page in any of them). So they are counted apart (`unknown_pages`) and left out o
 `tainted`; `tainted_counting_unknown` counts them in. /proc/pagetypeinfo's mixed-block
 counts include them.
 
-usage: owner.py [--json] [FILE]   (FILE defaults to /sys/kernel/debug/page_owner; - reads
-                                  standard input)
+usage: owner.py [--json] [--masks N] [--stacks N] [FILE]
+    (FILE defaults to /sys/kernel/debug/page_owner; - reads standard input)
 """
 import argparse
 import json
@@ -49,14 +49,49 @@ def page_migratetype(mask):
     return (2 if mask & GFP_MOVABLE else 0) | (1 if mask & GFP_RECLAIMABLE else 0)
 
 
-def scan(lines, masks=None):
+# Frames of the page allocator and slab themselves, skipped when a stack trace is
+# summarised, so that the first frames kept name who asked for the memory.
+ALLOCATOR_FRAMES = {
+    "__alloc_pages_nodemask", "alloc_pages_current", "alloc_pages_node",
+    "alloc_pages_vma", "__get_free_pages", "get_zeroed_page", "alloc_kmem_pages",
+    "alloc_kmem_pages_node", "allocate_slab", "new_slab", "__slab_alloc",
+    "___slab_alloc", "kmem_cache_alloc", "kmem_cache_alloc_node", "kmem_cache_alloc_trace",
+    "__kmalloc", "__kmalloc_node", "__kmalloc_track_caller", "kmalloc_order",
+    "kmalloc_order_trace", "kmalloc_large_node", "__kmalloc_node_track_caller",
+}
+STACK_FRAMES = 5
+
+
+def caller(stack):
+    """The first STACK_FRAMES function names of a stack trace below the allocator's."""
+    names = [line.split("] ", 1)[-1].split("+", 1)[0].strip() for line in stack]
+    while names and names[0] in ALLOCATOR_FRAMES:
+        names.pop(0)
+    return " < ".join(names[:STACK_FRAMES])
+
+
+def scan(lines, masks=None, stacks=None):
     """Per Movable pageblock: [user, kernel, unknown] pages among its allocated pages.
 
     With `masks` (a dict), also counts the kernel pages in Movable pageblocks by (GFP
-    mask, order) of their allocation."""
+    mask, order) of their allocation; with `stacks` (a dict), by mask and the first
+    frames of the allocation's stack trace below the allocator (the full records of
+    /sys/kernel/debug/page_owner are needed: the saved ones have no stacks)."""
     blocks = {}
     order = mask = None
+    stack = None  # the stack lines of a kernel page in a Movable block, while read
+
+    def end_stack():
+        key = f"mask 0x{mask:x}: {caller(stack)}"
+        stacks[key] = stacks.get(key, 0) + (1 << stack_order)
+
     for line in lines:
+        if stack is not None:
+            if line.strip():
+                stack.append(line)
+                continue
+            end_stack()
+            stack = None
         m = HEAD.match(line)
         if m:
             order, mask = int(m[1]), int(m[2], 16)
@@ -72,7 +107,11 @@ def scan(lines, masks=None):
             if kind == 1 and masks is not None:
                 key = f"mask 0x{mask:x} order {order}"
                 masks[key] = masks.get(key, 0) + (1 << order)
+            if kind == 1 and stacks is not None:
+                stack, stack_order = [], order
         order = None
+    if stack is not None:
+        end_stack()
     return blocks
 
 
@@ -103,17 +142,24 @@ def main():
     ap.add_argument("--masks", type=int, default=0, metavar="N",
                     help="also list the N (GFP mask, order) pairs with the most kernel "
                     "pages in Movable pageblocks")
+    ap.add_argument("--stacks", type=int, default=0, metavar="N",
+                    help="also list the N (GFP mask, caller) pairs with the most kernel "
+                    "pages in Movable pageblocks, the caller being the stack trace's "
+                    f"first {STACK_FRAMES} frames below the allocator (needs the full "
+                    "page_owner records)")
     args = ap.parse_args()
     try:
         masks = {} if args.masks > 0 else None
+        stacks = {} if args.stacks > 0 else None
         if args.file == "-":
-            result = summarise(scan(sys.stdin, masks))
+            result = summarise(scan(sys.stdin, masks, stacks))
         else:
             with open(args.file, errors="replace") as f:
-                result = summarise(scan(f, masks))
-        if masks is not None:
-            top = sorted(masks.items(), key=lambda kv: -kv[1])[:args.masks]
-            result["kernel_pages_in_movable_blocks_by_mask"] = dict(top)
+                result = summarise(scan(f, masks, stacks))
+        for table, n, key in ((masks, args.masks, "by_mask"), (stacks, args.stacks, "by_caller")):
+            if table is not None:
+                top = sorted(table.items(), key=lambda kv: -kv[1])[:n]
+                result[f"kernel_pages_in_movable_blocks_{key}"] = dict(top)
     except OSError as e:
         sys.exit(f"owner.py: cannot read {args.file}: {e} (boot with page_owner=on)")
     if args.json:
