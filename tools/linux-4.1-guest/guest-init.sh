@@ -14,8 +14,10 @@
 # - WORKLOAD=synth: the model's kernel build as real processes and files
 #   (kbuild-synth, with table1.toml's sizes: UNITS, SOURCE, HEADERS, HEADER_BYTES,
 #   HEADER_READS, OBJECT, HEAP_MIN, HEAP_MAX, COMPUTE_MS, SEED, JOBS);
-# - WORKLOAD=kernel: a real `make -j$JOBS` of the Linux tree in /probe (CONFIG, a make
-#   target such as defconfig; DEBUG_INFO=1 to build with debug information);
+# - WORKLOAD=kernel: a real `make -j$JOBS $TARGETS` of the Linux tree in /probe (CONFIG,
+#   a make target such as defconfig; DEBUG_INFO=1 to build with debug information;
+#   TARGETS, empty for the whole build, or folders such as "kernel/ mm/ fs/");
+# - BUILDS: 2 (the paper's two builds, cleaning between) or 1;
 # - SAMPLE_S; TRACE_KB, the trace ring buffer per CPU (KiB); SMOKE=1 to stop after
 #   the boot snapshot (a check that the guest boots and its probes read).
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C
@@ -27,6 +29,7 @@ mount -t tmpfs tmpfs /tmp
 mount -o remount,rw /
 echo 1 > /proc/sys/kernel/sysrq
 WORKLOAD=synth JOBS=4 SAMPLE_S=30 SMOKE=0 TRACE_KB=4096 CONFIG=defconfig DEBUG_INFO=1
+TARGETS= BUILDS=2
 UNITS=7000 SOURCE=$((160 << 20)) HEADERS=4000 HEADER_BYTES=16384 HEADER_READS=8
 OBJECT=$((5 << 30)) HEAP_MIN=$((16 << 20)) HEAP_MAX=$((64 << 20)) COMPUTE_MS=0 SEED=1
 [ -f /probe/settings ] && . /probe/settings
@@ -44,6 +47,11 @@ snapshot() {
     # page_owner's records without their stack traces, kept for re-analysis.
     grep -E '^(Page allocated|PFN)' /sys/kernel/debug/page_owner | gzip -1 > "$R/owner-$1.txt.gz"
     zcat "$R/owner-$1.txt.gz" | python3 "$P/owner.py" --json - > "$R/owner-$1.json"
+    # After a build: who allocated the kernel pages in Movable pageblocks (by mask and
+    # the first frames of each record's stack trace, which the saved records lack).
+    case $1 in build*)
+        python3 "$P/owner.py" --json --masks 20 --stacks 30 > "$R/owner-$1-callers.json" ;;
+    esac
     python3 "$P/taint.py" --json > "$R/taint-$1.json"
     cat /proc/pagetypeinfo > "$R/pagetypeinfo-$1.txt"
     cp /sys/kernel/debug/extfrag/unusable_index "$R/unusable-$1.txt"
@@ -68,7 +76,7 @@ snapshot boot
 [ "$SMOKE" = 1 ] && { echo done > "$R/done"; exit 0; }
 mkdir -p /build && cd /build
 if [ "$WORKLOAD" = kernel ]; then
-    [ -d linux ] || { tar xf "$P/linux-source.tar.xz" && mv linux-source-* linux; }
+    [ -d linux ] || { mkdir linux && tar xf "$P/linux-source.tar.xz" -C linux --strip-components=1; }
     cd linux
     make "$CONFIG" > "$R/config.txt" 2>&1
     if [ "$DEBUG_INFO" = 1 ]; then
@@ -77,7 +85,7 @@ if [ "$WORKLOAD" = kernel ]; then
     fi
     grep -E '^CONFIG_DEBUG_INFO' .config >> "$R/config.txt"
     make clean > /dev/null 2>&1
-    echo "cd /build/linux && make -j$JOBS" > /tmp/build.sh
+    echo "cd /build/linux && make -j$JOBS $TARGETS" > /tmp/build.sh
     echo "cd /build/linux && make clean > /dev/null 2>&1" > /tmp/clean.sh
 elif [ "$WORKLOAD" = synth ]; then
     mkdir -p synth
@@ -89,13 +97,14 @@ else
     echo "guest-init.sh: WORKLOAD must be synth or kernel, not '$WORKLOAD'"
     exit 1
 fi
+case $BUILDS in 1|2) ;; *) echo "guest-init.sh: BUILDS must be 1 or 2, not '$BUILDS'"; exit 1 ;; esac
 # The trace ring buffer is kernel memory (unmovable, allocated when its size is set):
 # 4 MiB a CPU, set before the first snapshot so that the builds do not pay for it.
 echo "$TRACE_KB" > /sys/kernel/debug/tracing/buffer_size_kb
 sync; echo 3 > /proc/sys/vm/drop_caches
 sleep 5
 snapshot start
-for build in 1 2; do
+for build in $(seq "$BUILDS"); do
     [ "$build" = 2 ] && { sh /tmp/clean.sh; sync; snapshot clean; }
     sampler "build$build" & S=$!
     start=$(date +%s)

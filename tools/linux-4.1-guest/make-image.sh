@@ -7,17 +7,19 @@
 #
 # ROOTFS: a `debootstrap --variant=minbase --include=gcc,make,flex,bison,bc,libelf-dev,
 # libssl-dev,xz-utils,python3,procps,kmod,cpio,perl,libc6-dev,binutils,e2fsprogs
-# bookworm ROOTFS` folder. The tree built in the guest is Debian's linux-source-6.1
-# (/usr/src/linux-source-6.1.tar.xz; `apt-get install linux-source-6.1`): the guest runs
-# the paper's kernel, the workload is today's tree (see README.md). Settings for
-# guest-init.sh are read from ./settings if present.
+# bookworm ROOTFS` folder. Settings for guest-init.sh are read from ./settings if present.
+#
+# The tree built by WORKLOAD=kernel is LINUX_SRC, a tarball with one top folder
+# (default: Debian's linux-source-6.1, /usr/src/linux-source-6.1.tar.xz from `apt-get
+# install linux-source-6.1`). For the paper's own era, pack the Linux 4.1 tree that
+# build-kernel.sh patched, after `make mrproper` (README.md, "A real build").
 set -euo pipefail
 root=$1 image=$2 size=${3:-24G}
 here=$(cd "$(dirname "$0")" && pwd)
 probes=$here/../kbuild-probe
-src=/usr/src/linux-source-6.1.tar.xz
+src=${LINUX_SRC:-/usr/src/linux-source-6.1.tar.xz}
 [ -d "$root/usr/bin" ] || { echo "make-image.sh: $root is not a debootstrapped root" >&2; exit 2; }
-[ -f "$src" ] || { echo "make-image.sh: $src missing (apt-get install linux-source-6.1)" >&2; exit 2; }
+[ -f "$src" ] || { echo "make-image.sh: kernel tree $src missing (apt-get install linux-source-6.1, or set LINUX_SRC)" >&2; exit 2; }
 mkdir -p "$root/probe" "$root/results" "$root/proc" "$root/sys" "$root/dev" "$root/tmp" "$root/run"
 cp "$here/guest-init.sh" "$here/owner.py" "$probes/taint.py" "$probes/probe.py" \
    "$probes/extfrag.py" "$root/probe/"
