@@ -7,6 +7,7 @@ pub mod agent;
 pub mod bench;
 pub mod config;
 pub mod demo;
+pub mod framemap;
 pub mod page;
 pub mod plot;
 pub mod progress;

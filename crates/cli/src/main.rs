@@ -20,6 +20,7 @@ macro_rules! outln {
 macro_rules! out {
     ($($t:tt)*) => { write!(std::io::stdout(), $($t)*)? };
 }
+use hugemm_hw::Nanos;
 use hugemm_sim::{StopFlag, StopReason};
 use rayon::prelude::*;
 use std::process::ExitCode;
@@ -86,6 +87,12 @@ enum Command {
         /// file and written into the resolved configuration.
         #[arg(long = "set", value_name = "KEY=VALUE")]
         set: Vec<config::Override>,
+        /// Also write the model's physical memory every SECONDS of simulated time (at
+        /// the first sample after each multiple, and at the end) as /proc/kpageflags
+        /// files in OUT/frame-maps/, for tools/linux-4.1-guest/layout.py. 8 bytes a
+        /// frame before gzip. Not for experiments with virtual machines.
+        #[arg(long, value_name = "SECONDS", value_parser = positive_seconds)]
+        frame_maps: Option<Nanos>,
     },
     /// Run a reproduction of a paper's experiment (a file under experiments/), writing
     /// reproduction.json, report.md and report.html with figures.
@@ -194,7 +201,8 @@ fn main() -> ExitCode {
             out,
             seed,
             set,
-        } => run(file, out, seed, &set, print),
+            frame_maps,
+        } => run(file, out, seed, &set, frame_maps, print),
         Command::Reproduce {
             paths, list: true, ..
         } => ok(run_list(&paths, print)),
@@ -269,6 +277,7 @@ fn run(
     out: Option<PathBuf>,
     seed: Option<u64>,
     set: &[config::Override],
+    frame_maps: Option<Nanos>,
     print: Print,
 ) -> anyhow::Result<ExitCode> {
     let provenance = Provenance::of_this_process()?;
@@ -292,9 +301,26 @@ fn run(
     let out =
         out.unwrap_or_else(|| PathBuf::from("results").join(file.file_stem().unwrap_or_default()));
     if !loaded.vms.is_empty() {
+        if frame_maps.is_some() {
+            anyhow::bail!(
+                "--frame-maps: {} has virtual machines ([[vm]]); frame maps are written \
+                 for bare-metal experiments only",
+                file.display()
+            );
+        }
         return run_hosted(&file, loaded, &out, print, &provenance);
     }
-    run_loaded(&file, loaded, &out, print, &provenance)
+    run_loaded(&file, loaded, &out, frame_maps, print, &provenance)
+}
+
+/// A `--frame-maps` value: a positive, finite number of seconds.
+fn positive_seconds(s: &str) -> Result<Nanos, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 && v * 1e9 < u64::MAX as f64 => {
+            Ok(Nanos((v * 1e9).round().max(1.0) as u64))
+        }
+        _ => Err(format!("expected a positive number of seconds, got '{s}'")),
+    }
 }
 
 /// Run a loaded bare-metal experiment and write its results to `out`.
@@ -302,6 +328,7 @@ fn run_loaded(
     file: &Path,
     loaded: config::Loaded,
     out: &Path,
+    frame_maps: Option<Nanos>,
     print: Print,
     provenance: &Provenance,
 ) -> anyhow::Result<ExitCode> {
@@ -312,6 +339,10 @@ fn run_loaded(
     engine.stream_timeseries(Box::new(report::TimeseriesWriter::new(
         out.join("timeseries.csv"),
     )));
+    if let Some(every) = frame_maps {
+        let writer = hugemm_cli::framemap::FrameMapWriter::new(out.join("frame-maps"));
+        engine.watch_frame_maps(every, Box::new(writer));
+    }
     engine.stop_on(stop);
     let display = progress::Display::new(progress::Mode::detect(print.quiet));
     if let Some(spinner) = display.run(&file.display().to_string()) {
@@ -432,7 +463,7 @@ fn run_agent_simulated(
         serde_json::to_string_pretty(&agent)?,
     )
     .with_context(|| format!("writing {}", out.join("agent.json").display()))?;
-    run_loaded(file, loaded, &out, print, &provenance)
+    run_loaded(file, loaded, &out, None, print, &provenance)
 }
 
 /// `hugemm run` of a file with `[[vm]]` tables: the machine hosts the VMs

@@ -48,7 +48,7 @@ mod testutil;
 
 // The public modules at their paths; the items below are listed as re-exports of them
 // (`doc(no_inline)`), as when the modules sat at the root.
-pub use phys::{buddy, fallback, frame, metrics, node, pageblock, pcp};
+pub use phys::{buddy, fallback, frame, kpageflags, metrics, node, pageblock, pcp};
 pub use pressure::{compaction, kmem, movepages, pagecache, reclaim};
 pub use space::{content, pte, vma};
 

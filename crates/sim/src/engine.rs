@@ -76,6 +76,23 @@ pub trait TimeseriesSink {
     }
 }
 
+/// Where a run's frame maps go ([`Engine::watch_frame_maps`]): every frame's
+/// `/proc/kpageflags` word ([`PhysMem::kpageflags`](hugemm_mm::PhysMem::kpageflags)), so
+/// that the model's physical memory can be laid beside a real kernel's.
+pub trait FrameMapSink {
+    /// Take the map at `time_ns`; an error stops the run with [`SimError::Output`].
+    fn write(&mut self, time_ns: u64, kpageflags: &[u64]) -> std::io::Result<()>;
+}
+
+/// Frame maps wanted every `every`, the next at the first sample at or after `next`.
+struct FrameMaps {
+    every: Picos,
+    next: Picos,
+    /// When the last map was written.
+    written: Option<Picos>,
+    sink: Box<dyn FrameMapSink>,
+}
+
 /// A simulated core.
 #[derive(Clone)]
 pub(crate) struct Core {
@@ -146,6 +163,8 @@ pub struct Engine {
     sink: Option<Box<dyn TimeseriesSink>>,
     /// What sees every sample's rows besides (a progress display).
     watcher: Option<Box<dyn TimeseriesSink>>,
+    /// Where frame maps go, if anywhere.
+    frame_maps: Option<FrameMaps>,
     /// Looked at before every event: set, the run stops.
     stop: Option<StopFlag>,
     pub(crate) cycles_per_ps: f64,
@@ -399,6 +418,7 @@ impl Engine {
             timeseries: Vec::new(),
             sink: None,
             watcher: None,
+            frame_maps: None,
             stop: None,
             cycles_per_ps,
             scan_cost,
@@ -434,6 +454,19 @@ impl Engine {
         self.watcher = Some(watcher);
     }
 
+    /// Give `sink` the frame map ([`FrameMapSink`]) at the first sample at or after each
+    /// multiple of `every` of simulated time (so the first at the first sample), and at
+    /// the run's end. A map is 8 bytes a frame: meant for runs of a few GiB and a few
+    /// dozen maps.
+    pub fn watch_frame_maps(&mut self, every: Nanos, sink: Box<dyn FrameMapSink>) {
+        self.frame_maps = Some(FrameMaps {
+            every: Picos::from(every).max(Picos(1)),
+            next: Picos(0),
+            written: None,
+            sink,
+        });
+    }
+
     /// Stop the run when `flag` is raised (see [`StopFlag`]).
     pub fn stop_on(&mut self, flag: StopFlag) {
         self.stop = Some(flag);
@@ -455,6 +488,7 @@ impl Engine {
         if self.last_sample != Some(end) {
             self.sample(end)?;
         }
+        self.frame_map(end, true)?;
         if let Some(sink) = &mut self.sink {
             sink.flush().map_err(SimError::Output)?;
         }
@@ -660,6 +694,7 @@ impl Engine {
             timeseries: d.timeseries,
             sink: None,
             watcher: None,
+            frame_maps: None,
             stop: d.stop,
             cycles_per_ps: d.cycles_per_ps,
             scan_cost: d.scan_cost,
@@ -989,6 +1024,7 @@ impl Engine {
         });
         let interval = t - self.last_sample.unwrap_or(Picos(0));
         self.sample_nodes(time_ns, interval);
+        self.frame_map(t, false)?;
         self.next_sample = t + Picos::from(self.exp.sample_interval);
         self.last_sample = Some(t);
         if let Some(watcher) = &mut self.watcher {
@@ -1000,6 +1036,26 @@ impl Engine {
             sink.write(&self.timeseries[first..])
                 .map_err(SimError::Output)?;
             self.timeseries.truncate(first);
+        }
+        Ok(())
+    }
+
+    /// The frame map at `t`, if one is wanted and due (or `last`: the run's end) and not
+    /// already written at `t`.
+    fn frame_map(&mut self, t: Picos, last: bool) -> Result<()> {
+        let Some(maps) = &mut self.frame_maps else {
+            return Ok(());
+        };
+        if maps.written == Some(t) || (t < maps.next && !last) {
+            return Ok(());
+        }
+        let flags = self.kernel.phys().kpageflags();
+        maps.sink
+            .write(t.to_nanos().0, &flags)
+            .map_err(SimError::Output)?;
+        maps.written = Some(t);
+        while maps.next <= t {
+            maps.next = maps.next + maps.every;
         }
         Ok(())
     }

@@ -33,7 +33,9 @@ pub mod sampling;
 mod tlbsample;
 
 pub use compaction::KcompactdConfig;
-pub use engine::{migration_costs, mm_costs, Detached, Engine, StopFlag, TimeseriesSink};
+pub use engine::{
+    migration_costs, mm_costs, Detached, Engine, FrameMapSink, StopFlag, TimeseriesSink,
+};
 pub use experiment::{Experiment, KernelConfig, Mode, SampledConfig};
 pub use host::{
     FreePageReporting, GuestVm, HostSwap, HostedResult, HostedRun, Ksm, SwapStats, VmResult,

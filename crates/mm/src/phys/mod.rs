@@ -12,6 +12,7 @@ pub mod buddy;
 pub mod fallback;
 pub mod frame;
 pub(crate) mod freelist;
+pub mod kpageflags;
 pub mod metrics;
 pub mod node;
 pub mod pageblock;
