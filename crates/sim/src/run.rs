@@ -735,6 +735,7 @@ fn exact_loop(
         if let Some(acc) = acc.as_deref_mut() {
             acc.refs += 1;
             acc.time += ctx.core.now - before - faulted;
+            acc.fault_time += faulted;
             if write {
                 acc.walk_store += cost.walk;
             } else {
@@ -861,7 +862,9 @@ fn skip(
     };
     let until = bound.min(s.next_window).min(run.deadline);
     let budget = until.0.saturating_sub(ctx.core.now.0) as f64;
-    let by_time = whole(budget / m.time_ps.max(1e-3), &mut run.carry_refs).min(run.refs_left);
+    // Sized with the window's faults (WindowMeans::fault_ps), charged without them.
+    let per_ref = m.time_ps + m.fault_ps;
+    let by_time = whole(budget / per_ref.max(1e-3), &mut run.carry_refs).min(run.refs_left);
     let n = by_time.min(s.skip_limit());
     if n == 0 {
         // Less than one reference fits before `until`: let the clock reach it.

@@ -69,6 +69,13 @@ pub enum Stage {
 pub struct WindowMeans {
     /// Mean time per reference, compute included, faults excluded (picoseconds).
     pub time_ps: f64,
+    /// Mean fault time per reference (picoseconds). A skip does not charge it (the
+    /// faults of its first touches are carried out and charged as they happen) but
+    /// counts it when choosing its length, so that a skip over first touches (a touch
+    /// pass: a fault a reference) ends near the time it was sized for instead of running
+    /// past it by every fault's time, which would let one core fault thousands of pages
+    /// while the others wait.
+    pub fault_ps: f64,
     /// Mean walk time of loads per reference (picoseconds).
     pub walk_load_ps: f64,
     /// Mean walk time of stores per reference (picoseconds).
@@ -167,6 +174,8 @@ pub struct WindowAcc {
     pub refs: u64,
     /// Their time, compute included, faults excluded.
     pub time: Picos,
+    /// Their faults' time.
+    pub fault_time: Picos,
     /// Their walk time, loads.
     pub walk_load: Picos,
     /// Their walk time, stores.
@@ -200,6 +209,7 @@ impl WindowAcc {
         };
         Some(WindowMeans {
             time_ps: self.time.0 as f64 / n,
+            fault_ps: self.fault_time.0 as f64 / n,
             walk_load_ps: self.walk_load.0 as f64 / n,
             walk_store_ps: self.walk_store.0 as f64 / n,
             l1_hits: self.l1_hits as f64 / n,
