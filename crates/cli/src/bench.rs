@@ -222,6 +222,7 @@ fn experiment(
         mode,
         seed: 1,
         sample_interval: Nanos::from_secs(10),
+        turn: hugemm_sim::SYNC.to_nanos(),
         time_limit: Nanos::from_secs(100_000),
         daemon_core: 0,
         kernel: Default::default(),

@@ -34,6 +34,7 @@ pub fn experiment(thp: ThpMode, seed: u64) -> anyhow::Result<Experiment> {
         mode: Mode::Exact,
         seed,
         sample_interval: Nanos::from_millis(100),
+        turn: hugemm_sim::SYNC.to_nanos(),
         time_limit: Nanos::from_secs(3600),
         daemon_core: 0,
         kernel: Default::default(),

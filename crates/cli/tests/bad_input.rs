@@ -2118,3 +2118,29 @@ fn a_reproduce_highalloc_table_is_checked() {
         assert!(!err.contains("panicked"), "{err}");
     }
 }
+
+#[test]
+fn a_turn_of_zero_microseconds() {
+    expect_bad(
+        &edit("seed = 1\n", "seed = 1\nturn_us = 0\n"),
+        "sim.turn_us",
+        &["a number from", "found 0"],
+    );
+}
+
+#[test]
+fn frame_maps_every_zero_seconds() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/alloc-and-touch.toml");
+    let o = hugemm(&[
+        "run".as_ref(),
+        file.as_os_str(),
+        "--frame-maps".as_ref(),
+        "0".as_ref(),
+    ]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "exit code; stderr: {err}");
+    assert!(
+        err.contains("--frame-maps") && err.contains("a positive number of seconds, got '0'"),
+        "{err}"
+    );
+}

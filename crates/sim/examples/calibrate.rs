@@ -213,6 +213,7 @@ fn experiment(
         mode: Mode::Exact,
         seed: 11,
         sample_interval: Nanos::from_secs(1000),
+        turn: hugemm_sim::SYNC.to_nanos(),
         time_limit: Nanos::from_secs(1_000_000),
         daemon_core: 0,
         kernel: Default::default(),

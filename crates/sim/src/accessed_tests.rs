@@ -33,6 +33,7 @@ fn engine(bits: AccessedBits, bytes: u64) -> Engine {
         mode: Mode::Exact,
         seed: 1,
         sample_interval: Nanos::from_secs(10),
+        turn: crate::SYNC.to_nanos(),
         time_limit: Nanos::from_secs(10),
         daemon_core: 0,
         kernel: KernelConfig {

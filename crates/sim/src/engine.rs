@@ -1,8 +1,8 @@
 //! The event loop: starts processes, gives cores their turns, wakes daemons, takes
 //! time-series samples, and assembles the results.
 //!
-//! Cores advance in turns of at most [`SYNC`] of simulated time past the slowest other
-//! busy core, so processes on different cores interleave their use of the shared kernel
+//! Cores advance in turns of at most the experiment's turn ([`SYNC`] unless set) of
+//! simulated time past the slowest other busy core, so processes on different cores interleave their use of the shared kernel
 //! state finely and in a fixed order. Several processes on one core share it round-robin
 //! in [`SLICE`]-long time slices. Events due at the same instant are ordered: process
 //! starts, then daemons, then samples, then cores, each by index.
@@ -27,7 +27,12 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-/// Longest a core runs ahead of the slowest other busy core.
+/// Longest a core runs ahead of the slowest other busy core, unless the experiment says
+/// otherwise ([`Experiment::turn`], `[sim] turn_us`). Turns this long let a core fault
+/// hundreds of pages while the others wait, so two cores' allocations interleave in runs
+/// of hundreds of frames, where real CPUs allocating at once interleave by the per-CPU
+/// lists' refills (31 or 63 pages): experiments about how physical memory is laid out
+/// set a shorter turn (`experiments/apsys16/`).
 pub const SYNC: Picos = Picos(1_000_000_000); // 1 ms
 /// Time slice of processes sharing a core (CFS's default minimum granularity scale).
 pub const SLICE: Picos = Picos(4_000_000_000); // 4 ms
@@ -759,7 +764,8 @@ impl Engine {
     /// How far core `c` may run in this turn.
     fn turn_bound(&self, c: usize) -> Picos {
         let now = self.cores[c].now;
-        let mut bound = now + SYNC;
+        let turn = Picos::from(self.exp.turn);
+        let mut bound = now + turn;
         for p in &self.procs {
             if p.pid.is_none() && p.end.is_none() {
                 bound = bound.min(Picos::from(p.start).max(now));
@@ -774,7 +780,7 @@ impl Engine {
         }
         for (i, other) in self.cores.iter().enumerate() {
             if i != c && !other.queue.is_empty() {
-                bound = bound.min(other.now + SYNC);
+                bound = bound.min(other.now + turn);
             }
         }
         if self.cores[c].queue.len() > 1 {

@@ -90,6 +90,10 @@ pub struct Experiment {
     pub seed: u64,
     /// Interval between time-series samples.
     pub sample_interval: Nanos,
+    /// Longest a core runs ahead of the slowest other busy core (`[sim] turn_us`; default
+    /// [`SYNC`](crate::engine::SYNC)): how finely processes on different cores interleave
+    /// their use of the kernel.
+    pub turn: Nanos,
     /// Stop the run at this simulated time even if processes are still running.
     pub time_limit: Nanos,
     /// Core on which kernel daemons run (their CPU time delays the process there).

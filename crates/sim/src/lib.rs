@@ -34,7 +34,7 @@ mod tlbsample;
 
 pub use compaction::KcompactdConfig;
 pub use engine::{
-    migration_costs, mm_costs, Detached, Engine, FrameMapSink, StopFlag, TimeseriesSink,
+    migration_costs, mm_costs, Detached, Engine, FrameMapSink, StopFlag, TimeseriesSink, SYNC,
 };
 pub use experiment::{Experiment, KernelConfig, Mode, SampledConfig};
 pub use host::{

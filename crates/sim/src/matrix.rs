@@ -119,6 +119,7 @@ pub fn experiment_for(c: &Case, mode: Mode, profile: &MachineProfile) -> Experim
         mode,
         seed: 3,
         sample_interval: Nanos::from_secs(1),
+        turn: crate::SYNC.to_nanos(),
         time_limit: Nanos::from_secs(1_000_000),
         daemon_core: 0,
         kernel: Default::default(),

@@ -649,6 +649,8 @@ pub struct RawSim {
     pub seed: Option<i64>,
     /// Time-series interval (ms).
     pub sample_interval_ms: Option<i64>,
+    /// Longest a core runs ahead of the others (microseconds).
+    pub turn_us: Option<f64>,
     /// Time limit (s).
     pub time_limit_s: Option<f64>,
     /// Core running kernel daemons.

@@ -352,7 +352,7 @@ impl Validator<'_> {
             1024,
         )? as u32;
         let (policy, policies) = self.policy(&mut raw.policy)?;
-        let (mode, seed, sample_interval, time_limit, daemon_core) =
+        let (mode, seed, sample_interval, turn, time_limit, daemon_core) =
             self.sim(&mut raw.sim, cores)?;
         let policy_name = raw.policy.name.clone().unwrap_or_default();
         let kernel = self.kernel(&mut raw.kernel, memory_bytes, &policy_name)?;
@@ -427,6 +427,7 @@ impl Validator<'_> {
             mode,
             seed,
             sample_interval,
+            turn,
             time_limit,
             daemon_core,
             kernel,
@@ -726,7 +727,7 @@ impl Validator<'_> {
         })
     }
 
-    fn sim(&self, s: &mut RawSim, cores: u32) -> R<(Mode, u64, Nanos, Nanos, u32)> {
+    fn sim(&self, s: &mut RawSim, cores: u32) -> R<(Mode, u64, Nanos, Nanos, Nanos, u32)> {
         let exact = self.choice(
             "sim.mode",
             s.mode.as_deref(),
@@ -741,6 +742,8 @@ impl Validator<'_> {
             1,
             1 << 40,
         )? as u64;
+        let default_turn_us = hugemm_sim::SYNC.0 as f64 / 1e6;
+        let turn_us = self.float("sim.turn_us", s.turn_us, default_turn_us, 0.1, 1e6)?;
         let limit = self.float("sim.time_limit_s", s.time_limit_s, 86_400.0, 1e-6, 1e9)?;
         let daemon_core =
             self.int("sim.daemon_core", s.daemon_core, 0, 0, cores as i64 - 1)? as u32;
@@ -829,12 +832,14 @@ impl Validator<'_> {
         s.mode = Some(if exact { "exact" } else { "sampled" }.into());
         s.seed = Some(seed as i64);
         s.sample_interval_ms = Some(interval as i64);
+        s.turn_us = Some(turn_us);
         s.time_limit_s = Some(limit);
         s.daemon_core = Some(daemon_core as i64);
         Ok((
             mode,
             seed,
             Nanos::from_millis(interval),
+            Nanos((turn_us * 1e3).round() as u64),
             Nanos((limit * 1e9) as u64),
             daemon_core,
         ))

@@ -47,6 +47,7 @@ impl Scenario {
                 mode: Mode::Exact,
                 seed: 1,
                 sample_interval: Nanos::from_secs(1),
+                turn: hugemm_sim::SYNC.to_nanos(),
                 time_limit: Nanos::from_secs(100_000),
                 daemon_core: 0,
                 kernel: Default::default(),
