@@ -19,7 +19,15 @@
 #   TARGETS, empty for the whole build, or folders such as "kernel/ mm/ fs/");
 # - BUILDS: 2 (the paper's two builds, cleaning between) or 1;
 # - SAMPLE_S; TRACE_KB, the trace ring buffer per CPU (KiB); SMOKE=1 to stop after
-#   the boot snapshot (a check that the guest boots and its probes read).
+#   the boot snapshot (a check that the guest boots and its probes read);
+# - KPAGEFLAGS=1 to save /proc/kpageflags (8 bytes a page frame, gzipped: what each
+#   frame is, for layout.py) with every snapshot and every timeline sample;
+# - ALLOC_TRACE_AT=T (seconds into build 1; empty: off) and ALLOC_TRACE_S: trace every
+#   page allocation and free (kmem events mm_page_alloc, mm_page_alloc_zone_locked,
+#   mm_page_free, mm_page_free_batched, mm_page_pcpu_drain) for ALLOC_TRACE_S seconds
+#   from T, in a trace instance of its own (TRACE_KB a CPU, allocated before the build),
+#   saved as alloc-trace.txt.gz: which CPU and task took which frames, and when the
+#   per-CPU lists were refilled from and drained to the buddy allocator.
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C
 mount -t proc proc /proc
 mount -t sysfs sys /sys
@@ -29,6 +37,7 @@ mount -t tmpfs tmpfs /tmp
 mount -o remount,rw /
 echo 1 > /proc/sys/kernel/sysrq
 WORKLOAD=synth JOBS=4 SAMPLE_S=30 SMOKE=0 TRACE_KB=4096 CONFIG=defconfig DEBUG_INFO=1
+KPAGEFLAGS=0 ALLOC_TRACE_AT= ALLOC_TRACE_S=1
 TARGETS= BUILDS=2
 UNITS=7000 SOURCE=$((160 << 20)) HEADERS=4000 HEADER_BYTES=16384 HEADER_READS=8
 OBJECT=$((5 << 30)) HEAP_MIN=$((16 << 20)) HEAP_MAX=$((64 << 20)) COMPUTE_MS=0 SEED=1
@@ -58,6 +67,23 @@ snapshot() {
     cp /proc/meminfo "$R/meminfo-$1.txt"
     cp /proc/vmstat "$R/vmstat-$1.txt"
     cp /proc/buddyinfo "$R/buddyinfo-$1.txt"
+    kpageflags "$1"
+}
+kpageflags() {
+    # A 512 MiB guest's map is 1 MiB, about 60 KiB gzipped: a few page-cache pages.
+    [ "$KPAGEFLAGS" = 1 ] && gzip -1 < /proc/kpageflags > "$R/kpageflags-$1.bin.gz"
+    return 0
+}
+alloc_trace() {
+    i=/sys/kernel/debug/tracing/instances/alloc
+    sleep "$ALLOC_TRACE_AT"
+    for e in mm_page_alloc mm_page_alloc_zone_locked mm_page_free mm_page_free_batched \
+             mm_page_pcpu_drain; do
+        echo 1 > "$i/events/kmem/$e/enable"
+    done
+    sleep "$ALLOC_TRACE_S"
+    echo 0 > "$i/events/enable"
+    gzip -1 < "$i/trace" > "$R/alloc-trace.txt.gz"
 }
 sampler() {
     t0=$(date +%s)
@@ -68,6 +94,7 @@ sampler() {
             sed -n '/Number of blocks type/,$p' /proc/pagetypeinfo
             grep -E '^(MemFree|Cached|SReclaimable|SUnreclaim):' /proc/meminfo
         } >> "$R/timeline.txt"
+        kpageflags "$1-t$now"
         sleep "$SAMPLE_S"
     done
 }
@@ -104,16 +131,23 @@ case $BUILDS in 1|2) ;; *) echo "guest-init.sh: BUILDS must be 1 or 2, not '$BUI
 # (a 512 MiB guest unpacking a kernel tree), it fell back into 36 Movable pageblocks.
 sync; echo 3 > /proc/sys/vm/drop_caches
 echo "$TRACE_KB" > /sys/kernel/debug/tracing/buffer_size_kb
+if [ -n "$ALLOC_TRACE_AT" ]; then
+    mkdir /sys/kernel/debug/tracing/instances/alloc
+    echo "$TRACE_KB" > /sys/kernel/debug/tracing/instances/alloc/buffer_size_kb
+fi
 sleep 5
 snapshot start
 for build in $(seq "$BUILDS"); do
     [ "$build" = 2 ] && { sh /tmp/clean.sh; sync; snapshot clean; }
     sampler "build$build" & S=$!
+    A=
+    if [ "$build" = 1 ] && [ -n "$ALLOC_TRACE_AT" ]; then alloc_trace & A=$!; fi
     start=$(date +%s)
     python3 "$P/extfrag.py" --buffer-kb "$TRACE_KB" --out "$R/extfrag-build$build.json" \
         --raw "$R/extfrag-build$build.csv" -- sh /tmp/build.sh > "$R/build$build.txt" 2>&1
     echo "build $build: exit $? in $(( $(date +%s) - start )) s" >> "$R/builds.txt"
     kill $S
+    [ -n "$A" ] && wait "$A"   # the trace's copy may outlast a short build
     sleep 10
     snapshot "build$build"
 done
