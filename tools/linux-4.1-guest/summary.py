@@ -13,6 +13,8 @@ guest's.
 
 usage: summary.py RESULTS_DIR [--model SUMMARY.json]
 """
+import csv
+import gzip
 import json
 import os
 import re
@@ -39,6 +41,33 @@ def meminfo_mib(path, key):
     with open(path) as f:
         kb = meminfo_kb(f.read(), [key]).get(key)
     return None if kb is None else kb // 1024
+
+
+DMA_PFNS = 4096  # x86's DMA zone: the first 16 MiB
+
+
+def fallbacks_by_zone(d, build):
+    """{zone: (fallbacks, {types: count})} from extfrag.py's raw CSV (plain or gzipped),
+    if the run kept it; the DMA zone is where 4.1's fair zone allocation policy drains
+    the Movable lists of a small guest."""
+    for name in (f"extfrag-build{build}.csv", f"extfrag-build{build}.csv.gz"):
+        p = os.path.join(d, name)
+        if os.path.exists(p):
+            break
+    else:
+        return None
+    types = {"0": "unmovable", "1": "reclaimable", "2": "movable", "3": "reserve"}
+    out = {}
+    opener = gzip.open if p.endswith(".gz") else open
+    with opener(p, "rt") as f:
+        for row in csv.DictReader(f):
+            zone = "DMA" if int(row["pfn"]) < DMA_PFNS else "DMA32 and above"
+            n, by = out.setdefault(zone, (0, {}))
+            key = f"{types.get(row['alloc_mt'], row['alloc_mt'])}->" \
+                  f"{types.get(row['fallback_mt'], row['fallback_mt'])}"
+            by[key] = by.get(key, 0) + 1
+            out[zone] = (n + 1, by)
+    return {z: (n, dict(sorted(by.items()))) for z, (n, by) in sorted(out.items())}
 
 
 def model_fallbacks(path):
@@ -97,6 +126,10 @@ def main():
                   f"pageblock, {e['pageblocks_with_unclaimed_kernel_steals']} Movable pageblocks "
                   f"took an unclaimed kernel steal; by types: {e['by_types']}; "
                   f"ring buffer overrun {e['ring_buffer_overrun']}")
+        zones = fallbacks_by_zone(d, b)
+        if zones:
+            print(f"build {b}, by zone (the DMA zone is the first 16 MiB): "
+                  + "; ".join(f"{z}: {n} fallbacks, by types {t}" for z, (n, t) in zones.items()))
     if model:
         total, claimed, by_types = model_fallbacks(model)
         print(f"model, both builds: {total} fallbacks, {claimed} claimed their pageblock; "
