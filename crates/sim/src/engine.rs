@@ -31,8 +31,10 @@ use std::sync::Arc;
 /// otherwise ([`Experiment::turn`], `[sim] turn_us`). Turns this long let a core fault
 /// hundreds of pages while the others wait, so two cores' allocations interleave in runs
 /// of hundreds of frames, where real CPUs allocating at once interleave by the per-CPU
-/// lists' refills (31 or 63 pages): experiments about how physical memory is laid out
-/// set a shorter turn (`experiments/apsys16/`).
+/// lists' refills (31 or 63 pages). An experiment comparing physical memory's layout with
+/// a real kernel's sets a shorter turn (`examples/kbuild-4.1-guest-512m.toml`: 5 us); the
+/// APSys'16 reproductions keep this one, at a fifth of the cost (docs/kbuild-measurement.md,
+/// "Where the pages lie").
 pub const SYNC: Picos = Picos(1_000_000_000); // 1 ms
 /// Time slice of processes sharing a core (CFS's default minimum granularity scale).
 pub const SLICE: Picos = Picos(4_000_000_000); // 4 ms
