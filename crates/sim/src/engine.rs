@@ -1063,7 +1063,7 @@ impl Engine {
             .map_err(SimError::Output)?;
         maps.written = Some(t);
         while maps.next <= t {
-            maps.next = maps.next + maps.every;
+            maps.next += maps.every;
         }
         Ok(())
     }
