@@ -2,10 +2,11 @@
 //! time-series samples, and assembles the results.
 //!
 //! Cores advance in turns of at most the experiment's turn ([`SYNC`] unless set) of
-//! simulated time past the slowest other busy core, so processes on different cores interleave their use of the shared kernel
-//! state finely and in a fixed order. Several processes on one core share it round-robin
-//! in [`SLICE`]-long time slices. Events due at the same instant are ordered: process
-//! starts, then daemons, then samples, then cores, each by index.
+//! simulated time past the slowest other busy core, so processes on different cores
+//! interleave their use of the shared kernel state finely and in a fixed order. Several
+//! processes on one core share it round-robin in [`SLICE`]-long time slices. Events due
+//! at the same instant are ordered: process starts, then daemons, then samples, then
+//! cores, each by index.
 
 use crate::bandwidth::Bandwidth;
 use crate::compaction::{Deferral, Kcompactd, KCOMPACTD_PERIOD};
@@ -33,8 +34,8 @@ use std::sync::Arc;
 /// of hundreds of frames, where real CPUs allocating at once interleave by the per-CPU
 /// lists' refills (31 or 63 pages). An experiment comparing physical memory's layout with
 /// a real kernel's sets a shorter turn (`examples/kbuild-4.1-guest-512m.toml`: 5 us); the
-/// APSys'16 reproductions keep this one, at a fifth of the cost (docs/kbuild-measurement.md,
-/// "Where the pages lie").
+/// APSys'16 reproductions keep this one, at a fifth of the cost
+/// (docs/kbuild-measurement.md, "Where the pages lie").
 pub const SYNC: Picos = Picos(1_000_000_000); // 1 ms
 /// Time slice of processes sharing a core (CFS's default minimum granularity scale).
 pub const SLICE: Picos = Picos(4_000_000_000); // 4 ms
