@@ -384,7 +384,7 @@ pub struct Translation {
 pub struct FileId(pub u32);
 
 /// The mobility class of an allocation and of a pageblock (Linux `enum migratetype`, the
-/// three page-allocator types; same numbering).
+/// three page-allocator types; same numbering), and Linux 4.1's reserve.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[repr(u8)]
 pub enum MigrateType {
@@ -394,19 +394,31 @@ pub enum MigrateType {
     Movable = 1,
     /// Kernel caches that can be reclaimed (`MIGRATE_RECLAIMABLE`).
     Reclaimable = 2,
+    /// Linux 4.1's `MIGRATE_RESERVE` (removed in 4.4): a pageblock type and free lists,
+    /// never a request's type. A few pageblocks at the start of the zone whose free
+    /// pages any request takes only when its own lists and its fallbacks are empty
+    /// (`PhysMem::set_migrate_reserve`). Absent unless a kernel keeps it.
+    Reserve = 3,
 }
 
 impl MigrateType {
-    /// Number of migrate types.
-    pub const COUNT: usize = 3;
-    /// All migrate types, in Linux's numbering.
-    pub const ALL: [MigrateType; 3] = [
+    /// Number of migrate types, the reserve included (per-type arrays).
+    pub const COUNT: usize = 4;
+    /// All migrate types, in Linux's numbering, the reserve last.
+    pub const ALL: [MigrateType; 4] = [
+        MigrateType::Unmovable,
+        MigrateType::Movable,
+        MigrateType::Reclaimable,
+        MigrateType::Reserve,
+    ];
+    /// The types requests have (`MIGRATE_PCPTYPES`: the three with per-CPU lists).
+    pub const REQUESTS: [MigrateType; 3] = [
         MigrateType::Unmovable,
         MigrateType::Movable,
         MigrateType::Reclaimable,
     ];
 
-    /// Dense index 0..3 for per-type arrays.
+    /// Dense index 0..4 for per-type arrays.
     pub const fn index(self) -> usize {
         self as usize
     }
@@ -417,15 +429,17 @@ impl MigrateType {
             MigrateType::Unmovable => "unmovable",
             MigrateType::Movable => "movable",
             MigrateType::Reclaimable => "reclaimable",
+            MigrateType::Reserve => "reserve",
         }
     }
 
-    /// Decode two bits of frame metadata (3 never occurs; read as unmovable).
+    /// Decode two bits of frame metadata.
     pub(crate) const fn from_bits(bits: u32) -> MigrateType {
         match bits & 3 {
+            0 => MigrateType::Unmovable,
             1 => MigrateType::Movable,
             2 => MigrateType::Reclaimable,
-            _ => MigrateType::Unmovable,
+            _ => MigrateType::Reserve,
         }
     }
 }

@@ -563,6 +563,18 @@ impl Kernel {
         self.wmark = Watermarks::with(managed, base, self.min_free_kb, self.wmark_scale);
     }
 
+    /// Keep Linux 4.1's `MIGRATE_RESERVE` pageblocks (`setup_zone_migrate_reserve`):
+    /// the `min` watermark rounded up to whole pageblocks, at most 2
+    /// ([`reserve_pageblocks`]), at the start of memory ([`PhysMem::set_migrate_reserve`]
+    /// says what they do). Call after the watermarks are set and before anything is
+    /// allocated; returns the pageblocks kept per node.
+    pub fn set_migrate_reserve(&mut self) -> Result<u32> {
+        let pb_frames = 1u64 << self.phys.pageblock_order().0;
+        let blocks = reserve_pageblocks(self.wmark.min, pb_frames);
+        self.phys.set_migrate_reserve(blocks)?;
+        Ok(blocks)
+    }
+
     /// Keep Linux's per-CPU page lists for `cpus` CPUs from now on, sized from this
     /// zone and its low watermark ([`PcpConfig::linux`]; `pcp.rs`).
     pub fn enable_per_cpu_lists(&mut self, cpus: usize) {
@@ -922,5 +934,31 @@ mod tests {
         assert_eq!(k.touch(pid, VirtAddr(u64::MAX), true), Touch::Segfault);
         let va = k.mmap(pid, PAGE, HugeAdvice::None).unwrap();
         assert_eq!(k.touch(pid, va, true), Touch::NotPresent);
+    }
+}
+
+/// Linux 4.1's count of `MIGRATE_RESERVE` pageblocks for a zone whose `min` watermark is
+/// `min` frames: `min` rounded up to pageblocks of `pageblock_frames`, at most 2
+/// (`setup_zone_migrate_reserve`: "A min_free_kbytes value that would result in more
+/// than 2 reserve blocks ... is assumed to be in place to help anti-fragmentation").
+pub fn reserve_pageblocks(min: u64, pageblock_frames: u64) -> u32 {
+    min.div_ceil(pageblock_frames).min(2) as u32
+}
+
+#[cfg(test)]
+mod reserve_tests {
+    use super::reserve_pageblocks;
+
+    #[test]
+    fn the_reserve_is_the_min_watermark_in_pageblocks_at_most_two() {
+        assert_eq!(reserve_pageblocks(0, 512), 0);
+        assert_eq!(reserve_pageblocks(300, 512), 1);
+        assert_eq!(reserve_pageblocks(512, 512), 1);
+        assert_eq!(reserve_pageblocks(685, 512), 2, "a 512 MiB zone");
+        assert_eq!(
+            reserve_pageblocks(2048, 512),
+            2,
+            "4 GiB: 4 rounded, capped at 2"
+        );
     }
 }

@@ -201,6 +201,9 @@ pub struct PhysMem {
     /// Free a block to the tail of its list when the buddy of the block one order up
     /// that holds it is free ([`PhysMem::set_buddy_merge_likely`]).
     merge_likely: bool,
+    /// Reserve pageblocks per node (Linux 4.1's `MIGRATE_RESERVE`,
+    /// [`PhysMem::set_migrate_reserve`]); 0 without a reserve.
+    reserve_blocks: u32,
 }
 
 impl PhysMem {
@@ -254,6 +257,7 @@ impl PhysMem {
             zeroed_first: ZeroedFirst::Yes,
             preserve_below: 0,
             merge_likely: false,
+            reserve_blocks: 0,
         };
         for n in 0..mem.nodes.count() {
             let (start, end) = mem.nodes.range(n);
@@ -321,6 +325,66 @@ impl PhysMem {
     /// Whether a block likely to merge is freed to the tail of its list.
     pub fn buddy_merge_likely(&self) -> bool {
         self.merge_likely
+    }
+
+    /// Keep Linux 4.1's `MIGRATE_RESERVE` (`setup_zone_migrate_reserve`; removed in 4.4):
+    /// the first `blocks` pageblocks of each node that are Movable and wholly free become
+    /// reserve pageblocks, their free blocks (a block headed in one, whole) move to the
+    /// reserve's lists, and from then on a request takes from those lists only when its
+    /// own lists and its fallbacks have nothing (`__rmqueue`'s `retry_reserve`); frames
+    /// freed in a reserve pageblock go back to them. Fallbacks never take from the
+    /// reserve, nor claim its pageblocks, and compaction neither migrates out of them nor
+    /// into them (both want Movable pageblocks). The reserve's free frames count toward
+    /// the watermarks, as every free frame does: that is its effect on a small zone,
+    /// where it can be larger than the `low` watermark, so the other lists run dry
+    /// before kswapd wakes. 4.1 sizes it as the `min` watermark rounded up to
+    /// pageblocks, at most 2
+    /// ([`reserve_pageblocks`](crate::kernel::reserve_pageblocks)). Call once, before any allocation;
+    /// `blocks` 0 keeps no reserve (the default, Linux since 4.4).
+    pub fn set_migrate_reserve(&mut self, blocks: u32) -> Result<()> {
+        if self.reserve_blocks != 0 || self.frames_free() != self.frames_total() {
+            return Err(MmError::InvalidConfig {
+                what: "the migrate reserve can only be set up once, before any frame is allocated",
+            });
+        }
+        let pb = self.blocks.order();
+        for n in 0..self.nodes.count() {
+            let (start, end) = self.nodes.range(n);
+            let mut left = blocks;
+            let mut pfn = start;
+            while left > 0 && pfn + (1 << pb) <= end {
+                if self.blocks.type_of(pfn) == MigrateType::Movable {
+                    self.blocks.set(pfn, MigrateType::Reserve);
+                    self.move_free_blocks_headed_in(pfn, MigrateType::Reserve);
+                    left -= 1;
+                }
+                pfn += 1 << pb;
+            }
+        }
+        self.reserve_blocks = blocks;
+        Ok(())
+    }
+
+    /// Reserve pageblocks per node (0: no reserve).
+    pub fn migrate_reserve(&self) -> u32 {
+        self.reserve_blocks
+    }
+
+    /// Move every free block whose head lies in the pageblock at `start` to `mt`'s lists
+    /// (`move_freepages_block` for the reserve's setup).
+    fn move_free_blocks_headed_in(&mut self, start: u32, mt: MigrateType) {
+        let end = start + self.blocks.frames_per_block();
+        let mut pfn = start;
+        while pfn < end {
+            match self.frames.at(pfn).state() {
+                FrameState::FreeHead { order, .. } => {
+                    self.list_remove(pfn);
+                    self.list_push(pfn, order.0, mt);
+                    pfn += 1 << order.0;
+                }
+                _ => pfn += 1,
+            }
+        }
     }
 
     /// Queue boot memory as Linux before 5.10 did, so that allocations take the highest
@@ -536,6 +600,11 @@ impl PhysMem {
                 what: "order above max_order",
             });
         }
+        if req.migrate == MigrateType::Reserve {
+            return Err(MmError::InvalidArgument {
+                what: "no request is of the reserve's migrate type",
+            });
+        }
         let zeroed_first = req.prefer_zeroed && self.zeroed_first == ZeroedFirst::Yes;
         let pfn = if let Some(pfn) = zeroed_first
             .then(|| self.rmqueue_zeroed(order, req.migrate))
@@ -575,7 +644,13 @@ impl PhysMem {
         if !(order..=self.max_order).any(|o| area.count_order(o) > 0) {
             return Err(MmError::OutOfMemory);
         }
-        self.rmqueue_fallback(order, mt)?;
+        if let Err(e) = self.rmqueue_fallback(order, mt) {
+            // 4.1's `__rmqueue`: "Use MIGRATE_RESERVE rather than fail an allocation".
+            return match self.reserve_blocks {
+                0 => Err(e),
+                _ => self.rmqueue_list_head(order, MigrateType::Reserve).ok_or(e),
+            };
+        }
         if self.pcp_holds(order, mt) {
             self.fallback_stats.beside_per_cpu_blocks += 1;
         }
@@ -754,7 +829,10 @@ impl PhysMem {
 
     /// [`PhysMem::free_to_buddy`] onto `mt`'s lists, whatever the pageblock's type (Linux
     /// 4.1 returns a per-CPU page to the lists of the type it was listed as, its
-    /// `freepage_migratetype`).
+    /// `freepage_migratetype`), but for a reserve pageblock's frames, which go back to the
+    /// reserve (4.1 lists a freed reserve page on the Movable per-CPU list with
+    /// `freepage_migratetype` `MIGRATE_RESERVE`, and a page the reserve lent to a per-CPU
+    /// refill keeps that type too).
     pub(crate) fn free_to_buddy_as(
         &mut self,
         head: u32,
@@ -762,6 +840,11 @@ impl PhysMem {
         owner: OwnerKind,
         mt: MigrateType,
     ) -> Result<()> {
+        let mt = match self.reserve_blocks {
+            0 => mt,
+            _ if self.blocks.type_of(head) == MigrateType::Reserve => MigrateType::Reserve,
+            _ => mt,
+        };
         let (mut pfn, mut order) = (head, order);
         self.counters.on_free(head, order, owner);
         self.frames.update_range(pfn, 1 << order, |_, f| {

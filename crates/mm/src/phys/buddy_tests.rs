@@ -300,3 +300,133 @@ fn no_tail_placement_at_the_top_two_orders() {
         "512 at the head although 1024-2047 is free"
     );
 }
+
+/// 8 pageblocks (4 order-10 blocks) with Linux 4.1's reserve of 2 pageblocks.
+fn mem_with_reserve() -> PhysMem {
+    let mut m = mem(4096);
+    m.set_migrate_reserve(2).unwrap();
+    m
+}
+
+fn req(order: u8, mt: MigrateType) -> AllocRequest {
+    AllocRequest::new(Order(order)).migrate(mt)
+}
+
+#[test]
+fn the_reserve_is_the_first_pageblocks_and_its_free_frames_stay_off_the_other_lists() {
+    let m = mem_with_reserve();
+    assert_eq!(m.migrate_reserve(), 2);
+    assert_eq!(m.pageblocks(MigrateType::Reserve), 2);
+    assert_eq!(m.pageblocks(MigrateType::Movable), 6);
+    assert_eq!(m.pageblock_type(Pfn(0)), Some(MigrateType::Reserve));
+    assert_eq!(m.pageblock_type(Pfn(512)), Some(MigrateType::Reserve));
+    assert_eq!(m.pageblock_type(Pfn(1024)), Some(MigrateType::Movable));
+    assert_eq!(m.free_frames(MigrateType::Reserve), 1024);
+    assert_eq!(m.free_frames(MigrateType::Movable), 3072);
+    assert_eq!(
+        m.frames_free(),
+        4096,
+        "the reserve's frames are free frames"
+    );
+    m.check_counters().unwrap();
+}
+
+#[test]
+fn requests_take_the_reserve_only_when_their_lists_and_fallbacks_are_empty() {
+    let mut m = mem_with_reserve();
+    // Movable requests use the three Movable order-10 blocks and never the reserve.
+    let movable: Vec<Block> = (0..3)
+        .map(|_| m.alloc(&req(10, MigrateType::Movable)).unwrap())
+        .collect();
+    assert!(movable.iter().all(|b| b.pfn.0 >= 1024));
+    assert_eq!(m.free_frames(MigrateType::Reserve), 1024);
+    // Nothing left on any other list: a kernel request falls back to nothing, and takes
+    // the reserve rather than fail, without counting a fallback.
+    let fallbacks = m.fallback_stats().fallbacks;
+    let k = m.alloc(&req(0, MigrateType::Unmovable)).unwrap();
+    assert!(k.pfn.0 < 1024, "from the reserve: {:?}", k.pfn);
+    assert_eq!(m.fallback_stats().fallbacks, fallbacks);
+    assert_eq!(
+        m.pageblock_type(k.pfn),
+        Some(MigrateType::Reserve),
+        "taking from the reserve claims nothing"
+    );
+    // Its split halves stay on the reserve's lists, and a freed frame goes back there.
+    assert_eq!(m.free_frames(MigrateType::Reserve), 1023);
+    assert_eq!(m.free_frames(MigrateType::Unmovable), 0);
+    m.free(k.pfn, k.order).unwrap();
+    assert_eq!(m.free_frames(MigrateType::Reserve), 1024);
+    assert_eq!(
+        m.free_blocks_of(Order(10), MigrateType::Reserve),
+        1,
+        "merged back whole"
+    );
+    // A frame freed in a Movable pageblock goes to the Movable lists, as before.
+    m.free(movable[0].pfn, movable[0].order).unwrap();
+    assert_eq!(m.free_frames(MigrateType::Movable), 1024);
+    m.check_counters().unwrap();
+}
+
+#[test]
+fn fallbacks_take_other_types_lists_before_the_reserve() {
+    let mut m = mem_with_reserve();
+    let k = m.alloc(&req(0, MigrateType::Unmovable)).unwrap();
+    assert!(k.pfn.0 >= 1024, "a fallback to Movable, not the reserve");
+    assert_eq!(m.fallback_stats().fallbacks, 1);
+    assert_eq!(m.free_frames(MigrateType::Reserve), 1024);
+    // Without a reserve the same request takes the lowest block.
+    let mut plain = mem(4096);
+    assert_eq!(
+        plain.alloc(&req(0, MigrateType::Unmovable)).unwrap().pfn,
+        Pfn(0)
+    );
+}
+
+#[test]
+fn the_reserve_is_set_up_once_before_allocation_and_is_no_requests_type() {
+    let mut m = mem(4096);
+    m.alloc(&AllocRequest::new(Order(0))).unwrap();
+    let e = m.set_migrate_reserve(2).unwrap_err();
+    assert!(
+        e.to_string().contains("before any frame is allocated"),
+        "{e}"
+    );
+    let mut m = mem_with_reserve();
+    assert!(m.set_migrate_reserve(1).is_err(), "only once");
+    let e = m.alloc(&req(0, MigrateType::Reserve)).unwrap_err();
+    assert!(e.to_string().contains("reserve"), "{e}");
+}
+
+#[test]
+fn a_freed_reserve_frame_goes_by_the_movable_per_cpu_list_back_to_the_reserve() {
+    use crate::phys::pcp::{PcpConfig, PcpDrain};
+    let mut m = mem_with_reserve();
+    m.enable_per_cpu_lists(PcpConfig {
+        cpus: 1,
+        batch: 4,
+        high: 1024,
+        max_order: 0,
+        drain: PcpDrain::Linux41,
+    });
+    for _ in 0..3 {
+        m.alloc(&req(10, MigrateType::Movable)).unwrap();
+    }
+    // A refill from an empty zone but for the reserve: the reserve lends its frames.
+    let a = m.alloc(&req(0, MigrateType::Movable)).unwrap();
+    assert_eq!(m.pageblock_type(a.pfn), Some(MigrateType::Reserve));
+    m.free(a.pfn, a.order).unwrap();
+    let b = m.alloc(&req(0, MigrateType::Movable)).unwrap();
+    assert_eq!(
+        b.pfn, a.pfn,
+        "reused from the Movable per-CPU list, as 4.1 lists it"
+    );
+    m.free(b.pfn, b.order).unwrap();
+    m.drain_per_cpu_lists().unwrap();
+    assert_eq!(
+        m.free_frames(MigrateType::Reserve),
+        1024,
+        "all back on the reserve"
+    );
+    assert_eq!(m.free_frames(MigrateType::Movable), 0);
+    m.check_counters().unwrap();
+}

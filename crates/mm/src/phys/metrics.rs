@@ -44,6 +44,14 @@ pub struct PageblockCounts {
     pub movable: u64,
     /// `MIGRATE_RECLAIMABLE` pageblocks.
     pub reclaimable: u64,
+    /// Linux 4.1's `MIGRATE_RESERVE` pageblocks (left out of reports when there are
+    /// none, as without a reserve).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub reserve: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// A snapshot of physical memory's fragmentation.
@@ -106,6 +114,7 @@ pub(crate) fn frag_metrics(p: &PhysMem) -> FragMetrics {
             unmovable: p.pageblocks(MigrateType::Unmovable),
             movable: p.pageblocks(MigrateType::Movable),
             reclaimable: p.pageblocks(MigrateType::Reclaimable),
+            reserve: p.pageblocks(MigrateType::Reserve),
         },
         tainted_pageblocks: 0,
         pollution: [0; 7],

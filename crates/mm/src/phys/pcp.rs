@@ -53,7 +53,9 @@ use std::collections::VecDeque;
 /// Highest order the lists hold (`PAGE_ALLOC_COSTLY_ORDER`).
 pub const PCP_MAX_ORDER: u8 = 3;
 const ORDERS: usize = PCP_MAX_ORDER as usize + 1;
-const LISTS: usize = MigrateType::COUNT * ORDERS;
+/// `MIGRATE_PCPTYPES`: the request types, which have lists (the reserve has none).
+const TYPES: usize = MigrateType::REQUESTS.len();
+const LISTS: usize = TYPES * ORDERS;
 
 /// The sizes of the lists, in frames.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -138,8 +140,8 @@ struct CpuLists {
 
 /// The list of `pindex` (Linux 6.x's numbering of the lists: by order, then type).
 fn list_of_pindex(pindex: usize) -> usize {
-    let mt = MigrateType::ALL[pindex % MigrateType::COUNT];
-    index(mt, (pindex / MigrateType::COUNT) as u8)
+    let mt = MigrateType::REQUESTS[pindex % TYPES];
+    index(mt, (pindex / TYPES) as u8)
 }
 
 /// Linux 4.1's order-0 lists in its numbering (unmovable, reclaimable, movable).
@@ -155,13 +157,13 @@ impl CpuLists {
         let pfn = self.lists[list].pop_front()?;
         let order = order_of(list);
         self.frames -= 1 << order;
-        Some((pfn, order, MigrateType::ALL[list / ORDERS]))
+        Some((pfn, order, MigrateType::REQUESTS[list / ORDERS]))
     }
 
     /// Linux 6.x's `free_pcppages_bulk` from the list `first`: blocks of at least
     /// `to_free` frames (all there are, if fewer), in the order freed.
     fn take_6(&mut self, to_free: u32, first: usize) -> Vec<(u32, u8, MigrateType)> {
-        let pindex_of = |list: usize| order_of(list) as usize * MigrateType::COUNT + list / ORDERS;
+        let pindex_of = |list: usize| order_of(list) as usize * TYPES + list / ORDERS;
         let mut left = to_free.min(self.frames) as i64;
         let mut pindex = pindex_of(first) + LISTS - 1;
         let mut freed = Vec::new();
@@ -315,7 +317,7 @@ impl PhysMem {
         let cpus = self.pcp.as_ref().map_or(&[][..], |p| &p.cpus[..]);
         cpus.iter().flat_map(|c| {
             c.lists.iter().enumerate().flat_map(|(at, list)| {
-                let mt = MigrateType::ALL[at / ORDERS];
+                let mt = MigrateType::REQUESTS[at / ORDERS];
                 list.iter().map(move |&pfn| (pfn, order_of(at), mt))
             })
         })
@@ -364,7 +366,12 @@ impl PhysMem {
     /// held per CPU) at the head of this CPU's list for its pageblock's type, and drain
     /// the CPU if it now holds `high` frames or more.
     pub(crate) fn pcp_give(&mut self, pfn: u32, order: u8) -> Result<()> {
-        let mt = self.blocks.type_of(pfn);
+        // 4.1's `free_hot_cold_page`: a reserve page goes on the Movable list (its
+        // `freepage_migratetype` takes it back to the reserve when drained).
+        let mt = match self.blocks.type_of(pfn) {
+            MigrateType::Reserve => MigrateType::Movable,
+            mt => mt,
+        };
         let cpu = self.cpu;
         let Some(p) = &mut self.pcp else {
             return Ok(());

@@ -53,8 +53,8 @@ impl PhysMem {
     /// [`KernelFallbackCensus`](crate::stats::KernelFallbackCensus) (linear in the
     /// pageblocks and the per-CPU lists; run only on a kernel fallback below a pageblock).
     fn count_kernel_census(&mut self, migrate: MigrateType, taken_order: u8) {
-        let kernel = |mt| mt != MigrateType::Movable;
-        let mut per_cpu = [0u64; MigrateType::COUNT];
+        let kernel = |mt| matches!(mt, MigrateType::Unmovable | MigrateType::Reclaimable);
+        let mut per_cpu = [0u64; 3];
         for (pfn, order, list) in self.pcp_blocks() {
             if kernel(self.blocks.type_of(pfn)) {
                 per_cpu[list.index()] += 1u64 << order;
@@ -63,14 +63,14 @@ impl PhysMem {
         let pb_frames = 1u32 << self.blocks.order();
         let k = &self.counters;
         let (mut blocks, mut frames, mut free, mut pinned) = (0, 0, 0, 0);
-        let mut free_on = [0u64; MigrateType::COUNT];
+        let mut free_on = [0u64; 3];
         for pb in 0..k.len() {
             if kernel(self.blocks.type_of(pb as u32 * pb_frames)) {
                 blocks += 1;
                 frames += u64::from(k.frames_in(pb));
                 free += u64::from(k.free(pb));
                 pinned += u64::from(k.pinned(pb));
-                for mt in MigrateType::ALL {
+                for mt in MigrateType::REQUESTS {
                     free_on[mt.index()] += u64::from(k.free_on(pb, mt));
                 }
             }
@@ -94,7 +94,7 @@ impl PhysMem {
         c.pageblocks += blocks;
         c.kernel += pinned;
         c.movable += frames - free - pinned - per_cpu.iter().sum::<u64>();
-        for mt in 0..MigrateType::COUNT {
+        for mt in 0..3 {
             c.free_on[mt] += free_on[mt];
             c.per_cpu[mt] += per_cpu[mt];
         }

@@ -88,8 +88,10 @@ impl FallbackRules {
 }
 
 /// Linux's `fallbacks[][]` table (`mm/page_alloc.c`): the types each request type falls
-/// back to, in order.
-pub const FALLBACKS: [[MigrateType; 2]; MigrateType::COUNT] = [
+/// back to, in order, by request type (a request is never of the reserve's type; 4.1's
+/// table ends each row with `MIGRATE_RESERVE`, which `find_suitable_fallback` never takes:
+/// the reserve comes after every fallback, in `PhysMem::rmqueue`).
+pub const FALLBACKS: [[MigrateType; 2]; 3] = [
     [MigrateType::Reclaimable, MigrateType::Movable], // Unmovable
     [MigrateType::Reclaimable, MigrateType::Unmovable], // Movable
     [MigrateType::Unmovable, MigrateType::Movable],   // Reclaimable
