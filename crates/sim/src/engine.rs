@@ -334,6 +334,9 @@ impl Engine {
         if let Some(kb) = exp.kernel.min_free_kbytes {
             kernel.set_min_free_kbytes(kb);
         }
+        if exp.kernel.migrate_reserve {
+            kernel.set_migrate_reserve()?;
+        }
         if exp.kernel.per_cpu_lists {
             kernel.enable_per_cpu_lists_as(exp.kernel.per_cpu_sizes, exp.cores as usize);
         }

@@ -136,6 +136,11 @@ pub struct KernelConfig {
     /// 2.6.35). Off by default: every result published before the model had it was made
     /// with every block freed to the head.
     pub buddy_merge_likely: bool,
+    /// Keep Linux 4.1's `MIGRATE_RESERVE` pageblocks (removed in 4.4): the `min`
+    /// watermark rounded up to pageblocks, at most 2, at the start of memory, taken from
+    /// only when a request's own lists and its fallbacks are empty
+    /// (`hugemm_mm::PhysMem::set_migrate_reserve`). Off by default (Linux 4.4 and later).
+    pub migrate_reserve: bool,
     /// Which free memory a freshly booted kernel allocates first: the lowest addresses
     /// (Linux 5.10+, the default) or the highest (Linux before 5.10, 4.1 included).
     pub boot_order: hugemm_mm::BootOrder,
@@ -175,6 +180,7 @@ impl Default for KernelConfig {
             watermark_boost_factor: 0,
             watermark_scale_factor: hugemm_mm::WATERMARK_SCALE_FACTOR,
             buddy_merge_likely: false,
+            migrate_reserve: false,
             boot_order: hugemm_mm::BootOrder::default(),
             watermark_check: hugemm_mm::WatermarkCheck::default(),
             min_free_kbytes: None,

@@ -90,6 +90,7 @@ impl Validator<'_> {
         )? as u32;
         k.watermark_scale_factor = Some(i64::from(watermark_scale_factor));
         let buddy_merge_likely = *k.buddy_merge_likely.get_or_insert(false);
+        let migrate_reserve = *k.migrate_reserve.get_or_insert(false);
         let boot_order = self.choice(
             "kernel.boot_order",
             k.boot_order.as_deref(),
@@ -148,6 +149,7 @@ impl Validator<'_> {
             watermark_boost_factor,
             watermark_scale_factor,
             buddy_merge_likely,
+            migrate_reserve,
             boot_order,
             watermark_check,
             min_free_kbytes,

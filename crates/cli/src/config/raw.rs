@@ -276,6 +276,8 @@ pub struct RawKernel {
     pub watermark_scale_factor: Option<i64>,
     /// Free a block likely to merge to the tail of its list (default false).
     pub buddy_merge_likely: Option<bool>,
+    /// Keep Linux 4.1's `MIGRATE_RESERVE` pageblocks (default false: Linux 4.4+).
+    pub migrate_reserve: Option<bool>,
     /// Which free memory a booted kernel allocates first: "lowest-first" (default, Linux
     /// 5.10+) or "highest-first" (Linux before 5.10).
     pub boot_order: Option<String>,
