@@ -333,14 +333,15 @@ impl PhysMem {
     /// reserve's lists, and from then on a request takes from those lists only when its
     /// own lists and its fallbacks have nothing (`__rmqueue`'s `retry_reserve`); frames
     /// freed in a reserve pageblock go back to them. Fallbacks never take from the
-    /// reserve, nor claim its pageblocks, and compaction neither migrates out of them nor
-    /// into them (both want Movable pageblocks). The reserve's free frames count toward
-    /// the watermarks, as every free frame does: that is its effect on a small zone,
-    /// where it can be larger than the `low` watermark, so the other lists run dry
+    /// reserve nor claim its pageblocks; compaction never migrates into them (its free
+    /// scanner wants Movable pageblocks, as 4.1's `suitable_migration_target`) and out
+    /// of them only when it scans every pageblock. The reserve's free frames count
+    /// toward the watermarks, as every free frame does: that is its effect on a small
+    /// zone, where it can be larger than the `low` watermark, so the other lists run dry
     /// before kswapd wakes. 4.1 sizes it as the `min` watermark rounded up to
-    /// pageblocks, at most 2
-    /// ([`reserve_pageblocks`](crate::kernel::reserve_pageblocks)). Call once, before any allocation;
-    /// `blocks` 0 keeps no reserve (the default, Linux since 4.4).
+    /// pageblocks, at most 2 ([`reserve_pageblocks`](crate::kernel::reserve_pageblocks)).
+    /// Call once, before any allocation; `blocks` 0 keeps no reserve (the default, Linux
+    /// since 4.4).
     pub fn set_migrate_reserve(&mut self, blocks: u32) -> Result<()> {
         if self.reserve_blocks != 0 || self.frames_free() != self.frames_total() {
             return Err(MmError::InvalidConfig {
@@ -646,9 +647,11 @@ impl PhysMem {
         }
         if let Err(e) = self.rmqueue_fallback(order, mt) {
             // 4.1's `__rmqueue`: "Use MIGRATE_RESERVE rather than fail an allocation".
-            return match self.reserve_blocks {
-                0 => Err(e),
-                _ => self.rmqueue_list_head(order, MigrateType::Reserve).ok_or(e),
+            return match (&e, self.reserve_blocks) {
+                (MmError::OutOfMemory, 1..) => {
+                    self.rmqueue_list_head(order, MigrateType::Reserve).ok_or(e)
+                }
+                _ => Err(e),
             };
         }
         if self.pcp_holds(order, mt) {
