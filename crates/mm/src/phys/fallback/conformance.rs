@@ -29,11 +29,43 @@ pub fn run_preserving(make: impl Fn() -> Box<dyn FallbackPolicy>) {
     run_with(make, true);
 }
 
+/// [`run`] with Linux 4.1's reserve of 2 pageblocks ([`PhysMem::set_migrate_reserve`]),
+/// checking besides that no fallback takes from or claims the reserve.
+pub fn run_with_reserve(make: impl Fn() -> Box<dyn FallbackPolicy>) {
+    for seed in [1u64, 7, 42, 2024] {
+        mixed_workload(with_reserve(machine(make(), false)), seed);
+    }
+    exhaustion(with_reserve(machine(make(), false)));
+}
+
 fn run_with(make: impl Fn() -> Box<dyn FallbackPolicy>, preserve: bool) {
     for seed in [1u64, 7, 42, 2024] {
         mixed_workload(machine(make(), preserve), seed);
     }
     exhaustion(machine(make(), preserve));
+}
+
+fn with_reserve(mut m: PhysMem) -> PhysMem {
+    m.set_migrate_reserve(2)
+        .expect("reserve on a fresh machine");
+    m
+}
+
+/// With a reserve: its pageblocks stay the reserve's, and no fallback took from its lists.
+fn check_reserve(m: &PhysMem, name: &str) {
+    if m.migrate_reserve() == 0 {
+        return;
+    }
+    assert_eq!(
+        m.pageblocks(MigrateType::Reserve),
+        u64::from(m.migrate_reserve()),
+        "{name}: a reserve pageblock changed type"
+    );
+    let events = m.fallback_stats().events;
+    assert!(
+        events.iter().all(|e| e.taken_from != MigrateType::Reserve),
+        "{name}: a fallback took from the reserve: {events:?}"
+    );
 }
 
 /// A tiny deterministic generator (xorshift64*), so the suite needs no dependency.
@@ -98,6 +130,7 @@ fn mixed_workload(mut m: PhysMem, seed: u64) {
         check_evacuations(&mut m, name);
         if step % 97 == 0 {
             check_counters(&m, name);
+            check_reserve(&m, name);
         }
     }
     free_all(&mut m, live, name);
@@ -172,5 +205,6 @@ fn exhaustion(mut m: PhysMem) {
         m.alloc(&AllocRequest::new(Order(0))).is_err(),
         "{name}: allocated beyond memory"
     );
+    check_reserve(&m, name);
     free_all(&mut m, live, name);
 }

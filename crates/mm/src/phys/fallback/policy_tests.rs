@@ -498,3 +498,13 @@ fn linux_up_to_6_14_boosts_on_every_fallback_below_a_pageblock() {
         "a whole free pageblock claimed: no boost"
     );
 }
+
+/// Every policy under Linux 4.1's reserve: the conformance suite (no request fails while a
+/// block fits, the reserve included; counters exact; buddies coalesce back), and no
+/// fallback takes from the reserve or retypes its pageblocks.
+#[test]
+fn every_fallback_policy_passes_the_conformance_suite_with_4_1s_reserve() {
+    for &name in crate::phys::fallback::NAMES {
+        conformance::run_with_reserve(|| build(name, 11).unwrap());
+    }
+}
