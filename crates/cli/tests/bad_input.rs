@@ -231,6 +231,15 @@ fn use_zero_page_of_wrong_type() {
 }
 
 #[test]
+fn migrate_reserve_of_wrong_type() {
+    expect_bad(
+        &format!("{BASE}\n[kernel]\nmigrate_reserve = \"linux-4.1\"\n"),
+        "kernel.migrate_reserve",
+        &["invalid type: string \"linux-4.1\"", "expected a boolean"],
+    );
+}
+
+#[test]
 fn shrink_underused_of_wrong_type() {
     expect_bad(
         &format!("{BASE}\n[policy.linux]\nshrink_underused = 1\n"),
