@@ -250,9 +250,9 @@ pub struct KernelFallbackCensus {
     pub movable: u64,
     /// Their free frames on each type's buddy lists, by type (unmovable, movable,
     /// reclaimable; a kernel pageblock's frames are never on the reserve's).
-    pub free_on: [u64; 3],
+    pub free_on: [u64; MigrateType::REQUESTS.len()],
     /// Their frames held on per-CPU lists, by the list's type.
-    pub per_cpu: [u64; 3],
+    pub per_cpu: [u64; MigrateType::REQUESTS.len()],
     /// The moments by the largest free block on the other kernel type's lists
     /// anywhere: entry `o + 1` for order `o`, entry 0 when those lists were empty.
     pub other_kernel_largest: Vec<u64>,

@@ -54,7 +54,8 @@ impl PhysMem {
     /// pageblocks and the per-CPU lists; run only on a kernel fallback below a pageblock).
     fn count_kernel_census(&mut self, migrate: MigrateType, taken_order: u8) {
         let kernel = |mt| matches!(mt, MigrateType::Unmovable | MigrateType::Reclaimable);
-        let mut per_cpu = [0u64; 3];
+        const TYPES: usize = MigrateType::REQUESTS.len();
+        let mut per_cpu = [0u64; TYPES];
         for (pfn, order, list) in self.pcp_blocks() {
             if kernel(self.blocks.type_of(pfn)) {
                 per_cpu[list.index()] += 1u64 << order;
@@ -63,7 +64,7 @@ impl PhysMem {
         let pb_frames = 1u32 << self.blocks.order();
         let k = &self.counters;
         let (mut blocks, mut frames, mut free, mut pinned) = (0, 0, 0, 0);
-        let mut free_on = [0u64; 3];
+        let mut free_on = [0u64; TYPES];
         for pb in 0..k.len() {
             if kernel(self.blocks.type_of(pb as u32 * pb_frames)) {
                 blocks += 1;
@@ -94,7 +95,7 @@ impl PhysMem {
         c.pageblocks += blocks;
         c.kernel += pinned;
         c.movable += frames - free - pinned - per_cpu.iter().sum::<u64>();
-        for mt in 0..3 {
+        for mt in 0..TYPES {
             c.free_on[mt] += free_on[mt];
             c.per_cpu[mt] += per_cpu[mt];
         }
