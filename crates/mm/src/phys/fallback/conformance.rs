@@ -20,35 +20,35 @@ const FRAMES: u64 = 8 * 1024 + 300;
 
 /// Run the suite against policies made by `make` (called once per sub-test).
 pub fn run(make: impl Fn() -> Box<dyn FallbackPolicy>) {
-    run_with(make, false);
+    run_with(make, |_| {});
 }
 
 /// [`run`] with H-Policy's order-9 preservation on
 /// ([`PhysMem::set_preserve_huge_blocks`]), which changes the order of the own-list search.
 pub fn run_preserving(make: impl Fn() -> Box<dyn FallbackPolicy>) {
-    run_with(make, true);
+    run_with(make, |m| m.set_preserve_huge_blocks(true));
 }
 
 /// [`run`] with Linux 4.1's reserve of 2 pageblocks ([`PhysMem::set_migrate_reserve`]),
 /// checking besides that no fallback takes from or claims the reserve.
 pub fn run_with_reserve(make: impl Fn() -> Box<dyn FallbackPolicy>) {
-    for seed in [1u64, 7, 42, 2024] {
-        mixed_workload(with_reserve(machine(make(), false)), seed);
-    }
-    exhaustion(with_reserve(machine(make(), false)));
+    run_with(make, |m| {
+        m.set_migrate_reserve(2)
+            .expect("reserve on a fresh machine")
+    });
 }
 
-fn run_with(make: impl Fn() -> Box<dyn FallbackPolicy>, preserve: bool) {
+/// The suite on machines with `make`'s policy, each set up by `setup` before use.
+fn run_with(make: impl Fn() -> Box<dyn FallbackPolicy>, setup: impl Fn(&mut PhysMem)) {
+    let machine = || {
+        let mut m = machine(make());
+        setup(&mut m);
+        m
+    };
     for seed in [1u64, 7, 42, 2024] {
-        mixed_workload(machine(make(), preserve), seed);
+        mixed_workload(machine(), seed);
     }
-    exhaustion(machine(make(), preserve));
-}
-
-fn with_reserve(mut m: PhysMem) -> PhysMem {
-    m.set_migrate_reserve(2)
-        .expect("reserve on a fresh machine");
-    m
+    exhaustion(machine());
 }
 
 /// With a reserve: its pageblocks stay the reserve's, and no fallback took from its lists.
@@ -80,10 +80,9 @@ impl Rng {
     }
 }
 
-fn machine(policy: Box<dyn FallbackPolicy>, preserve: bool) -> PhysMem {
+fn machine(policy: Box<dyn FallbackPolicy>) -> PhysMem {
     let mut m = PhysMem::new(FRAMES, Geometry::X86_64).expect("test machine");
     m.set_fallback_policy(policy);
-    m.set_preserve_huge_blocks(preserve);
     m
 }
 
