@@ -9,29 +9,18 @@
 //! Asserted with a margin of about three times either way: at least 100 with the reserve,
 //! at most 30 without it.
 
+mod common;
+
+use common::run_ok;
 use serde_json::Value;
 use std::path::Path;
-use std::process::Command;
 
 fn run(extra: &[&str]) -> Value {
     let file =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/kbuild-4.1-guest-512m.toml");
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
-    let o = Command::new(env!("CARGO_BIN_EXE_hugemm"))
-        .arg("run")
-        .arg(&file)
-        .arg("--out")
-        .arg(&out)
-        .args(extra)
-        .output()
-        .unwrap();
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    run_ok(&file, &out, extra);
     serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap()
 }
 

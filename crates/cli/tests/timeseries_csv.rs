@@ -1,7 +1,9 @@
 //! `timeseries.csv` as a CSV reader sees it: the documented columns in their order, and
 //! process names with commas and quotes read back as they were written.
 
-use std::process::Command;
+mod common;
+
+use common::run_ok;
 
 /// The columns of `timeseries.csv`, in order, as `docs/output.md` lists them (this order
 /// predates the `csv` crate and must not change).
@@ -61,19 +63,7 @@ fn a_name_with_a_comma_and_quotes_round_trips_through_the_time_series() {
     let file = dir.path().join("exp.toml");
     std::fs::write(&file, EXPERIMENT).unwrap();
     let out = dir.path().join("out");
-    let o = Command::new(env!("CARGO_BIN_EXE_hugemm"))
-        .arg("run")
-        .arg(&file)
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    run_ok(&file, &out, &[]);
 
     let text = std::fs::read_to_string(out.join("timeseries.csv")).unwrap();
     assert_eq!(text.lines().next(), Some(COLUMNS));

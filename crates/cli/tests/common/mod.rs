@@ -1,8 +1,27 @@
-//! What the CLI's integration tests share: a small valid experiment and a way to compare
-//! outputs apart from their provenance.
+//! What the CLI's integration tests share: a small valid experiment, a way to run one
+//! and a way to compare outputs apart from their provenance.
 #![allow(dead_code)]
 
 use std::path::Path;
+use std::process::Command;
+
+/// `hugemm run FILE --out OUT` with `extra` arguments after them, which must exit 0.
+pub fn run_ok(file: &Path, out: &Path, extra: &[&str]) {
+    let o = Command::new(env!("CARGO_BIN_EXE_hugemm"))
+        .arg("run")
+        .arg(file)
+        .arg("--out")
+        .arg(out)
+        .args(extra)
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
 
 /// `--set` arguments that shrink the APSys'16 files' full-scale kernel builds (7,000
 /// units, 16-64 MiB compiler heaps, 5 GiB of products; minutes a run) to `units` units
