@@ -49,7 +49,7 @@ mod testutil;
 // The public modules at their paths; the items below are listed as re-exports of them
 // (`doc(no_inline)`), as when the modules sat at the root.
 pub use phys::{buddy, fallback, frame, kpageflags, metrics, node, pageblock, pcp};
-pub use pressure::{compaction, kmem, movepages, pagecache, reclaim};
+pub use pressure::{compaction, kmem, movepages, pagecache, reclaim, zones};
 pub use space::{content, pte, vma};
 
 pub use api::{
@@ -99,3 +99,5 @@ pub use reclaim::{ReclaimOutcome, Watermarks, WATERMARK_SCALE_FACTOR};
 pub use stats::{FallbackEventCount, FallbackStats, FaultCounts, KernelStats};
 #[doc(no_inline)]
 pub use vma::Vma;
+#[doc(no_inline)]
+pub use zones::Zones;

@@ -217,6 +217,10 @@ pub struct FallbackStats {
     /// that a model run compares event for event with a real kernel's trace
     /// (`tools/kbuild-probe/extfrag.py`). Sorted by (alloc, taken, order, claimed).
     pub events: Vec<FallbackEventCount>,
+    /// Fallbacks in each zone, lowest first, on a node split into zones (empty
+    /// otherwise, so the summaries of machines without zones are unchanged).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub by_zone: Vec<u64>,
 }
 
 /// Where the kernel's pageblocks' frames were when kernel requests fell back below a

@@ -323,7 +323,7 @@ fn check_list(
                 )?;
                 ensure(
                     p.nodes.of(pfn) == node,
-                    "a free block on another node's list",
+                    "a free block on another zone's list",
                     pfn as u64,
                 )?;
                 seen_zeroed |= f.is_zeroed();

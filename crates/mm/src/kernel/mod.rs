@@ -21,6 +21,8 @@ pub(crate) mod migrate;
 mod mmap;
 mod movepages;
 pub(crate) mod pressure;
+#[cfg(test)]
+mod zones_tests;
 
 use crate::api::{
     AccessedBits, FaultInfo, PerCpuSizes, RegionInfo, RegionState, TlbFlush, Touch, Translation,
@@ -40,6 +42,7 @@ use crate::pressure::reclaim::{
     default_min_free_kbytes, zone_watermark_ok_4_1, Mem, Watermarks, WATERMARK_SCALE_FACTOR,
 };
 use crate::pressure::slab::SlabCaches;
+use crate::pressure::zones::Zones;
 use crate::space::addrspace::AddressSpace;
 use crate::space::content::{ContentDraw, Quantiles, WriteContent};
 use crate::space::mech::Mech;
@@ -77,6 +80,9 @@ pub struct Kernel {
     pub(crate) cache: PageCache,
     pub(crate) frag: FragCosts,
     pub(crate) wmark: Watermarks,
+    /// Linux 4.1's zones' watermarks, reserves and batches, on a machine of zones
+    /// ([`Kernel::with_zones`]); `wmark` is then their sum.
+    pub(crate) zones: Option<Zones>,
     /// `vm.min_free_kbytes` and `vm.watermark_scale_factor`, which `wmark` follows.
     min_free_kb: u64,
     wmark_scale: u32,
@@ -116,6 +122,35 @@ impl Kernel {
     /// [`Kernel::new`] with memory split into nodes of `node_bytes` each (node 0 first:
     /// see [`crate::node`]); they must add up to `cfg.bytes`.
     pub fn with_nodes(cfg: &MemConfig, node_bytes: &[u64], costs: MmCosts) -> Result<Kernel> {
+        Kernel::boot(cfg, node_bytes, costs, PhysMem::with_nodes)
+    }
+
+    /// [`Kernel::new`] with one node split into zones of `zone_bytes` each, lowest
+    /// addresses first (Linux's DMA, DMA32, Normal: see [`crate::node`]); they must add
+    /// up to `cfg.bytes`. Allocation then walks the zones as Linux 4.1 does, with each
+    /// zone's watermarks, `lowmem_reserve` and fair-policy batch (`zones.rs`), and
+    /// kswapd balances zones, reclaiming from each zone's own LRU lists.
+    pub fn with_zones(cfg: &MemConfig, zone_bytes: &[u64], costs: MmCosts) -> Result<Kernel> {
+        let mut k = Kernel::boot(cfg, zone_bytes, costs, PhysMem::with_zones)?;
+        if zone_bytes.len() > 1 {
+            let starts: Vec<u32> = (1..k.phys.zone_count())
+                .filter_map(|z| k.phys.zone_frames(z))
+                .map(|(a, _)| a.0 as u32)
+                .collect();
+            k.cache.set_zones(&starts);
+            let zones = k.zone_marks();
+            k.wmark = zones.total();
+            k.zones = Some(zones);
+        }
+        Ok(k)
+    }
+
+    fn boot(
+        cfg: &MemConfig,
+        node_bytes: &[u64],
+        costs: MmCosts,
+        phys: fn(&[u64], Geometry) -> Result<PhysMem>,
+    ) -> Result<Kernel> {
         costs.validate()?;
         let layout = VaLayout::new(cfg.geometry)?;
         let base = cfg.geometry.base_bytes();
@@ -135,7 +170,7 @@ impl Kernel {
             });
         }
         let frames: Vec<u64> = node_bytes.iter().map(|b| b / base).collect();
-        let phys = PhysMem::with_nodes(&frames, cfg.geometry)?;
+        let phys = phys(&frames, cfg.geometry)?;
         let min_free_kb = default_min_free_kbytes(phys.frames_total() * base / 1024);
         let wmark = Watermarks::with(
             phys.frames_total(),
@@ -169,6 +204,7 @@ impl Kernel {
             cache: PageCache::default(),
             frag: FragCosts::derived(&costs, base),
             wmark,
+            zones: None,
             min_free_kb,
             wmark_scale: WATERMARK_SCALE_FACTOR,
             wmark_check: WatermarkCheck::default(),
@@ -227,6 +263,7 @@ impl Kernel {
             reserv: &mut self.reserv,
             costs: &self.costs,
             slab: &mut self.slab,
+            zones: self.zones.as_mut(),
         }
     }
 
@@ -298,6 +335,7 @@ impl Kernel {
             wmark: self.wmark,
             reserv: &mut self.reserv,
             slab: &mut self.slab,
+            zones: self.zones.as_mut(),
             clear_pages: self.clear_pages,
             clear_base: self.clear_base,
         };
@@ -561,6 +599,26 @@ impl Kernel {
         let base = self.geometry.base_bytes();
         let managed = self.phys.frames_total();
         self.wmark = Watermarks::with(managed, base, self.min_free_kb, self.wmark_scale);
+        if self.zones.is_some() {
+            let zones = self.zone_marks();
+            self.wmark = zones.total();
+            self.zones = Some(zones);
+        }
+    }
+
+    /// The zones' watermarks from `min_free_kb` and `wmark_scale`.
+    fn zone_marks(&self) -> Zones {
+        let managed: Vec<u64> = (0..self.phys.zone_count())
+            .filter_map(|z| self.phys.zone_frames(z))
+            .map(|(a, b)| b.0 - a.0)
+            .collect();
+        let base = self.geometry.base_bytes();
+        Zones::new(&managed, base, self.min_free_kb, self.wmark_scale)
+    }
+
+    /// The zones' watermarks and `lowmem_reserve`, on a machine of zones.
+    pub fn zones(&self) -> Option<&Zones> {
+        self.zones.as_ref()
     }
 
     /// Keep Linux 4.1's `MIGRATE_RESERVE` pageblocks (`setup_zone_migrate_reserve`):
@@ -570,9 +628,16 @@ impl Kernel {
     /// allocated; returns the pageblocks kept per node.
     pub fn set_migrate_reserve(&mut self) -> Result<u32> {
         let pb_frames = 1u64 << self.phys.pageblock_order().0;
-        let blocks = reserve_pageblocks(self.wmark.min, pb_frames);
-        self.phys.set_migrate_reserve(blocks)?;
-        Ok(blocks)
+        let blocks: Vec<u32> = match &self.zones {
+            Some(zones) => zones
+                .wmark
+                .iter()
+                .map(|w| reserve_pageblocks(w.min, pb_frames))
+                .collect(),
+            None => vec![reserve_pageblocks(self.wmark.min, pb_frames); self.phys.zone_count()],
+        };
+        self.phys.set_migrate_reserve_per_zone(&blocks)?;
+        Ok(self.phys.migrate_reserve())
     }
 
     /// Keep Linux's per-CPU page lists for `cpus` CPUs from now on, sized from this
@@ -584,12 +649,26 @@ impl Kernel {
     /// [`Kernel::enable_per_cpu_lists`] with the lists `sizes` says: Linux 6.x's, or
     /// Linux 4.1's ([`PcpConfig::linux_4_1`]).
     pub fn enable_per_cpu_lists_as(&mut self, sizes: PerCpuSizes, cpus: usize) {
-        let managed = self.phys.frames_total();
-        let config = match sizes {
-            PerCpuSizes::Linux6 => PcpConfig::linux(managed, self.wmark.low, cpus),
+        let config = |managed: u64, low: u64| match sizes {
+            PerCpuSizes::Linux6 => PcpConfig::linux(managed, low, cpus),
             PerCpuSizes::Linux4_1 => PcpConfig::linux_4_1(managed, cpus),
         };
-        self.phys.enable_per_cpu_lists(config);
+        match &self.zones {
+            // Each zone's lists sized from that zone (`zone_pcp_init`).
+            Some(zones) => {
+                let configs: Vec<PcpConfig> = (zones.managed.iter().zip(&zones.wmark))
+                    .map(|(&managed, w)| config(managed, w.low))
+                    .collect();
+                if let Err(e) = self.phys.enable_per_cpu_lists_per_zone(&configs) {
+                    unreachable!("one config per zone, alike but for their sizes: {e}");
+                }
+            }
+            None => {
+                let managed = self.phys.frames_total();
+                self.phys
+                    .enable_per_cpu_lists(config(managed, self.wmark.low));
+            }
+        }
     }
 
     /// Make `cpu` the CPU whose per-CPU lists later allocations and frees use (no effect

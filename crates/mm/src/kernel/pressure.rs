@@ -206,6 +206,11 @@ impl Kernel {
         self.zone_watermark_ok_4_1(order, self.wmark.low) || self.compaction_suitable_4_1(order)
     }
 
+    /// Page-cache pages on zone `zone`'s LRU lists (all of them with one zone).
+    pub fn zone_page_cache_pages(&self, zone: usize) -> u64 {
+        self.cache.zone_pages(zone)
+    }
+
     /// Read pages `first_page..first_page + pages` of `file` through the page cache.
     pub fn file_read(&mut self, file: FileId, first_page: u64, pages: u64) -> FileRead {
         self.mem().file_read(file, first_page, pages)

@@ -10,8 +10,10 @@
 //! `__free_one_page`, merging with the buddy as long as it is a free block of the same
 //! order, the merged block going to the head of its list (or, with
 //! [`PhysMem::set_buddy_merge_likely`], to the tail when a merge one order up is likely,
-//! as Linux does). Per-CPU page lists are optional (`pcp.rs`, off by default); zones and
-//! `ALLOC_NOFRAGMENT` are not modelled (one zone), and watermarks are `reclaim.rs`'s.
+//! as Linux does). Per-CPU page lists are optional (`pcp.rs`, off by default). Each zone
+//! (`node.rs`: one per node, or Linux 4.1's DMA, DMA32 and Normal in one node) has its
+//! own free area, per-CPU lists and reserve; which zone an allocation may take from, and
+//! the watermarks, are the kernel's (`reclaim.rs`). `ALLOC_NOFRAGMENT` is not modelled.
 //!
 //! Zeroing state: every frame boots dirty (content unknown, as Linux assumes of boot
 //! memory) and a freed frame becomes dirty; the allocator reports whether all frames of a
@@ -149,17 +151,17 @@ pub enum PrezeroScope {
     MaxOrder,
 }
 
-/// Physical memory: frame metadata, the buddy free area of each node and the pageblocks.
+/// Physical memory: frame metadata, the buddy free area of each zone and the pageblocks.
 #[derive(Clone, Debug)]
 pub struct PhysMem {
     pub(crate) frames: FrameTable,
-    /// The free lists of each node.
+    /// The free lists of each zone.
     pub(crate) areas: Vec<FreeArea>,
-    /// The frame ranges of the nodes.
+    /// The frame ranges of the nodes and their zones.
     pub(crate) nodes: NodeMap,
-    /// The node an allocation is being served from: the free lists a fallback policy and
+    /// The zone an allocation is being served from: the free lists a fallback policy and
     /// `__rmqueue` see. 0 between allocations.
-    pub(crate) node: usize,
+    pub(crate) zone: usize,
     /// The node allocations try first by default ([`NodePref::Home`]).
     home: usize,
     pub(crate) blocks: Pageblocks,
@@ -201,9 +203,9 @@ pub struct PhysMem {
     /// Free a block to the tail of its list when the buddy of the block one order up
     /// that holds it is free ([`PhysMem::set_buddy_merge_likely`]).
     merge_likely: bool,
-    /// Reserve pageblocks per node (Linux 4.1's `MIGRATE_RESERVE`,
-    /// [`PhysMem::set_migrate_reserve`]); 0 without a reserve.
-    reserve_blocks: u32,
+    /// Reserve pageblocks per zone (Linux 4.1's `MIGRATE_RESERVE`,
+    /// [`PhysMem::set_migrate_reserve`]); empty without a reserve.
+    reserve_blocks: Vec<u32>,
 }
 
 impl PhysMem {
@@ -218,6 +220,22 @@ impl PhysMem {
     /// Memory of several nodes, `frames[n]` frames on node `n` (node 0 from frame 0, the
     /// others following; see [`crate::node`]), each booted as [`PhysMem::new`] boots one.
     pub fn with_nodes(node_frames: &[u64], geometry: Geometry) -> Result<PhysMem> {
+        PhysMem::boot(node_frames, geometry, NodeMap::new)
+    }
+
+    /// Memory of one node split into zones of `zone_frames[z]` frames each, lowest
+    /// addresses first (Linux's DMA, DMA32, Normal; see [`crate::node`]), each a multiple
+    /// of the largest buddy block when there are several, each booted as
+    /// [`PhysMem::new`] boots one.
+    pub fn with_zones(zone_frames: &[u64], geometry: Geometry) -> Result<PhysMem> {
+        PhysMem::boot(zone_frames, geometry, NodeMap::with_zones)
+    }
+
+    fn boot(
+        node_frames: &[u64],
+        geometry: Geometry,
+        map: fn(&[u64], u8) -> Result<NodeMap>,
+    ) -> Result<PhysMem> {
         let max_order = geometry.max_order;
         let pb_order = geometry.huge_order().0;
         let frames: u64 = node_frames.iter().sum();
@@ -231,12 +249,12 @@ impl PhysMem {
                 what: "need huge order <= max_order <= 30",
             });
         }
-        let nodes = NodeMap::new(node_frames, max_order)?;
+        let nodes = map(node_frames, max_order)?;
         let mut mem = PhysMem {
             frames: FrameTable::zeroed(frames as usize),
             areas: vec![FreeArea::new(max_order); nodes.count()],
             nodes,
-            node: 0,
+            zone: 0,
             home: 0,
             blocks: Pageblocks::new(frames, pb_order),
             policy: Box::new(LinuxDefault),
@@ -257,7 +275,7 @@ impl PhysMem {
             zeroed_first: ZeroedFirst::Yes,
             preserve_below: 0,
             merge_likely: false,
-            reserve_blocks: 0,
+            reserve_blocks: Vec::new(),
         };
         for n in 0..mem.nodes.count() {
             let (start, end) = mem.nodes.range(n);
@@ -271,7 +289,7 @@ impl PhysMem {
     /// Make `node` the one allocations try first by default (Nimble's "all remote"
     /// bound runs from the slow node).
     pub fn set_home_node(&mut self, node: NodeId) -> Result<()> {
-        if node.0 as usize >= self.nodes.count() {
+        if node.0 as usize >= self.nodes.nodes() {
             return Err(MmError::InvalidArgument {
                 what: "no such home node",
             });
@@ -282,34 +300,70 @@ impl PhysMem {
 
     /// Number of memory nodes.
     pub fn node_count(&self) -> usize {
-        self.nodes.count()
+        self.nodes.nodes()
     }
 
     /// The node holding frame `pfn`.
     pub fn node_of(&self, pfn: Pfn) -> NodeId {
-        NodeId(self.nodes.of(u32::try_from(pfn.0).unwrap_or(u32::MAX)) as u8)
+        NodeId(self.nodes.node_of_zone(self.zone_of(pfn)) as u8)
     }
 
     /// Frames `start..end` of node `node` (`None` if there is no such node).
     pub fn node_frames(&self, node: NodeId) -> Option<(Pfn, Pfn)> {
         let n = node.0 as usize;
-        (n < self.nodes.count()).then(|| {
-            let (a, b) = self.nodes.range(n);
+        (n < self.nodes.nodes()).then(|| {
+            let (a, b) = self.nodes.node_range(n);
             (Pfn(a as u64), Pfn(b as u64))
         })
     }
 
     /// Free frames on node `node` (0 if there is no such node).
     pub fn node_frames_free(&self, node: NodeId) -> u64 {
-        self.areas
-            .get(node.0 as usize)
-            .map_or(0, FreeArea::frames_total)
+        let n = node.0 as usize;
+        match n < self.nodes.nodes() {
+            true => self
+                .nodes
+                .zones_of(n)
+                .map(|z| self.zone_frames_free(z))
+                .sum(),
+            false => 0,
+        }
+    }
+
+    /// Number of zones, of every node (one per node unless a node is split into zones).
+    pub fn zone_count(&self) -> usize {
+        self.nodes.count()
+    }
+
+    /// The zone holding frame `pfn` (zones are numbered from the lowest addresses).
+    pub fn zone_of(&self, pfn: Pfn) -> usize {
+        self.nodes.of(u32::try_from(pfn.0).unwrap_or(u32::MAX))
+    }
+
+    /// Frames `start..end` of zone `zone` (`None` if there is no such zone).
+    pub fn zone_frames(&self, zone: usize) -> Option<(Pfn, Pfn)> {
+        (zone < self.nodes.count()).then(|| {
+            let (a, b) = self.nodes.range(zone);
+            (Pfn(a as u64), Pfn(b as u64))
+        })
+    }
+
+    /// Free frames in zone `zone`'s buddy lists (0 if there is no such zone), as its
+    /// `NR_FREE_PAGES`: per-CPU lists not counted.
+    pub fn zone_frames_free(&self, zone: usize) -> u64 {
+        self.areas.get(zone).map_or(0, FreeArea::frames_total)
+    }
+
+    /// Free blocks of exactly `order`, all migrate types, in zone `zone`.
+    pub fn zone_free_blocks(&self, zone: usize, order: Order) -> u64 {
+        self.areas.get(zone).map_or(0, |a| a.count_order(order.0))
     }
 
     /// The end of the range compaction works in (`compact_zone`'s zone): all memory with
-    /// one node; node 0 only with several (per-node compaction is not modelled).
+    /// one node; node 0 only with several (per-node compaction is not modelled); a node
+    /// split into zones is compacted as one range (4.1 compacts each zone apart).
     pub(crate) fn zone_end(&self) -> u64 {
-        self.nodes.range(0).1 as u64
+        self.nodes.node_range(0).1 as u64
     }
 
     /// Free a block to the tail of its list, where allocations reach it last, when the
@@ -343,13 +397,24 @@ impl PhysMem {
     /// Call once, before any allocation; `blocks` 0 keeps no reserve (the default, Linux
     /// since 4.4).
     pub fn set_migrate_reserve(&mut self, blocks: u32) -> Result<()> {
-        if self.reserve_blocks != 0 || self.frames_free() != self.frames_total() {
+        self.set_migrate_reserve_per_zone(&vec![blocks; self.nodes.count()])
+    }
+
+    /// [`PhysMem::set_migrate_reserve`] with `blocks[z]` reserve pageblocks in zone `z`
+    /// (4.1 sizes each zone's from its own `min` watermark).
+    pub fn set_migrate_reserve_per_zone(&mut self, blocks: &[u32]) -> Result<()> {
+        if blocks.len() != self.nodes.count() {
+            return Err(MmError::InvalidArgument {
+                what: "a reserve size is needed for every zone",
+            });
+        }
+        if !self.reserve_blocks.is_empty() || self.frames_free() != self.frames_total() {
             return Err(MmError::InvalidConfig {
                 what: "the migrate reserve can only be set up once, before any frame is allocated",
             });
         }
         let pb = self.blocks.order();
-        for n in 0..self.nodes.count() {
+        for (n, &blocks) in blocks.iter().enumerate() {
             let (start, end) = self.nodes.range(n);
             let mut left = blocks;
             let mut pfn = start;
@@ -362,13 +427,15 @@ impl PhysMem {
                 pfn += 1 << pb;
             }
         }
-        self.reserve_blocks = blocks;
+        if blocks.iter().any(|&b| b > 0) {
+            self.reserve_blocks = blocks.to_vec();
+        }
         Ok(())
     }
 
-    /// Reserve pageblocks per node (0: no reserve).
+    /// Reserve pageblocks of every zone together (0: no reserve).
     pub fn migrate_reserve(&self) -> u32 {
-        self.reserve_blocks
+        self.reserve_blocks.iter().sum()
     }
 
     /// Move every free block whose head lies in the pageblock at `start` to `mt`'s lists
@@ -470,7 +537,7 @@ impl PhysMem {
         self.list_push_on(self.nodes.of(pfn), pfn, order, mt);
     }
 
-    /// [`PhysMem::list_push`] for a block known to be on node `n`.
+    /// [`PhysMem::list_push`] for a block known to be in zone `n`.
     #[inline]
     fn list_push_on(&mut self, n: usize, pfn: u32, order: u8, mt: MigrateType) {
         self.areas[n].push(&mut self.frames, pfn, order, mt);
@@ -492,7 +559,7 @@ impl PhysMem {
         self.list_remove_on(self.nodes.of(pfn), pfn)
     }
 
-    /// [`PhysMem::list_remove`] for a block known to be on node `n`.
+    /// [`PhysMem::list_remove`] for a block known to be in zone `n`.
     #[inline]
     fn list_remove_on(&mut self, n: usize, pfn: u32) -> (u8, MigrateType) {
         let (order, mt) = self.areas[n].remove(&mut self.frames, pfn);
@@ -582,18 +649,38 @@ impl PhysMem {
             return self.alloc_on_node(req);
         }
         let mut result = Err(MmError::OutOfMemory);
-        for n in self.nodes.order(req.node, self.home) {
-            self.node = n;
+        for z in self.nodes.order(req.node, self.home) {
+            self.zone = z;
             result = self.alloc_on_node(req);
             if !matches!(result, Err(MmError::OutOfMemory)) {
                 break;
             }
         }
-        self.node = 0;
+        self.zone = 0;
         result
     }
 
-    /// [`PhysMem::alloc`] on the node `self.node`.
+    /// The zones an allocation with preference `pref` tries, in order (the zonelist:
+    /// nodes nearest first, each node's zones highest first).
+    pub(crate) fn zonelist(&self, pref: NodePref) -> Vec<usize> {
+        self.nodes.order(pref, self.home)
+    }
+
+    /// Allocate a block from zone `zone` only, whatever the request's node preference
+    /// (the kernel's zonelist walk, `reclaim.rs`, chooses the zone).
+    pub fn alloc_in_zone(&mut self, req: &AllocRequest, zone: usize) -> Result<Block> {
+        if zone >= self.nodes.count() {
+            return Err(MmError::InvalidArgument {
+                what: "no such zone",
+            });
+        }
+        self.zone = zone;
+        let result = self.alloc_on_node(req);
+        self.zone = 0;
+        result
+    }
+
+    /// [`PhysMem::alloc`] on the zone `self.zone`.
     fn alloc_on_node(&mut self, req: &AllocRequest) -> Result<Block> {
         let order = req.order.0;
         if order > self.max_order {
@@ -641,13 +728,14 @@ impl PhysMem {
     }
 
     fn rmqueue_via_fallback(&mut self, order: u8, mt: MigrateType) -> Result<u32> {
-        let area = &self.areas[self.node];
+        let area = &self.areas[self.zone];
         if !(order..=self.max_order).any(|o| area.count_order(o) > 0) {
             return Err(MmError::OutOfMemory);
         }
         if let Err(e) = self.rmqueue_fallback(order, mt) {
             // 4.1's `__rmqueue`: "Use MIGRATE_RESERVE rather than fail an allocation".
-            return match (&e, self.reserve_blocks) {
+            let reserve = self.reserve_blocks.get(self.zone).copied().unwrap_or(0);
+            return match (&e, reserve) {
                 (MmError::OutOfMemory, 1..) => {
                     self.rmqueue_list_head(order, MigrateType::Reserve).ok_or(e)
                 }
@@ -691,7 +779,7 @@ impl PhysMem {
     #[inline(always)]
     fn rmqueue_list_head(&mut self, order: u8, mt: MigrateType) -> Option<u32> {
         for cur in order..=self.max_order {
-            if let Some(pfn) = self.areas[self.node].pop(&mut self.frames, cur, mt) {
+            if let Some(pfn) = self.areas[self.zone].pop(&mut self.frames, cur, mt) {
                 self.note_removed(pfn, cur, mt);
                 self.expand(pfn, order, cur, mt);
                 return Some(pfn);
@@ -706,14 +794,14 @@ impl PhysMem {
     /// With order-H preservation on, a zeroed block of the huge order is not split for a
     /// smaller request (`preserve.rs`).
     fn rmqueue_zeroed(&mut self, order: u8, mt: MigrateType) -> Option<u32> {
-        if self.areas[self.node].zeroed_frames() == 0 {
+        if self.areas[self.zone].zeroed_frames() == 0 {
             return None;
         }
         if order < self.preserve_below {
             return self.rmqueue_zeroed_preserving(order, mt);
         }
         for cur in order..=self.max_order {
-            if let Some(pfn) = self.areas[self.node].pop_zeroed(&mut self.frames, cur, mt) {
+            if let Some(pfn) = self.areas[self.zone].pop_zeroed(&mut self.frames, cur, mt) {
                 self.note_removed(pfn, cur, mt);
                 self.expand(pfn, order, cur, mt);
                 return Some(pfn);
@@ -728,7 +816,7 @@ impl PhysMem {
     fn rmqueue_zeroed_preserving(&mut self, order: u8, mt: MigrateType) -> Option<u32> {
         let h = self.preserve_below;
         for cur in (order..=self.max_order).filter(|&o| o != h) {
-            if let Some(pfn) = self.areas[self.node].pop_zeroed(&mut self.frames, cur, mt) {
+            if let Some(pfn) = self.areas[self.zone].pop_zeroed(&mut self.frames, cur, mt) {
                 self.note_removed(pfn, cur, mt);
                 self.expand(pfn, order, cur, mt);
                 return Some(pfn);
@@ -783,11 +871,11 @@ impl PhysMem {
     }
 
     /// `expand`: keep the low `2^low` frames, return the upper halves to `mt`'s lists
-    /// (of the node being allocated from, where the block was).
+    /// (of the zone being allocated from, where the block was).
     pub(crate) fn expand(&mut self, pfn: u32, low: u8, mut high: u8, mt: MigrateType) {
         while high > low {
             high -= 1;
-            self.list_push_on(self.node, pfn + (1 << high), high, mt);
+            self.list_push_on(self.zone, pfn + (1 << high), high, mt);
         }
     }
 
@@ -843,10 +931,10 @@ impl PhysMem {
         owner: OwnerKind,
         mt: MigrateType,
     ) -> Result<()> {
-        let mt = match self.reserve_blocks {
-            0 => mt,
-            _ if self.blocks.type_of(head) == MigrateType::Reserve => MigrateType::Reserve,
-            _ => mt,
+        let mt = match self.reserve_blocks.is_empty() {
+            true => mt,
+            false if self.blocks.type_of(head) == MigrateType::Reserve => MigrateType::Reserve,
+            false => mt,
         };
         let (mut pfn, mut order) = (head, order);
         self.counters.on_free(head, order, owner);
@@ -854,7 +942,7 @@ impl PhysMem {
             f.set_free_tail();
             f.set_zeroed(false);
         });
-        // A block and its buddies are on one node (nodes hold whole max-order blocks).
+        // A block and its buddies are in one zone (zones hold whole max-order blocks).
         let node = self.nodes.of(pfn);
         while order < self.max_order {
             let buddy = pfn ^ (1 << order);
@@ -1079,12 +1167,12 @@ impl PhysMem {
         Order(self.blocks.order())
     }
 
-    /// A read-only view of the free lists of the node being allocated from (node 0
+    /// A read-only view of the free lists of the zone being allocated from (zone 0
     /// between allocations), as fallback policies see them.
     pub fn view(&self) -> FreeAreaView<'_> {
         FreeAreaView::new(
             &self.frames,
-            &self.areas[self.node],
+            &self.areas[self.zone],
             &self.blocks,
             &self.counters,
             self.index.as_ref(),

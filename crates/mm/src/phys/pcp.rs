@@ -43,8 +43,12 @@
 //!
 //! The CPU is the one [`PhysMem::set_cpu`] last named. The engine names the core whose
 //! turn it runs.
+//!
+//! Each zone has its own lists on each CPU (`zone->pageset`), sized from that zone
+//! ([`PhysMem::enable_per_cpu_lists_per_zone`]): an allocation from a zone takes and
+//! refills that zone's list, a freed block goes to the list of the zone it lies in.
 
-use crate::error::Result;
+use crate::error::{MmError, Result};
 use crate::phys::buddy::PhysMem;
 use crate::phys::frame::OwnerKind;
 use crate::phys::pageblock::MigrateType;
@@ -229,11 +233,14 @@ impl CpuLists {
     }
 }
 
-/// The per-CPU lists of every CPU (see the module doc).
+/// The per-CPU lists of every CPU and zone (see the module doc).
 #[derive(Clone, Debug)]
 pub(crate) struct PerCpuLists {
-    config: PcpConfig,
-    cpus: Vec<CpuLists>,
+    /// The sizes of each zone's lists (the CPU count, the highest order and the drain
+    /// order are the same in every zone).
+    configs: Vec<PcpConfig>,
+    /// The lists of CPU `c` in zone `z` at `c * zones + z`.
+    sets: Vec<CpuLists>,
 }
 
 fn index(mt: MigrateType, order: u8) -> usize {
@@ -245,20 +252,32 @@ fn order_of(list: usize) -> u8 {
 }
 
 impl PerCpuLists {
-    pub fn new(config: PcpConfig) -> PerCpuLists {
+    /// Lists for `configs.len()` zones (at least one), sized `configs[z]` in zone `z`.
+    pub fn new(configs: Vec<PcpConfig>) -> PerCpuLists {
+        let cpus = configs[0].cpus.max(1);
         PerCpuLists {
-            config,
-            cpus: vec![CpuLists::default(); config.cpus.max(1)],
+            sets: vec![CpuLists::default(); cpus * configs.len()],
+            configs,
         }
     }
 
+    /// The sizes of the highest zone's lists.
     pub fn config(&self) -> PcpConfig {
-        self.config
+        self.configs[self.configs.len() - 1]
+    }
+
+    fn cpus(&self) -> usize {
+        self.sets.len() / self.configs.len()
+    }
+
+    /// The lists of `cpu` in `zone`.
+    fn set(&self, cpu: usize, zone: usize) -> usize {
+        cpu * self.configs.len() + zone
     }
 
     /// Frames on every CPU's lists.
     pub fn frames(&self) -> u64 {
-        self.cpus.iter().map(|c| u64::from(c.frames)).sum()
+        self.sets.iter().map(|c| u64::from(c.frames)).sum()
     }
 }
 
@@ -266,17 +285,43 @@ impl PhysMem {
     /// Keep per-CPU page lists of `config`'s sizes from now on (see `pcp.rs`); orders
     /// above [`PCP_MAX_ORDER`] are never listed, nor orders above 0 with Linux 4.1's
     /// drain.
-    pub fn enable_per_cpu_lists(&mut self, mut config: PcpConfig) {
-        config.max_order = match config.drain {
-            // Linux 4.1 kept order-0 lists only, and its drain takes no others.
-            PcpDrain::Linux41 => 0,
-            PcpDrain::Linux6 => config.max_order.min(PCP_MAX_ORDER),
-        };
-        self.pcp = Some(PerCpuLists::new(config));
+    pub fn enable_per_cpu_lists(&mut self, config: PcpConfig) {
+        let configs = vec![config; self.zone_count()];
+        self.set_per_cpu_lists(configs);
+    }
+
+    /// [`PhysMem::enable_per_cpu_lists`] with zone `z`'s lists sized `configs[z]` (one
+    /// config per zone; their CPU count, highest order and drain order must agree).
+    pub fn enable_per_cpu_lists_per_zone(&mut self, configs: &[PcpConfig]) -> Result<()> {
+        let first = configs.first().copied();
+        if configs.len() != self.zone_count()
+            || configs.iter().any(|c| {
+                first.is_some_and(|f| {
+                    (c.cpus, c.max_order, c.drain) != (f.cpus, f.max_order, f.drain)
+                })
+            })
+        {
+            return Err(MmError::InvalidArgument {
+                what: "per-CPU lists need one size per zone, for the same CPUs, orders and drain",
+            });
+        }
+        self.set_per_cpu_lists(configs.to_vec());
+        Ok(())
+    }
+
+    fn set_per_cpu_lists(&mut self, mut configs: Vec<PcpConfig>) {
+        for config in &mut configs {
+            config.max_order = match config.drain {
+                // Linux 4.1 kept order-0 lists only, and its drain takes no others.
+                PcpDrain::Linux41 => 0,
+                PcpDrain::Linux6 => config.max_order.min(PCP_MAX_ORDER),
+            };
+        }
+        self.pcp = Some(PerCpuLists::new(configs));
         self.cpu = 0;
     }
 
-    /// The sizes of the per-CPU lists, if they are kept.
+    /// The sizes of the per-CPU lists (of the highest zone), if they are kept.
     pub fn per_cpu_lists(&self) -> Option<PcpConfig> {
         self.pcp.as_ref().map(PerCpuLists::config)
     }
@@ -290,7 +335,7 @@ impl PhysMem {
     /// number of lists).
     pub fn set_cpu(&mut self, cpu: usize) {
         if let Some(p) = &self.pcp {
-            self.cpu = cpu % p.cpus.len();
+            self.cpu = cpu % p.cpus();
         }
     }
 
@@ -298,24 +343,24 @@ impl PhysMem {
     pub(crate) fn uses_pcp(&self, order: u8) -> bool {
         self.pcp
             .as_ref()
-            .is_some_and(|p| order <= p.config.max_order)
+            .is_some_and(|p| order <= p.configs[0].max_order)
     }
 
-    /// Whether some CPU's list holds a block of `order` for `mt` (one a
-    /// `drain_all_pages` would hand to the buddy allocator).
+    /// Whether some CPU's list of the zone being allocated from holds a block of
+    /// `order` for `mt` (one a `drain_all_pages` would hand to the buddy allocator).
     pub(crate) fn pcp_holds(&self, order: u8, mt: MigrateType) -> bool {
         let at = index(mt, order);
+        let zone = self.zone;
         self.uses_pcp(order)
-            && self
-                .pcp
-                .as_ref()
-                .is_some_and(|p| p.cpus.iter().any(|c| !c.lists[at].is_empty()))
+            && self.pcp.as_ref().is_some_and(|p| {
+                (0..p.cpus()).any(|cpu| !p.sets[p.set(cpu, zone)].lists[at].is_empty())
+            })
     }
 
     /// Every block held on a per-CPU list, as (first frame, order, the list's type).
     pub(crate) fn pcp_blocks(&self) -> impl Iterator<Item = (u32, u8, MigrateType)> + '_ {
-        let cpus = self.pcp.as_ref().map_or(&[][..], |p| &p.cpus[..]);
-        cpus.iter().flat_map(|c| {
+        let sets = self.pcp.as_ref().map_or(&[][..], |p| &p.sets[..]);
+        sets.iter().flat_map(|c| {
             c.lists.iter().enumerate().flat_map(|(at, list)| {
                 let mt = MigrateType::REQUESTS[at / ORDERS];
                 list.iter().map(move |&pfn| (pfn, order_of(at), mt))
@@ -323,16 +368,17 @@ impl PhysMem {
         })
     }
 
-    /// `rmqueue_pcplist`: a block of `order` for `mt` from this CPU's list, refilled
-    /// from the buddy allocator when empty; `None` if the buddy allocator has none.
+    /// `rmqueue_pcplist`: a block of `order` for `mt` from this CPU's list of the zone
+    /// being allocated from, refilled from that zone's buddy lists when empty; `None` if
+    /// they have none.
     pub(crate) fn pcp_take(&mut self, order: u8, mt: MigrateType) -> Option<u32> {
         let at = index(mt, order);
-        let cpu = self.cpu;
-        if self.pcp.as_ref()?.cpus[cpu].lists[at].is_empty() {
+        let set = self.pcp.as_ref()?.set(self.cpu, self.zone);
+        if self.pcp.as_ref()?.sets[set].lists[at].is_empty() {
             self.pcp_refill(order, mt);
         }
         let p = self.pcp.as_mut()?;
-        let c = &mut p.cpus[cpu];
+        let c = &mut p.sets[set];
         let pfn = c.lists[at].pop_back()?;
         c.frames -= 1 << order;
         Some(pfn)
@@ -342,7 +388,7 @@ impl PhysMem {
     /// it, to the tail of the list in the order taken.
     fn pcp_refill(&mut self, order: u8, mt: MigrateType) {
         let Some(p) = &self.pcp else { return };
-        let n = (p.config.batch >> order).max(2);
+        let n = (p.configs[self.zone].batch >> order).max(2);
         let mut got = Vec::with_capacity(n as usize);
         for _ in 0..n {
             match self.rmqueue(order, mt) {
@@ -353,9 +399,10 @@ impl PhysMem {
                 Err(_) => break,
             }
         }
-        let cpu = self.cpu;
+        let (cpu, zone) = (self.cpu, self.zone);
         if let Some(p) = &mut self.pcp {
-            let c = &mut p.cpus[cpu];
+            let set = p.set(cpu, zone);
+            let c = &mut p.sets[set];
             c.frames += (got.len() as u32) << order;
             // The first block taken is the first handed out: the head is the back.
             c.lists[index(mt, order)].extend(got.into_iter().rev());
@@ -363,8 +410,8 @@ impl PhysMem {
     }
 
     /// `free_unref_page_commit`: put the block at `pfn` of `order` (already marked as
-    /// held per CPU) at the head of this CPU's list for its pageblock's type, and drain
-    /// the CPU if it now holds `high` frames or more.
+    /// held per CPU) at the head of this CPU's list, in the block's zone, for its
+    /// pageblock's type, and drain those lists if they now hold `high` frames or more.
     pub(crate) fn pcp_give(&mut self, pfn: u32, order: u8) -> Result<()> {
         // 4.1's `free_hot_cold_page`: a reserve page goes on the Movable list (its
         // `freepage_migratetype` takes it back to the reserve when drained).
@@ -372,30 +419,32 @@ impl PhysMem {
             MigrateType::Reserve => MigrateType::Movable,
             mt => mt,
         };
+        let zone = self.nodes.of(pfn);
         let cpu = self.cpu;
         let Some(p) = &mut self.pcp else {
             return Ok(());
         };
-        let (high, batch) = (p.config.high, p.config.batch);
-        let c = &mut p.cpus[cpu];
+        let (high, batch) = (p.configs[zone].high, p.configs[zone].batch);
+        let set = p.set(cpu, zone);
+        let c = &mut p.sets[set];
         let at = index(mt, order);
         c.lists[at].push_back(pfn);
         c.frames += 1 << order;
         if c.frames >= high {
-            self.pcp_drain(cpu, high.saturating_sub(batch), at)?;
+            self.pcp_drain(set, high.saturating_sub(batch), at)?;
         }
         Ok(())
     }
 
-    /// `free_pcppages_bulk`: return `cpu`'s oldest blocks to the buddy allocator, the
-    /// lists taken in [`PcpDrain`]'s order (Linux 6.x's from `first`, the list just freed
-    /// to), until it holds at most `keep` frames.
-    fn pcp_drain(&mut self, cpu: usize, keep: u32, first: usize) -> Result<()> {
+    /// `free_pcppages_bulk`: return the oldest blocks of the lists `set` (a CPU's in one
+    /// zone) to the buddy allocator, the lists taken in [`PcpDrain`]'s order (Linux
+    /// 6.x's from `first`, the list just freed to), until they hold at most `keep` frames.
+    fn pcp_drain(&mut self, set: usize, keep: u32, first: usize) -> Result<()> {
         let Some(p) = &mut self.pcp else {
             return Ok(());
         };
-        let drain = p.config.drain;
-        let c = &mut p.cpus[cpu];
+        let drain = p.configs[0].drain;
+        let c = &mut p.sets[set];
         let to_free = c.frames.saturating_sub(keep);
         let freed = match drain {
             PcpDrain::Linux6 => c.take_6(to_free, first),
@@ -410,16 +459,24 @@ impl PhysMem {
         Ok(())
     }
 
-    /// `drain_local_pages`: return the current CPU's lists to the buddy allocator.
+    /// `drain_local_pages`: return the current CPU's lists, in every zone, to the buddy
+    /// allocator.
     pub fn drain_local_per_cpu_lists(&mut self) -> Result<()> {
-        self.pcp_drain(self.cpu, 0, 0)
+        let Some(p) = &self.pcp else {
+            return Ok(());
+        };
+        let sets: Vec<usize> = (0..p.configs.len()).map(|z| p.set(self.cpu, z)).collect();
+        for set in sets {
+            self.pcp_drain(set, 0, 0)?;
+        }
+        Ok(())
     }
 
     /// `drain_all_pages`: return every CPU's lists to the buddy allocator.
     pub fn drain_per_cpu_lists(&mut self) -> Result<()> {
-        let cpus = self.pcp.as_ref().map_or(0, |p| p.cpus.len());
-        for cpu in 0..cpus {
-            self.pcp_drain(cpu, 0, 0)?;
+        let sets = self.pcp.as_ref().map_or(0, |p| p.sets.len());
+        for set in 0..sets {
+            self.pcp_drain(set, 0, 0)?;
         }
         Ok(())
     }

@@ -130,7 +130,7 @@ impl PhysMem {
             return Some(self.expand_toward(head, order, cur, mt, at == Placement::Highest));
         }
         for cur in orders {
-            if let Some(pfn) = self.areas[self.node].pop(&mut self.frames, cur, mt) {
+            if let Some(pfn) = self.areas[self.zone].pop(&mut self.frames, cur, mt) {
                 self.note_removed(pfn, cur, mt);
                 self.expand(pfn, order, cur, mt);
                 return Some(pfn);

@@ -22,7 +22,7 @@ impl PhysMem {
     pub(crate) fn rmqueue_fallback(&mut self, order: u8, migrate: MigrateType) -> Result<()> {
         let view = FreeAreaView::new(
             &self.frames,
-            &self.areas[self.node],
+            &self.areas[self.zone],
             &self.blocks,
             &self.counters,
             self.index.as_ref(),
@@ -38,6 +38,11 @@ impl PhysMem {
             self.count_kernel_census(migrate, taken_order);
         }
         self.fallback_stats.fallbacks += 1;
+        if self.nodes.nodes() == 1 && self.nodes.count() > 1 {
+            let by_zone = &mut self.fallback_stats.by_zone;
+            by_zone.resize(self.nodes.count(), 0);
+            by_zone[self.zone] += 1;
+        }
         self.fallback_stats.pageblocks_scanned += u64::from(choice.scanned);
         let claimed_before = self.fallback_stats.pageblocks_claimed;
         let boosts = choice.boosts.unwrap_or(taken_order < self.blocks.order());
@@ -80,7 +85,7 @@ impl PhysMem {
             MigrateType::Reclaimable => MigrateType::Unmovable,
             _ => MigrateType::Reclaimable,
         };
-        let area = &self.areas[self.node];
+        let area = &self.areas[self.zone];
         let largest = (0..=self.max_order().0)
             .rev()
             .find(|&o| area.count(o, other) > 0)

@@ -11,6 +11,11 @@
 //! int_sqrt(10 * GB)` or 1 below 1 GB), pages move from the active tail to the inactive
 //! head (`shrink_active_list`), keeping their referenced bit.
 //!
+//! A machine of several zones keeps a pair of lists per zone (Linux 4.1's per-zone
+//! `lruvec`; since 4.8 the lists are per node), so reclaim can aim at one zone
+//! ([`PageCache::set_zones`]). A page migrated to another zone moves to the head of the
+//! same list in its new zone, as `putback_lru_page` puts the new page.
+//!
 //! Owns the index, the list nodes (a slab with intrusive links, so every operation is
 //! O(1) apart from the index's O(log n)) and their counts. It must not allocate or free
 //! frames: the page-cache and reclaim mechanisms do, and keep frame reverse maps in step.
@@ -32,6 +37,8 @@ struct Node {
     index: u32,
     list: u8,
     referenced: bool,
+    /// The zone whose lists hold the page.
+    zone: u8,
 }
 
 /// A cached page found in the index.
@@ -42,15 +49,34 @@ pub(crate) struct Cached {
     pub pfn: Pfn,
 }
 
+/// One zone's inactive and active lists.
+#[derive(Clone, Copy, Debug)]
+struct Lru {
+    head: [u32; 2],
+    tail: [u32; 2],
+    len: [u64; 2],
+}
+
+impl Default for Lru {
+    fn default() -> Lru {
+        Lru {
+            head: [NIL; 2],
+            tail: [NIL; 2],
+            len: [0; 2],
+        }
+    }
+}
+
 /// Every file's cached pages and the active/inactive LRU lists.
 #[derive(Clone, Debug)]
 pub(crate) struct PageCache {
     files: BTreeMap<u32, BTreeMap<u32, u32>>,
     nodes: Vec<Node>,
     spare: Vec<u32>,
-    head: [u32; 2],
-    tail: [u32; 2],
-    len: [u64; 2],
+    /// The lists of each zone.
+    lru: Vec<Lru>,
+    /// The first frame of each zone after the first.
+    zone_starts: Vec<u32>,
 }
 
 impl Default for PageCache {
@@ -59,22 +85,52 @@ impl Default for PageCache {
             files: BTreeMap::new(),
             nodes: Vec::new(),
             spare: Vec::new(),
-            head: [NIL; 2],
-            tail: [NIL; 2],
-            len: [0; 2],
+            lru: vec![Lru::default()],
+            zone_starts: Vec::new(),
         }
     }
 }
 
 impl PageCache {
-    /// Pages cached, both lists.
-    pub fn pages(&self) -> u64 {
-        self.len[INACTIVE] + self.len[ACTIVE]
+    /// Keep a pair of lists per zone, the zones after the first starting at the frames
+    /// `starts` (ascending). Only while nothing is cached.
+    pub fn set_zones(&mut self, starts: &[u32]) {
+        debug_assert_eq!(self.pages(), 0, "zones are set on an empty cache");
+        self.zone_starts = starts.to_vec();
+        self.lru = vec![Lru::default(); starts.len() + 1];
     }
 
-    /// Pages on the (inactive, active) lists.
-    pub fn list_lens(&self) -> (u64, u64) {
-        (self.len[INACTIVE], self.len[ACTIVE])
+    /// The zone of frame `pfn`.
+    #[inline]
+    fn zone_of(&self, pfn: u32) -> u8 {
+        self.zone_starts.partition_point(|&s| s <= pfn) as u8
+    }
+
+    /// Number of zones, each with its lists.
+    pub fn zones(&self) -> usize {
+        self.lru.len()
+    }
+
+    /// Pages cached, both lists, every zone.
+    pub fn pages(&self) -> u64 {
+        self.lru
+            .iter()
+            .map(|l| l.len[INACTIVE] + l.len[ACTIVE])
+            .sum()
+    }
+
+    /// Pages cached in zone `zone`, both lists.
+    pub fn zone_pages(&self, zone: usize) -> u64 {
+        self.lru
+            .get(zone)
+            .map_or(0, |l| l.len[INACTIVE] + l.len[ACTIVE])
+    }
+
+    /// Pages on zone `zone`'s (inactive, active) lists.
+    pub fn list_lens(&self, zone: usize) -> (u64, u64) {
+        self.lru
+            .get(zone)
+            .map_or((0, 0), |l| (l.len[INACTIVE], l.len[ACTIVE]))
     }
 
     /// The node caching page `index` of `file`.
@@ -98,6 +154,7 @@ impl PageCache {
             index,
             list: INACTIVE as u8,
             referenced: true,
+            zone: self.zone_of(pfn.0 as u32),
         };
         let id = match self.spare.pop() {
             Some(id) => {
@@ -162,9 +219,9 @@ impl PageCache {
         })
     }
 
-    /// The page at the inactive tail, the next to reclaim.
-    pub fn inactive_tail(&self) -> Option<Cached> {
-        let id = self.tail[INACTIVE];
+    /// The page at zone `zone`'s inactive tail, the next to reclaim there.
+    pub fn inactive_tail(&self, zone: usize) -> Option<Cached> {
+        let id = self.lru.get(zone)?.tail[INACTIVE];
         (id != NIL).then(|| {
             let n = self.nodes[id as usize];
             Cached {
@@ -175,18 +232,20 @@ impl PageCache {
         })
     }
 
-    /// `inactive_is_low` for the file LRU, with `frame_bytes` per page.
-    pub fn inactive_is_low(&self, frame_bytes: u64) -> bool {
-        let gb = (self.pages() * frame_bytes) >> 30;
+    /// `inactive_is_low` for zone `zone`'s file LRU, with `frame_bytes` per page.
+    pub fn inactive_is_low(&self, zone: usize, frame_bytes: u64) -> bool {
+        let gb = (self.zone_pages(zone) * frame_bytes) >> 30;
         let ratio = if gb == 0 { 1 } else { int_sqrt(10 * gb) };
-        self.len[INACTIVE] * ratio < self.len[ACTIVE]
+        let (inactive, active) = self.list_lens(zone);
+        inactive * ratio < active
     }
 
-    /// Move up to `n` pages from the active tail to the inactive head; returns how many.
-    pub fn deactivate(&mut self, n: u64) -> u64 {
+    /// Move up to `n` pages from zone `zone`'s active tail to its inactive head; returns
+    /// how many.
+    pub fn deactivate(&mut self, zone: usize, n: u64) -> u64 {
         let mut moved = 0;
-        while moved < n && self.tail[ACTIVE] != NIL {
-            let id = self.tail[ACTIVE];
+        while moved < n && self.lru.get(zone).is_some_and(|l| l.tail[ACTIVE] != NIL) {
+            let id = self.lru[zone].tail[ACTIVE];
             self.unlink(id);
             self.push_head(id, INACTIVE);
             moved += 1;
@@ -195,9 +254,17 @@ impl PageCache {
     }
 
     /// Point page `index` of `file` at `new` (migration); false unless it was at `old`.
+    /// A page that changes zone moves to the head of the same list in the new zone.
     pub fn set_pfn(&mut self, file: FileId, index: u32, old: Pfn, new: Pfn) -> bool {
         match self.lookup(file, index) {
             Some(id) if self.pfn(id) == old => {
+                let zone = self.zone_of(new.0 as u32);
+                let node = self.nodes[id as usize];
+                if zone != node.zone {
+                    self.unlink(id);
+                    self.nodes[id as usize].zone = zone;
+                    self.push_head(id, node.list as usize);
+                }
                 self.nodes[id as usize].pfn = new.0 as u32;
                 true
             }
@@ -206,12 +273,19 @@ impl PageCache {
     }
 
     /// Walk both lists: links consistent, lengths equal to the counters and to the index.
+    /// Every zone's lists: links consistent, each page in its frame's zone, lengths
+    /// equal to the counters and to the index.
     pub fn lists_consistent(&self) -> bool {
-        let walk = |list: usize| {
-            let (mut id, mut prev, mut n) = (self.head[list], NIL, 0u64);
+        let walk = |zone: usize, list: usize| {
+            let lru = &self.lru[zone];
+            let (mut id, mut prev, mut n) = (lru.head[list], NIL, 0u64);
             while id != NIL && n <= self.nodes.len() as u64 {
                 let node = self.nodes[id as usize];
-                if node.prev != prev || node.list as usize != list {
+                if node.prev != prev
+                    || node.list as usize != list
+                    || node.zone as usize != zone
+                    || self.zone_of(node.pfn) != node.zone
+                {
                     return None;
                 }
                 let indexed = self.lookup(FileId(node.file), node.index) == Some(id);
@@ -220,39 +294,51 @@ impl PageCache {
                 }
                 (prev, id, n) = (id, node.next, n + 1);
             }
-            (prev == self.tail[list] && n == self.len[list]).then_some(n)
+            (prev == lru.tail[list] && n == lru.len[list]).then_some(n)
         };
         let indexed: u64 = self.files.values().map(|p| p.len() as u64).sum();
-        matches!((walk(INACTIVE), walk(ACTIVE)), (Some(a), Some(b)) if a + b == indexed)
+        let mut listed = 0;
+        for zone in 0..self.lru.len() {
+            match (walk(zone, INACTIVE), walk(zone, ACTIVE)) {
+                (Some(a), Some(b)) => listed += a + b,
+                _ => return false,
+            }
+        }
+        listed == indexed
     }
 
     fn push_head(&mut self, id: u32, list: usize) {
-        let old = self.head[list];
+        let zone = self.nodes[id as usize].zone as usize;
+        let old = self.lru[zone].head[list];
         let n = &mut self.nodes[id as usize];
         (n.prev, n.next, n.list) = (NIL, old, list as u8);
         if old == NIL {
-            self.tail[list] = id;
+            self.lru[zone].tail[list] = id;
         } else {
             self.nodes[old as usize].prev = id;
         }
-        self.head[list] = id;
-        self.len[list] += 1;
+        self.lru[zone].head[list] = id;
+        self.lru[zone].len[list] += 1;
     }
 
     fn unlink(&mut self, id: u32) {
         let Node {
-            prev, next, list, ..
+            prev,
+            next,
+            list,
+            zone,
+            ..
         } = self.nodes[id as usize];
-        let list = list as usize;
+        let (list, lru) = (list as usize, &mut self.lru[zone as usize]);
         match prev {
-            NIL => self.head[list] = next,
+            NIL => lru.head[list] = next,
             p => self.nodes[p as usize].next = next,
         }
         match next {
-            NIL => self.tail[list] = prev,
+            NIL => lru.tail[list] = prev,
             n => self.nodes[n as usize].prev = prev,
         }
-        self.len[list] -= 1;
+        lru.len[list] -= 1;
     }
 }
 
@@ -283,10 +369,10 @@ mod tests {
     #[test]
     fn new_pages_enter_the_inactive_list_and_leave_from_its_tail() {
         let mut c = cache(3);
-        assert_eq!(c.list_lens(), (3, 0));
-        assert_eq!(c.inactive_tail().map(|p| p.index), Some(0));
+        assert_eq!(c.list_lens(0), (3, 0));
+        assert_eq!(c.inactive_tail(0).map(|p| p.index), Some(0));
         assert_eq!(c.remove(FileId(1), 0), Some(Pfn(100)));
-        assert_eq!(c.inactive_tail().map(|p| p.index), Some(1));
+        assert_eq!(c.inactive_tail(0).map(|p| p.index), Some(1));
         assert!(c.lists_consistent());
     }
 
@@ -295,15 +381,15 @@ mod tests {
         let mut c = cache(2);
         let id = c.lookup(FileId(1), 0).unwrap();
         c.mark_accessed(id);
-        assert_eq!(c.list_lens(), (1, 1));
+        assert_eq!(c.list_lens(0), (1, 1));
         c.mark_accessed(id); // active: just referenced again
-        assert_eq!(c.list_lens(), (1, 1));
-        assert!(!c.inactive_is_low(4096));
+        assert_eq!(c.list_lens(0), (1, 1));
+        assert!(!c.inactive_is_low(0, 4096));
         c.mark_accessed(c.lookup(FileId(1), 1).unwrap());
-        assert_eq!(c.list_lens(), (0, 2));
-        assert!(c.inactive_is_low(4096));
-        assert_eq!(c.deactivate(5), 2);
-        assert_eq!(c.list_lens(), (2, 0));
+        assert_eq!(c.list_lens(0), (0, 2));
+        assert!(c.inactive_is_low(0, 4096));
+        assert_eq!(c.deactivate(0, 5), 2);
+        assert_eq!(c.list_lens(0), (2, 0));
         assert!(c.lists_consistent());
     }
 
@@ -316,5 +402,32 @@ mod tests {
         assert_eq!(c.file_pages(FileId(1)).len(), 2);
         assert_eq!(c.iter().count(), 2);
         assert_eq!(c.remove(FileId(2), 0), None);
+    }
+
+    #[test]
+    fn each_zone_has_its_lists_and_a_migrated_page_follows_its_frame() {
+        // Zones 0..100, 100..200, 200.. .
+        let mut c = PageCache::default();
+        c.set_zones(&[100, 200]);
+        c.insert(FileId(1), 0, Pfn(50));
+        c.insert(FileId(1), 1, Pfn(150));
+        c.insert(FileId(1), 2, Pfn(250));
+        c.insert(FileId(1), 3, Pfn(260));
+        assert_eq!((c.zones(), c.pages()), (3, 4));
+        assert_eq!(
+            (c.zone_pages(0), c.zone_pages(1), c.zone_pages(2)),
+            (1, 1, 2)
+        );
+        assert_eq!(c.inactive_tail(2).map(|p| p.index), Some(2));
+        c.mark_accessed(c.lookup(FileId(1), 3).unwrap());
+        c.mark_accessed(c.lookup(FileId(1), 3).unwrap());
+        assert_eq!(c.list_lens(2), (1, 1));
+        // Compaction moves the active page from zone 2 to zone 0: zone 0's active head.
+        assert!(c.set_pfn(FileId(1), 3, Pfn(260), Pfn(10)));
+        assert_eq!((c.list_lens(0), c.list_lens(2)), ((1, 1), (1, 0)));
+        assert_eq!(c.deactivate(2, 5), 0);
+        assert_eq!(c.deactivate(0, 5), 1);
+        assert_eq!(c.inactive_tail(0).map(|p| p.index), Some(0));
+        assert!(c.lists_consistent());
     }
 }

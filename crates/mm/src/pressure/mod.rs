@@ -16,3 +16,4 @@ pub mod movepages;
 pub mod pagecache;
 pub mod reclaim;
 pub(crate) mod slab;
+pub mod zones;

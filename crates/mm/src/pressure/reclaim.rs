@@ -63,6 +63,7 @@ use crate::phys::reserv::{break_cost, break_reservation, ReservTable};
 use crate::pressure::kmem::KmemKind;
 use crate::pressure::lru::{int_sqrt, PageCache};
 use crate::pressure::slab::SlabCaches;
+use crate::pressure::zones::{zone_watermark_ok, Mark, Zones};
 use crate::stats::KernelStats;
 use hugemm_hw::{Nanos, Order};
 use serde::Serialize;
@@ -75,7 +76,7 @@ pub const PAGE_ALLOC_COSTLY_ORDER: u8 = 3;
 pub const WATERMARK_SCALE_FACTOR: u32 = 10;
 
 /// The zone watermarks, in frames.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Watermarks {
     /// `WMARK_MIN`.
     pub min: u64,
@@ -168,12 +169,18 @@ pub(crate) struct Mem<'a> {
     pub reserv: &'a mut ReservTable,
     pub costs: &'a MmCosts,
     pub slab: &'a mut SlabCaches,
+    /// The zones' watermarks and batches, on a machine of zones (`zones.rs`).
+    pub zones: Option<&'a mut Zones>,
 }
 
 impl Mem<'_> {
     /// Allocate `req`, reclaiming directly on failure and waking kswapd below `low`.
-    /// Returns the block and the direct-reclaim time the caller pays.
+    /// Returns the block and the direct-reclaim time the caller pays. On a machine of
+    /// zones, Linux 4.1's zonelist walk ([`Mem::alloc_zoned`]).
     pub fn alloc(&mut self, req: &AllocRequest) -> Result<(Block, Nanos)> {
+        if self.zones.is_some() {
+            return self.alloc_zoned(req);
+        }
         let (mut spent, mut stalled) = (Nanos::ZERO, false);
         let retry = req.order().0 <= PAGE_ALLOC_COSTLY_ORDER;
         let fast_4_1 =
@@ -199,6 +206,140 @@ impl Mem<'_> {
         self.stats.watermark_boosts += self.phys.apply_watermark_boost(self.wmark.high);
         self.wake_kswapd();
         Ok((block, spent))
+    }
+
+    /// Linux 4.1's `__alloc_pages_nodemask` on a machine of zones:
+    /// - the fast path (`get_page_from_freelist` with `ALLOC_WMARK_LOW | ALLOC_FAIR`):
+    ///   the request's zones highest first, each passed over when the fair policy spent
+    ///   its batch or when it fails [`zone_watermark_ok`] at `low` with its
+    ///   `lowmem_reserve` for the request's classzone; again without fairness, the
+    ///   batches reset, if a zone was passed over for fairness;
+    /// - the slow path: kswapd balances the zones up to the classzone ([`Mem::kswapd_zones`]),
+    ///   the walk again at `min`; then, for orders up to `PAGE_ALLOC_COSTLY_ORDER`, a
+    ///   reservation broken or a batch of direct reclaim before each new walk at `min`,
+    ///   until one succeeds or nothing is reclaimable. The model has no OOM killer in
+    ///   the kernel: the request then fails (its process is out of memory).
+    ///
+    /// kswapd is woken only from the slow path, so a zone can sit between `min` and
+    /// `low` while the others serve requests, as in 4.1 (without zones the model's
+    /// kswapd runs after every allocation that leaves free memory below `low`).
+    fn alloc_zoned(&mut self, req: &AllocRequest) -> Result<(Block, Nanos)> {
+        let list = self.phys.zonelist(req.node_pref());
+        let Some(&class) = list.first() else {
+            return Err(MmError::OutOfMemory);
+        };
+        if let Some(b) = self.zone_walk(req, &list, class, Mark::Low, true)? {
+            return Ok((b, Nanos::ZERO));
+        }
+        self.kswapd_zones(&list, class);
+        if let Some(b) = self.zone_walk(req, &list, class, Mark::Min, false)? {
+            return Ok((b, Nanos::ZERO));
+        }
+        let (mut spent, mut stalled) = (Nanos::ZERO, false);
+        while req.order().0 <= PAGE_ALLOC_COSTLY_ORDER {
+            if self.reserv.oldest_partial().is_some() {
+                spent += self.reclaim_reservation();
+            } else if self.reclaimable() > 0 {
+                self.stats.allocstall += !std::mem::replace(&mut stalled, true) as u64;
+                spent += self.direct_reclaim();
+            } else {
+                break;
+            }
+            if let Some(b) = self.zone_walk(req, &list, class, Mark::Min, false)? {
+                return Ok((b, spent));
+            }
+        }
+        Err(MmError::OutOfMemory)
+    }
+
+    /// `get_page_from_freelist` over the zones `list` for a request of classzone
+    /// `class`, checking `mark`, with the fair policy when `fair`.
+    fn zone_walk(
+        &mut self,
+        req: &AllocRequest,
+        list: &[usize],
+        class: usize,
+        mark: Mark,
+        fair: bool,
+    ) -> Result<Option<Block>> {
+        let order = req.order();
+        let mut skipped = false;
+        for &z in list {
+            let zones = self.zones.as_deref_mut().expect("a machine of zones");
+            if fair && zones.depleted(z) {
+                skipped = true;
+                continue;
+            }
+            let (w, reserve) = (zones.wmark[z].get(mark), zones.lowmem_reserve[z][class]);
+            if !zone_watermark_ok(self.phys, z, order, w, reserve) {
+                continue;
+            }
+            match self.phys.alloc_in_zone(req, z) {
+                Ok(b) => {
+                    zones.charge(z, 1u64 << order.0);
+                    return Ok(Some(b));
+                }
+                Err(MmError::OutOfMemory) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        if fair && skipped {
+            if let Some(zones) = self.zones.as_deref_mut() {
+                zones.reset_batches();
+            }
+            return self.zone_walk(req, list, class, mark, false);
+        }
+        Ok(None)
+    }
+
+    /// kswapd woken for a request of zonelist `list` and classzone `class` (`wakeup_kswapd`,
+    /// `balance_pgdat` for order 0), run to completion at once as the model's kswapd
+    /// is: unless every zone up to `class` is balanced (more than `high` plus its
+    /// `lowmem_reserve` for `class` free), passes over the zones up to the highest
+    /// unbalanced one, each pass reclaiming `max(high, SWAP_CLUSTER_MAX)` frames from
+    /// the LRU lists of each zone not balanced with its gap (`kswapd_shrink_zone`),
+    /// until they are all balanced, a pass frees nothing, or 12 passes (`DEF_PRIORITY`)
+    /// are done. Its time goes to `kswapd_time`.
+    pub fn kswapd_zones(&mut self, list: &[usize], class: usize) {
+        // The zones of the classzone's node up to it, lowest first (the machines of zones
+        // have one node).
+        let mut zones_of_node: Vec<usize> = list.iter().copied().filter(|&z| z <= class).collect();
+        zones_of_node.sort_unstable();
+        let balanced = |m: &Mem<'_>, z: usize, gap: u64| {
+            let zones = m.zones.as_deref().expect("a machine of zones");
+            let mark = zones.wmark[z].high + gap;
+            zone_watermark_ok(m.phys, z, Order(0), mark, zones.lowmem_reserve[z][class])
+        };
+        let Some(end) = zones_of_node
+            .iter()
+            .copied()
+            .filter(|&z| !balanced(self, z, 0))
+            .max()
+        else {
+            return;
+        };
+        self.stats.kswapd_wakes += 1;
+        for _priority in 0..12 {
+            let mut freed = 0;
+            for &z in zones_of_node.iter().filter(|&&z| z <= end) {
+                let zones = self.zones.as_deref().expect("a machine of zones");
+                let (gap, batch) = (zones.balance_gap(z), zones.kswapd_batch(z));
+                if balanced(self, z, gap) || self.cache.zone_pages(z) == 0 {
+                    continue;
+                }
+                let got = self.shrink_zone(z, batch);
+                self.stats.pgsteal_kswapd += got;
+                self.stats.kswapd_time += self.reclaim_time(got);
+                freed += got;
+            }
+            if freed == 0
+                || zones_of_node
+                    .iter()
+                    .all(|&z| z > end || balanced(self, z, 0))
+            {
+                break;
+            }
+        }
     }
 
     /// One batch of direct reclaim; returns its time.
@@ -265,22 +406,44 @@ impl Mem<'_> {
     /// batch followed by the slab shrinker's share (`slab.rs`); with the page cache empty,
     /// slab alone. The last batch's slab share may overshoot `pages`. Returns the frames
     /// freed.
+    /// On a machine of zones each zone gives its share, in proportion to its LRU pages
+    /// (4.1's `shrink_zones` scans every zone of the zonelist so).
     pub fn shrink(&mut self, pages: u64) -> u64 {
+        let (zones, lru) = (self.cache.zones(), self.cache.pages());
+        if zones == 1 || lru == 0 {
+            return self.shrink_zone(0, pages);
+        }
+        let mut freed = 0;
+        for z in (0..zones).rev() {
+            let share = (pages * self.cache.zone_pages(z)).div_ceil(lru);
+            if share > 0 && freed < pages {
+                freed += self.shrink_zone(z, share.min(pages - freed));
+            }
+        }
+        freed
+    }
+
+    /// [`Mem::shrink`] from zone `zone`'s LRU lists (slab alone when no page is cached
+    /// anywhere); returns the frames freed.
+    pub fn shrink_zone(&mut self, zone: usize, pages: u64) -> u64 {
         let mut freed = 0;
         while freed < pages && self.reclaimable() > 0 {
-            let lru = self.cache.pages();
+            let lru = self.cache.zone_pages(zone);
             if lru == 0 {
+                if self.cache.pages() > 0 {
+                    break;
+                }
                 self.slab.charge_pages(pages - freed);
                 freed += self.shrink_slab();
                 continue;
             }
-            let (inactive, _) = self.cache.list_lens();
-            if inactive == 0 || self.cache.inactive_is_low(self.frame_bytes) {
-                self.cache.deactivate(SWAP_CLUSTER_MAX);
+            let (inactive, _) = self.cache.list_lens(zone);
+            if inactive == 0 || self.cache.inactive_is_low(zone, self.frame_bytes) {
+                self.cache.deactivate(zone, SWAP_CLUSTER_MAX);
             }
             let (batch, mut scanned) = (SWAP_CLUSTER_MAX.min(pages - freed), 0);
             for _ in 0..batch {
-                let Some(page) = self.cache.inactive_tail() else {
+                let Some(page) = self.cache.inactive_tail(zone) else {
                     break;
                 };
                 self.cache.remove(page.file, page.index);

@@ -16,6 +16,7 @@ use crate::phys::reserv::{break_cost, break_reservation, ReservTable};
 use crate::pressure::lru::PageCache;
 use crate::pressure::reclaim::{Mem, Watermarks};
 use crate::pressure::slab::SlabCaches;
+use crate::pressure::zones::Zones;
 use crate::space::pagetable::VaLayout;
 use crate::stats::KernelStats;
 use hugemm_hw::{Nanos, Order, Pfn, Pid, VirtAddr, Vpn};
@@ -44,6 +45,8 @@ pub(crate) struct Mech<'a> {
     pub wmark: Watermarks,
     pub reserv: &'a mut ReservTable,
     pub slab: &'a mut SlabCaches,
+    /// The zones' watermarks and batches, on a machine of zones.
+    pub zones: Option<&'a mut Zones>,
     /// Clear frames that are not known zero before mapping them (Linux always does; off
     /// only for HawkEye Table 1's hypothetical kernel without page zeroing).
     pub clear_pages: bool,
@@ -112,6 +115,7 @@ impl Mech<'_> {
             reserv: self.reserv,
             costs: self.costs,
             slab: self.slab,
+            zones: self.zones.as_deref_mut(),
         }
         .alloc(req)
     }

@@ -1,0 +1,145 @@
+//! Linux 4.1's zones in the allocation path (`pressure/zones.rs`, `Mem::alloc_zoned`).
+
+use crate::kernel::{Kernel, MemConfig, PerCpuSizes};
+use crate::pagecache::FileId;
+use crate::pressure::kmem::KmemKind;
+use crate::testutil::costs;
+use hugemm_hw::{Geometry, Order, Pfn};
+
+const MIB: u64 = 1 << 20;
+
+/// DMA 16 MiB, DMA32 368 MiB, Normal 128 MiB: 512 MiB, `min_free_kbytes` 2,896.
+fn zoned() -> Kernel {
+    let cfg = MemConfig {
+        bytes: 512 * MIB,
+        geometry: Geometry::X86_64,
+    };
+    Kernel::with_zones(&cfg, &[16 * MIB, 368 * MIB, 128 * MIB], costs()).unwrap()
+}
+
+fn free(k: &Kernel) -> [u64; 3] {
+    [0, 1, 2].map(|z| k.phys.zone_frames_free(z))
+}
+
+#[test]
+fn the_fair_policy_spreads_allocations_over_the_zones_by_their_batches() {
+    let mut k = zoned();
+    let zones = k.zones().unwrap().clone();
+    // Normal's batch is high - low of its share of min: 181 / 4 = 45 frames.
+    let batch: Vec<u64> = zones.wmark.iter().map(|w| w.high - w.low).collect();
+    assert_eq!(batch, vec![5, 130, 45]);
+    let before = free(&k);
+    let n = 16_384u64;
+    for _ in 0..n {
+        k.kmalloc(KmemKind::Unmovable, Order(0)).unwrap();
+    }
+    let after = free(&k);
+    let round: u64 = batch.iter().sum();
+    for z in 0..3 {
+        let taken = before[z] - after[z];
+        let share = n * batch[z] / round;
+        assert!(
+            taken.abs_diff(share) <= batch[z],
+            "zone {z}: {taken} frames, its share {share} (batch {})",
+            batch[z]
+        );
+    }
+    assert_eq!(k.stats().kswapd_wakes, 0, "no zone is near low yet");
+    k.check_invariants().unwrap();
+}
+
+#[test]
+fn no_zone_goes_below_min_and_its_lowmem_reserve() {
+    let mut k = zoned();
+    let zones = k.zones().unwrap().clone();
+    let floor: Vec<u64> = (0..3)
+        .map(|z| zones.wmark[z].min + zones.lowmem_reserve[z][2])
+        .collect();
+    // DMA keeps (DMA32 + Normal) / 256 against Normal requests, DMA32 Normal / 256.
+    assert_eq!(zones.lowmem_reserve[0][2], (94_208 + 32_768) / 256);
+    assert_eq!(zones.lowmem_reserve[1][2], 32_768 / 256);
+    let mut allocated = 0u64;
+    while k.kmalloc(KmemKind::Unmovable, Order(0)).is_ok() {
+        allocated += 1;
+        let f = free(&k);
+        for z in 0..3 {
+            assert!(
+                f[z] >= floor[z],
+                "zone {z}: {} free, floor {}",
+                f[z],
+                floor[z]
+            );
+        }
+    }
+    // Nothing is reclaimable: the request fails at min, with the floors left free.
+    let f = free(&k);
+    for z in 0..3 {
+        assert!(f[z] <= floor[z] + 1, "zone {z} was used down to its floor");
+    }
+    assert_eq!(allocated + f.iter().sum::<u64>(), 131_072);
+    assert!(k.stats().kswapd_wakes > 0, "the slow path woke kswapd");
+    assert_eq!(k.stats().pgsteal_kswapd, 0, "with nothing to reclaim");
+    k.check_invariants().unwrap();
+}
+
+#[test]
+fn kswapd_balances_each_zone_from_its_own_lru_lists_before_reclaim_is_direct() {
+    let mut k = zoned();
+    // Read a file of twice the memory: every zone fills with page cache and kswapd
+    // keeps them all above min, so no request reclaims for itself.
+    let pages = 2 * 131_072;
+    let r = k.file_read(FileId(1), 0, pages);
+    assert!(!r.oom);
+    assert_eq!(r.inserted, pages);
+    let s = *k.stats();
+    assert!(s.kswapd_wakes > 0 && s.pgsteal_kswapd > 0);
+    assert_eq!(s.allocstall, 0, "no direct reclaim: {s:?}");
+    let zones = k.zones().unwrap().clone();
+    let f = free(&k);
+    for (z, free) in f.into_iter().enumerate() {
+        assert!(free >= zones.wmark[z].min, "zone {z}: {free} free");
+        assert!(k.cache.zone_pages(z) > 0, "zone {z} caches pages");
+    }
+    k.check_invariants().unwrap();
+}
+
+#[test]
+fn each_zone_has_its_own_reserve_and_per_cpu_lists() {
+    let mut k = zoned();
+    k.set_watermark_scale_factor(0);
+    // min: DMA 22, DMA32 520 (more than a pageblock), Normal 181.
+    let mins: Vec<u64> = k.zones().unwrap().wmark.iter().map(|w| w.min).collect();
+    assert_eq!(mins, vec![22, 520, 181]);
+    assert_eq!(k.set_migrate_reserve().unwrap(), 1 + 2 + 1);
+    k.enable_per_cpu_lists_as(PerCpuSizes::Linux4_1, 2);
+    for z in 0..3 {
+        let (start, _) = k.phys.zone_frames(z).unwrap();
+        assert_eq!(
+            k.phys.pageblock_type(start),
+            Some(crate::MigrateType::Reserve),
+            "zone {z} starts with its reserve"
+        );
+    }
+    // A request served from a zone takes from (and refills) that zone's lists.
+    for z in [2, 1, 0] {
+        let req = crate::AllocRequest::new(Order(0));
+        let b = k.phys.alloc_in_zone(&req, z).unwrap();
+        assert_eq!(k.phys.zone_of(b.pfn), z);
+    }
+    assert!(k.phys.zone_of(Pfn(0)) == 0 && k.phys.frames_on_per_cpu_lists() > 0);
+    k.phys.drain_per_cpu_lists().unwrap();
+    assert_eq!(k.phys.frames_on_per_cpu_lists(), 0);
+}
+
+#[test]
+fn zones_must_add_up_and_hold_whole_max_order_blocks() {
+    let cfg = MemConfig {
+        bytes: 512 * MIB,
+        geometry: Geometry::X86_64,
+    };
+    assert!(Kernel::with_zones(&cfg, &[16 * MIB, 368 * MIB], costs()).is_err());
+    assert!(Kernel::with_zones(&cfg, &[15 * MIB, 369 * MIB, 128 * MIB], costs()).is_err());
+    // One zone is the machine without zones.
+    let k = Kernel::with_zones(&cfg, &[512 * MIB], costs()).unwrap();
+    assert!(k.zones().is_none());
+}

@@ -1,0 +1,281 @@
+//! Linux 4.1's zones in the allocation path (`mm/page_alloc.c`, `mm/vmscan.c`): each
+//! zone's watermarks and `lowmem_reserve`, the fair zone allocation policy's batches,
+//! and the per-zone watermark check. [`Mem::alloc`](crate::reclaim) walks the zonelist
+//! with them when the machine has zones ([`Kernel::with_zones`](crate::Kernel)); the
+//! specification is `docs/dev/linux-4.1-zones.md`.
+//!
+//! - **Watermarks** (`__setup_per_zone_wmarks`): `min_free_kbytes` is split over the
+//!   zones by their managed pages (`tmp = pages_min * managed / lowmem_pages`); a zone's
+//!   `min` is its share, `low = min + tmp / 4` and `high = min + tmp / 2` (4.6+ widens
+//!   both gaps to `vm.watermark_scale_factor`'s share of the zone when that is larger:
+//!   [`Watermarks::with`]).
+//! - **`lowmem_reserve`** (`setup_per_zone_lowmem_reserve`, x86-64's ratios 256 for DMA
+//!   and DMA32, 32 for Normal): a request that could have used a higher zone (its
+//!   `classzone_idx`, the highest zone of its zonelist) must leave that many more frames
+//!   free in a lower one: zone `i` keeps `(managed of zones i+1..=classzone) /
+//!   ratio[i]` against it.
+//! - **The fair zone allocation policy** (`ALLOC_FAIR`, every request's fast path):
+//!   each zone has an allocation batch of `high - low` frames (`NR_ALLOC_BATCH`); an
+//!   allocation from a zone takes its frames from the batch (`buffered_rmqueue`), a zone
+//!   whose batch is spent is skipped (`ZONE_FAIR_DEPLETED`), and when the walk skipped
+//!   one and found nothing, every batch is reset and the walk is made again without
+//!   fairness (`reset_alloc_batches`). So allocations interleave across zones in
+//!   proportion to their size, in runs of a batch.
+//! - **The check** (`__zone_watermark_ok` of 4.1, per zone: [`zone_watermark_ok`]).
+//!
+//! What the model leaves out: `zone_reclaim_mode` (0 on these machines, so a zone failing
+//! its check is passed over), the dirty limits per zone (`zone_dirty_ok`), the
+//! `ALLOC_HIGH`/`ALLOC_HARDER` discounts of atomic requests, and highmem (none on
+//! x86-64).
+
+use crate::phys::buddy::PhysMem;
+use crate::pressure::reclaim::{Watermarks, SWAP_CLUSTER_MAX};
+use hugemm_hw::Order;
+use serde::Serialize;
+
+/// `sysctl_lowmem_reserve_ratio` of x86-64 (DMA, DMA32, then Normal and above).
+pub const LOWMEM_RESERVE_RATIO: [u64; 3] = [256, 256, 32];
+
+/// Which watermark a zonelist walk checks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mark {
+    /// `ALLOC_WMARK_MIN`: the slow path, after kswapd was woken.
+    Min,
+    /// `ALLOC_WMARK_LOW`: the fast path.
+    Low,
+    /// `ALLOC_WMARK_HIGH`: kswapd's target.
+    High,
+}
+
+impl Watermarks {
+    /// The watermark `mark` names.
+    pub fn get(&self, mark: Mark) -> u64 {
+        match mark {
+            Mark::Min => self.min,
+            Mark::Low => self.low,
+            Mark::High => self.high,
+        }
+    }
+}
+
+/// The zones' watermarks, reserves and fair-policy batches.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Zones {
+    /// Managed frames of each zone (all its frames: the model has no boot memory).
+    pub managed: Vec<u64>,
+    /// Each zone's watermarks.
+    pub wmark: Vec<Watermarks>,
+    /// `lowmem_reserve[z][c]`: frames zone `z` keeps free against a request whose
+    /// classzone is `c` (0 for `c <= z`).
+    pub lowmem_reserve: Vec<Vec<u64>>,
+    /// `NR_ALLOC_BATCH` of each zone.
+    #[serde(skip)]
+    batch: Vec<i64>,
+}
+
+impl Zones {
+    /// Zones of `managed[z]` frames of `frame_bytes` each, with `vm.min_free_kbytes`
+    /// `min_kb` and `vm.watermark_scale_factor` `scale` (0: Linux 4.1's gaps).
+    pub fn new(managed: &[u64], frame_bytes: u64, min_kb: u64, scale: u32) -> Zones {
+        let mut zones = Zones {
+            managed: managed.to_vec(),
+            wmark: Vec::new(),
+            lowmem_reserve: lowmem_reserve(managed),
+            batch: Vec::new(),
+        };
+        zones.set_watermarks(frame_bytes, min_kb, scale);
+        zones
+    }
+
+    /// `__setup_per_zone_wmarks`: each zone's watermarks from `min_kb`, and the
+    /// allocation batches reset to them.
+    pub fn set_watermarks(&mut self, frame_bytes: u64, min_kb: u64, scale: u32) {
+        let pages_min = min_kb * 1024 / frame_bytes;
+        let lowmem: u64 = self.managed.iter().sum();
+        self.wmark = self
+            .managed
+            .iter()
+            .map(|&managed| {
+                let tmp = pages_min * managed / lowmem.max(1);
+                let quarter = (tmp / 4).max(managed * u64::from(scale) / 10_000);
+                // 4.1 adds `tmp >> 1` for high, one more than two quarters when tmp is
+                // 2 or 3 modulo 4.
+                let half = match scale {
+                    0 => tmp / 2,
+                    _ => 2 * quarter,
+                };
+                Watermarks {
+                    min: tmp.min(managed),
+                    low: (tmp + quarter).min(managed),
+                    high: (tmp + half).min(managed),
+                }
+            })
+            .collect();
+        self.reset_batches();
+    }
+
+    /// Number of zones.
+    pub fn count(&self) -> usize {
+        self.managed.len()
+    }
+
+    /// The watermarks of every zone added up (the machine-wide marks of the checks that
+    /// do not look at zones: compaction's, stress-highalloc's).
+    pub fn total(&self) -> Watermarks {
+        self.wmark.iter().fold(
+            Watermarks {
+                min: 0,
+                low: 0,
+                high: 0,
+            },
+            |a, w| Watermarks {
+                min: a.min + w.min,
+                low: a.low + w.low,
+                high: a.high + w.high,
+            },
+        )
+    }
+
+    /// Whether the fair policy passes over zone `z` (its batch is spent).
+    pub fn depleted(&self, z: usize) -> bool {
+        self.batch[z] <= 0
+    }
+
+    /// An allocation of `frames` from zone `z` (`buffered_rmqueue`'s `NR_ALLOC_BATCH`).
+    pub fn charge(&mut self, z: usize, frames: u64) {
+        self.batch[z] -= frames as i64;
+    }
+
+    /// `reset_alloc_batches`: every batch back to `high - low`.
+    pub fn reset_batches(&mut self) {
+        self.batch = self.wmark.iter().map(|w| (w.high - w.low) as i64).collect();
+    }
+
+    /// kswapd's balance gap of zone `z` (`KSWAPD_ZONE_BALANCE_GAP_RATIO`): the smaller
+    /// of its `low` and 1% of it.
+    pub fn balance_gap(&self, z: usize) -> u64 {
+        self.wmark[z].low.min(self.managed[z].div_ceil(100))
+    }
+
+    /// What kswapd reclaims from an unbalanced zone in one pass (`kswapd_shrink_zone`:
+    /// "reclaim above the high watermark").
+    pub fn kswapd_batch(&self, z: usize) -> u64 {
+        self.wmark[z].high.max(SWAP_CLUSTER_MAX)
+    }
+}
+
+/// `setup_per_zone_lowmem_reserve` for one node's zones of `managed[z]` frames.
+fn lowmem_reserve(managed: &[u64]) -> Vec<Vec<u64>> {
+    let n = managed.len();
+    let mut reserve = vec![vec![0u64; n]; n];
+    for class in 0..n {
+        let mut above = managed[class];
+        for z in (0..class).rev() {
+            let ratio = LOWMEM_RESERVE_RATIO[z.min(LOWMEM_RESERVE_RATIO.len() - 1)];
+            reserve[z][class] = above / ratio;
+            above += managed[z];
+        }
+    }
+    reserve
+}
+
+/// Linux 4.1's `__zone_watermark_ok` for zone `zone`: after the `2^order - 1` pages
+/// the allocation takes beyond its first, more than `mark + reserve` frames must be free
+/// in the zone, and at each order below `order` the free frames in blocks above it must
+/// exceed `mark` halved once more ([`crate::reclaim::zone_watermark_ok_4_1`] is the same
+/// check over all memory). `reserve` is the zone's `lowmem_reserve` for the request's
+/// classzone.
+pub fn zone_watermark_ok(
+    phys: &PhysMem,
+    zone: usize,
+    order: Order,
+    mark: u64,
+    reserve: u64,
+) -> bool {
+    let mut free = phys.zone_frames_free(zone) as i64 - ((1i64 << order.0) - 1);
+    let mut min = mark as i64;
+    if free <= min + reserve as i64 {
+        return false;
+    }
+    for o in 0..order.0 {
+        free -= (phys.zone_free_blocks(zone, Order(o)) as i64) << o;
+        min >>= 1;
+        if free <= min {
+            return false;
+        }
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The 4 GB guest of `docs/linux-4.1-data/2026-11-28`: DMA 16 MiB, DMA32 3 GiB less
+    /// it, Normal 1 GiB; `min_free_kbytes` 8,192 (`int_sqrt(16 * 4 GiB in KiB)`).
+    fn guest_4g() -> Zones {
+        Zones::new(&[4096, 786_432 - 4096, 262_144], 4096, 8192, 0)
+    }
+
+    #[test]
+    fn min_free_kbytes_is_split_by_size_and_the_gaps_are_4_1s() {
+        let z = guest_4g();
+        // pages_min 2,048 over 1,048,576 frames.
+        assert_eq!(
+            z.wmark[0],
+            Watermarks {
+                min: 8,
+                low: 10,
+                high: 12
+            }
+        );
+        assert_eq!(z.wmark[1].min, 2048 * 782_336 / 1_048_576);
+        assert_eq!(
+            z.wmark[2],
+            Watermarks {
+                min: 512,
+                low: 640,
+                high: 768
+            }
+        );
+        assert_eq!(z.total().min, 8 + 1528 + 512);
+    }
+
+    #[test]
+    fn lower_zones_keep_a_reserve_against_requests_that_could_go_higher() {
+        let z = guest_4g();
+        // DMA32 against Normal requests: Normal / 256.
+        assert_eq!(z.lowmem_reserve[1][2], 262_144 / 256);
+        // DMA against Normal: (Normal + DMA32) / 256; against DMA32: DMA32 / 256.
+        assert_eq!(z.lowmem_reserve[0][2], (262_144 + 782_336) / 256);
+        assert_eq!(z.lowmem_reserve[0][1], 782_336 / 256);
+        // No reserve against one's own class or a lower one.
+        assert_eq!((z.lowmem_reserve[2][2], z.lowmem_reserve[1][0]), (0, 0));
+    }
+
+    #[test]
+    fn a_batch_of_high_minus_low_is_spent_then_reset() {
+        let mut z = guest_4g();
+        assert!(!z.depleted(2));
+        z.charge(2, 127);
+        assert!(!z.depleted(2));
+        z.charge(2, 1);
+        assert!(z.depleted(2), "Normal's batch is 768 - 640 = 128");
+        z.reset_batches();
+        assert!(!z.depleted(2));
+    }
+
+    #[test]
+    fn the_scale_factor_widens_the_gaps() {
+        let z = Zones::new(&[262_144], 4096, 1024, 10);
+        // min 256; the gap max(64, 262) = 262.
+        assert_eq!(
+            z.wmark[0],
+            Watermarks {
+                min: 256,
+                low: 518,
+                high: 780
+            }
+        );
+    }
+}
