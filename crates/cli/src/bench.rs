@@ -214,6 +214,7 @@ fn experiment(
         cores,
         memory_bytes: memory,
         node_bytes: Vec::new(),
+        zone_bytes: Vec::new(),
         home_node: 0,
         tiering: None,
         geometry: Geometry::X86_64,

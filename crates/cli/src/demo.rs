@@ -26,6 +26,7 @@ pub fn experiment(thp: ThpMode, seed: u64) -> anyhow::Result<Experiment> {
         cores: 1,
         memory_bytes: 8 << 30,
         node_bytes: Vec::new(),
+        zone_bytes: Vec::new(),
         home_node: 0,
         tiering: None,
         geometry: Geometry::X86_64,

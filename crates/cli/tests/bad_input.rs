@@ -2153,3 +2153,38 @@ fn frame_maps_every_zero_seconds() {
         "{err}"
     );
 }
+
+#[test]
+fn zones_must_be_known_and_fit_the_machine() {
+    let zoned = |extra: &str| {
+        edit(
+            "cores = 1",
+            &format!("cores = 1\nzones = \"linux-x86\"{extra}"),
+        )
+    };
+    expect_bad(
+        &edit("cores = 1", "cores = 1\nzones = \"linux\""),
+        "machine.zones",
+        &["\"linux\"", "linux-x86"],
+    );
+    expect_bad(
+        &edit("cores = 1", "cores = 1\nzones = 3"),
+        "machine.zones",
+        &["invalid type: integer `3`"],
+    );
+    expect_bad(
+        &format!("{}\n[kernel]\nfallback = \"kml\"\n", zoned("")),
+        "machine.zones",
+        &["places blocks by address", "\"kml\""],
+    );
+    expect_bad(
+        &format!("{}\n[kernel]\nwatermark_boost_factor = 15000\n", zoned("")),
+        "machine.zones",
+        &["watermark_boost_factor"],
+    );
+    let tiered = edit(
+        "profile = \"epyc-milan-kvm\"",
+        "profile = \"xeon-e5-2650v3-2node\"\nnode_memory = [\"32MiB\", \"32MiB\"]\nzones = \"linux-x86\"",
+    );
+    expect_bad(&tiered, "machine.zones", &["several memory nodes"]);
+}

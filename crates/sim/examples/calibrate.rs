@@ -205,6 +205,7 @@ fn experiment(
             .next_multiple_of(4 << 20)
             .max(64 << 20),
         node_bytes: Vec::new(),
+        zone_bytes: Vec::new(),
         home_node: 0,
         tiering: None,
         geometry: Geometry::X86_64,

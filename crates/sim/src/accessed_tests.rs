@@ -22,6 +22,7 @@ fn engine(bits: AccessedBits, bytes: u64) -> Engine {
         cores: 1,
         memory_bytes: 1 << 30,
         node_bytes: Vec::new(),
+        zone_bytes: Vec::new(),
         home_node: 0,
         tiering: None,
         geometry: Geometry::X86_64,

@@ -17,7 +17,7 @@ use crate::prezero::Prezero;
 use crate::process::{Activity, Proc};
 use crate::results::{
     HighAllocResult, NodeSummary, ProcessSummary, RunResult, StopReason, Summary, SystemSummary,
-    TierSummary, TimeseriesRow,
+    TierSummary, TimeseriesRow, ZoneSummary,
 };
 use crate::{Result, SimError};
 use hugemm_hw::{Geometry, KernelCosts, MachineProfile, Mmu, Nanos, Picos};
@@ -306,9 +306,16 @@ impl Engine {
             bytes: exp.memory_bytes,
             geometry: exp.geometry,
         };
-        let mut kernel = match exp.node_bytes.as_slice() {
-            [] => Kernel::new(&cfg, costs)?,
-            nodes => Kernel::with_nodes(&cfg, nodes, costs)?,
+        let mut kernel = match (exp.node_bytes.as_slice(), exp.zone_bytes.as_slice()) {
+            ([], []) => Kernel::new(&cfg, costs)?,
+            ([], zones) => Kernel::with_zones(&cfg, zones, costs)?,
+            (nodes, []) => Kernel::with_nodes(&cfg, nodes, costs)?,
+            _ => {
+                return Err(hugemm_mm::MmError::InvalidConfig {
+                    what: "a machine of several nodes cannot also be split into zones",
+                }
+                .into())
+            }
         };
         if let Some(m) = migration_costs(&exp.profile) {
             kernel.set_migration_costs(m)?;
@@ -1166,6 +1173,30 @@ impl Engine {
         })
     }
 
+    /// The zones, on a node split into zones.
+    fn zone_summary(&self) -> Vec<ZoneSummary> {
+        let Some(zones) = self.kernel.zones() else {
+            return Vec::new();
+        };
+        let phys = self.kernel.phys();
+        let names: &[&str] = match zones.count() {
+            2 => &["DMA", "DMA32"],
+            _ => &["DMA", "DMA32", "Normal", "Movable"],
+        };
+        let by_zone = phys.fallback_stats().by_zone;
+        (0..zones.count())
+            .map(|z| ZoneSummary {
+                name: names.get(z).unwrap_or(&"?").to_string(),
+                bytes: zones.managed[z] * self.exp.geometry.base_bytes(),
+                watermarks: zones.wmark[z],
+                lowmem_reserve: zones.lowmem_reserve[z].clone(),
+                free_frames_end: phys.zone_frames_free(z),
+                page_cache_pages_end: self.kernel.zone_page_cache_pages(z),
+                fallbacks: by_zone.get(z).copied().unwrap_or(0),
+            })
+            .collect()
+    }
+
     fn finish(mut self, end: Picos, stopped_by: Option<StopReason>) -> RunResult {
         let complete = !self.live() && stopped_by.is_none();
         for i in 0..self.procs.len() {
@@ -1224,6 +1255,7 @@ impl Engine {
             policy_kswapd_reclaim_ns: self.policy_reclaim_cpu.0,
             policy_kswapd_reclaim_frames: self.policy_reclaim_freed,
             tiers: self.tier_summary(),
+            zones: self.zone_summary(),
         };
         let mut tlb_windows: Vec<_> = self
             .procs

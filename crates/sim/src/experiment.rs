@@ -72,6 +72,10 @@ pub struct Experiment {
     /// empty: one node of `memory_bytes` (the profile's `tiers` then go unused).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub node_bytes: Vec<u64>,
+    /// Memory of each zone of the one node, lowest addresses first (Linux's DMA, DMA32,
+    /// Normal: `hugemm_mm::Kernel::with_zones`); empty: no zones, the node is one zone.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub zone_bytes: Vec<u64>,
     /// The node allocations try first (0 but for Nimble's "all remote" bound).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub home_node: u8,

@@ -43,7 +43,7 @@ pub use host::{
 pub use prezero::{PrezeroConfig, Stores, ZeroLists};
 pub use results::{
     HighAllocResult, KvPhaseResult, PhaseTwo, ProcessSummary, RunResult, StopReason, Summary,
-    SystemSummary, TimeseriesRow, TlbWindow,
+    SystemSummary, TimeseriesRow, TlbWindow, ZoneSummary,
 };
 
 /// Errors from running an experiment.

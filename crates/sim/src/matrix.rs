@@ -108,6 +108,7 @@ pub fn experiment_for(c: &Case, mode: Mode, profile: &MachineProfile) -> Experim
             .next_multiple_of(4 << 20)
             .max(64 << 20),
         node_bytes: Vec::new(),
+        zone_bytes: Vec::new(),
         home_node: 0,
         tiering: None,
         geometry: Geometry::X86_64,

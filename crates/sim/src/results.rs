@@ -192,6 +192,9 @@ pub struct SystemSummary {
     /// Memory nodes and migrations between them (machines of several nodes).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tiers: Option<TierSummary>,
+    /// The zones of a node split into zones (`[machine] zones`), lowest first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub zones: Vec<ZoneSummary>,
 }
 
 /// One stress-highalloc attempt ([`hugemm_workload::Phase::HighAlloc`]).
@@ -378,6 +381,26 @@ pub struct NodeSummary {
     pub traffic_bytes: u64,
     /// The highest share of its bandwidth in use over any 1 ms window.
     pub peak_utilisation: f64,
+}
+
+/// One zone at the end of a run (frames of the base page size).
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct ZoneSummary {
+    /// Linux's name for it (`DMA`, `DMA32`, `Normal`).
+    pub name: String,
+    /// Its memory.
+    pub bytes: u64,
+    /// Its `min`, `low` and `high` watermarks, frames.
+    pub watermarks: hugemm_mm::Watermarks,
+    /// Frames it keeps free against requests of each classzone (`lowmem_reserve`,
+    /// lowest classzone first).
+    pub lowmem_reserve: Vec<u64>,
+    /// Its free frames at the end (the buddy allocator's, per-CPU lists not counted).
+    pub free_frames_end: u64,
+    /// Page-cache pages on its LRU lists at the end.
+    pub page_cache_pages_end: u64,
+    /// Pageblock fallbacks taken from its free lists over the run.
+    pub fallbacks: u64,
 }
 
 fn is_zero(x: &u64) -> bool {

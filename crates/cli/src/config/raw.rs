@@ -452,6 +452,9 @@ pub struct RawMachine {
     /// Memory of each node, node 0 first, for a profile with tiers.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub node_memory: Option<Vec<RawSize>>,
+    /// `"none"` (default) or `"linux-x86"`: Linux 4.1's DMA, DMA32 and Normal zones.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub zones: Option<String>,
 }
 
 /// `[policy]`.

@@ -29,6 +29,25 @@ pub const MAX_MEMORY: u64 = 1 << 40;
 /// The machine's memory must be whole largest buddy blocks (order 10, 4 MB).
 pub const MEMORY_GRAIN: u64 = 4 << 20;
 
+/// Linux's x86-64 zones for `memory` bytes of RAM: DMA, the first 16 MiB; DMA32, the rest
+/// of the RAM below the 32-bit PCI hole; Normal, the RAM above 4 GiB (none if all fits
+/// below). Where the hole starts is the machine's: here it is QEMU's `pc` machine's, on
+/// which `tools/linux-4.1-guest` ran Linux 4.1, 3 GiB of RAM below 4 GiB when the guest
+/// has 3.5 GiB or more, else all of it (`pc_init1`'s `lowmem`). The paper's laptop's map
+/// is not given.
+pub fn linux_x86_zones(memory: u64) -> Vec<u64> {
+    const DMA: u64 = 16 << 20;
+    let below_4g = match memory >= 0xe000_0000 {
+        true => 3 << 30,
+        false => memory,
+    };
+    let mut zones = vec![DMA, below_4g - DMA];
+    if memory > below_4g {
+        zones.push(memory - below_4g);
+    }
+    zones
+}
+
 /// A configuration error: which file, which key, what was expected.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -411,6 +430,7 @@ impl Validator<'_> {
         if node_bytes.len() > 1 {
             self.one_node_features(&kernel)?;
         }
+        let zone_bytes = self.zones(&raw.machine, memory_bytes, node_bytes.len(), &kernel)?;
         raw.machine.cores = Some(cores as i64);
         let (guest_profile, vms) = self.vms(&raw.guest, &mut raw.vms, &profile, &processes)?;
         let host = self.host(&mut raw.host, !vms.is_empty(), memory_bytes)?;
@@ -419,6 +439,7 @@ impl Validator<'_> {
             cores,
             memory_bytes,
             node_bytes,
+            zone_bytes,
             home_node,
             tiering,
             geometry: Geometry::X86_64,
@@ -569,6 +590,41 @@ impl Validator<'_> {
             ));
         }
         Ok(())
+    }
+
+    /// `machine.zones`: the zones' sizes, lowest first (empty without zones).
+    fn zones(
+        &self,
+        m: &RawMachine,
+        memory: u64,
+        nodes: usize,
+        k: &hugemm_sim::KernelConfig,
+    ) -> R<Vec<u64>> {
+        const KEY: &str = "machine.zones";
+        let zones = match m.zones.as_deref().unwrap_or("none") {
+            "none" => return Ok(Vec::new()),
+            "linux-x86" => linux_x86_zones(memory),
+            other => return Err(self.not_one_of(KEY, other, &["none", "linux-x86"])),
+        };
+        if nodes > 1 {
+            return Err(self.bad(
+                KEY,
+                "\"none\" on a machine of several memory nodes (zones are modelled for one node)",
+            ));
+        }
+        if matches!(k.fallback.as_str(), "kml" | "kmu") {
+            return Err(self.bad(
+                KEY,
+                format!("\"none\" with a fallback policy that places blocks by address (\"{}\": its address index spans every zone)", k.fallback),
+            ));
+        }
+        if k.watermark_boost_factor > 0 {
+            return Err(self.bad(
+                KEY,
+                "\"none\" with kernel.watermark_boost_factor above 0 (zones are Linux 4.1's, which has no boosting)",
+            ));
+        }
+        Ok(zones)
     }
 
     fn memory(&self, m: &RawMachine) -> R<u64> {

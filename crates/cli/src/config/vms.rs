@@ -85,6 +85,8 @@ pub fn hosted(
             g.profile = guest_profile.clone();
             g.memory_bytes = v.memory;
             g.node_bytes.clear();
+            // A guest's memory is not split into the host's zones.
+            g.zone_bytes.clear();
             g.home_node = 0;
             g.tiering = None;
             g.cores = v.cores;

@@ -36,6 +36,7 @@ impl Scenario {
                 cores: 1,
                 memory_bytes: memory,
                 node_bytes: Vec::new(),
+                zone_bytes: Vec::new(),
                 home_node: 0,
                 tiering: None,
                 geometry: Geometry::X86_64,
