@@ -77,6 +77,8 @@ pub(crate) struct PageCache {
     lru: Vec<Lru>,
     /// The first frame of each zone after the first.
     zone_starts: Vec<u32>,
+    /// Pages on every zone's lists.
+    total: u64,
 }
 
 impl Default for PageCache {
@@ -87,6 +89,7 @@ impl Default for PageCache {
             spare: Vec::new(),
             lru: vec![Lru::default()],
             zone_starts: Vec::new(),
+            total: 0,
         }
     }
 }
@@ -113,10 +116,7 @@ impl PageCache {
 
     /// Pages cached, both lists, every zone.
     pub fn pages(&self) -> u64 {
-        self.lru
-            .iter()
-            .map(|l| l.len[INACTIVE] + l.len[ACTIVE])
-            .sum()
+        self.total
     }
 
     /// Pages cached in zone `zone`, both lists.
@@ -304,7 +304,7 @@ impl PageCache {
                 _ => return false,
             }
         }
-        listed == indexed
+        listed == indexed && listed == self.total
     }
 
     fn push_head(&mut self, id: u32, list: usize) {
@@ -319,6 +319,7 @@ impl PageCache {
         }
         self.lru[zone].head[list] = id;
         self.lru[zone].len[list] += 1;
+        self.total += 1;
     }
 
     fn unlink(&mut self, id: u32) {
@@ -339,6 +340,7 @@ impl PageCache {
             n => self.nodes[n as usize].prev = prev,
         }
         lru.len[list] -= 1;
+        self.total -= 1;
     }
 }
 
