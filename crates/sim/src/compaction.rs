@@ -9,6 +9,7 @@
 
 use hugemm_hw::{Nanos, Order, Pfn};
 use hugemm_mm::reclaim::PAGE_ALLOC_COSTLY_ORDER;
+use hugemm_mm::zones::Mark;
 use hugemm_mm::{AllocRequest, CompactRequest, Kernel, MigrateType, OwnerKind};
 use serde::Serialize;
 
@@ -130,15 +131,15 @@ pub(crate) fn alloc_4_1(
     req: &AllocRequest,
     repeat: bool,
 ) -> Attempt {
-    let (order, w) = (req.order(), kernel.watermarks());
+    let order = req.order();
     let mut out = Attempt {
-        block: take(kernel, req, w.low),
+        block: take(kernel, req, Mark::Low),
         ..Attempt::default()
     };
     let (mut reclaimed, mut sync) = (0u64, false);
     while out.block.is_none() {
         kernel.kswapd_4_1(order);
-        out.block = take(kernel, req, w.min)
+        out.block = take(kernel, req, Mark::Min)
             .or_else(|| compact_4_1(kernel, deferral, req, sync, &mut out.compaction));
         if out.block.is_some() {
             break;
@@ -149,7 +150,7 @@ pub(crate) fn alloc_4_1(
         let r = kernel.direct_reclaim_4_1(order, deferred);
         out.reclaim += r.cost;
         reclaimed += r.progress();
-        out.block = take(kernel, req, w.min);
+        out.block = take(kernel, req, Mark::Min);
         if out.block.is_some() || r.progress() == 0 {
             // No progress: the OOM path, which gives up on costly orders (`nopage`).
             break;
@@ -171,7 +172,7 @@ pub(crate) fn pinned_movable(order: Order) -> AllocRequest {
 }
 
 /// A block for `req` if 4.1's per-order check passes at `mark` and one is free.
-fn take(kernel: &mut Kernel, req: &AllocRequest, mark: u64) -> Option<Pfn> {
+fn take(kernel: &mut Kernel, req: &AllocRequest, mark: Mark) -> Option<Pfn> {
     let block = kernel.alloc_pages_checked(req, mark).ok().flatten()?;
     Some(block.pfn)
 }
@@ -206,7 +207,7 @@ fn compact_4_1(
     if !run.ran {
         return None;
     }
-    let pfn = take(kernel, req, w.min)?;
+    let pfn = take(kernel, req, Mark::Min)?;
     deferral.reset(order, true);
     Some(pfn)
 }

@@ -244,7 +244,7 @@ impl Kernel {
             true => self.wmark.low,
             false => self.wmark.min,
         };
-        if self.phys.frames_free() < wmark + (2u64 << order.0) {
+        if self.phys.checked_frames_free() < wmark + (2u64 << order.0) {
             return false;
         }
         order.0 <= PAGE_ALLOC_COSTLY_ORDER
@@ -256,7 +256,7 @@ impl Kernel {
     /// outside `0..=500` (the failure is fragmentation, not lack of memory), at every
     /// order.
     pub(crate) fn compaction_suitable_4_1(&self, order: Order) -> bool {
-        self.phys.frames_free() > self.wmark.low + (2u64 << order.0)
+        self.phys.checked_frames_free() > self.wmark.low + (2u64 << order.0)
             && !(0..=EXTFRAG_THRESHOLD).contains(&self.fragmentation_index(order))
     }
 

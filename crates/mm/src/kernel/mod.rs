@@ -42,7 +42,7 @@ use crate::pressure::reclaim::{
     default_min_free_kbytes, zone_watermark_ok_4_1, Mem, Watermarks, WATERMARK_SCALE_FACTOR,
 };
 use crate::pressure::slab::SlabCaches;
-use crate::pressure::zones::Zones;
+use crate::pressure::zones::{zone_watermark_ok, Mark, Zones};
 use crate::space::addrspace::AddressSpace;
 use crate::space::content::{ContentDraw, Quantiles, WriteContent};
 use crate::space::mech::Mech;
@@ -81,7 +81,8 @@ pub struct Kernel {
     pub(crate) frag: FragCosts,
     pub(crate) wmark: Watermarks,
     /// Linux 4.1's zones' watermarks, reserves and batches, on a machine of zones
-    /// ([`Kernel::with_zones`]); `wmark` is then their sum.
+    /// ([`Kernel::with_zones`]); `wmark` is then the highest zone's, which 4.1's one-zone
+    /// checks read ([`PhysMem::checked_frames_free`]).
     pub(crate) zones: Option<Zones>,
     /// `vm.min_free_kbytes` and `vm.watermark_scale_factor`, which `wmark` follows.
     min_free_kb: u64,
@@ -139,7 +140,7 @@ impl Kernel {
                 .collect();
             k.cache.set_zones(&starts);
             let zones = k.zone_marks();
-            k.wmark = zones.total();
+            k.wmark = zones.checked();
             k.zones = Some(zones);
         }
         Ok(k)
@@ -601,7 +602,7 @@ impl Kernel {
         self.wmark = Watermarks::with(managed, base, self.min_free_kb, self.wmark_scale);
         if self.zones.is_some() {
             let zones = self.zone_marks();
-            self.wmark = zones.total();
+            self.wmark = zones.checked();
             self.zones = Some(zones);
         }
     }
@@ -774,15 +775,36 @@ impl Kernel {
 
     /// [`Kernel::alloc_pages`] behind Linux 4.1's per-order watermark check
     /// (`get_page_from_freelist`): `None`, with nothing allocated, unless
-    /// [`zone_watermark_ok_4_1`] passes for `mark` (a watermark, in frames) and a block is
-    /// free. Not counted in `order_watermark_misses`: the check was made. Refuses what
+    /// [`zone_watermark_ok_4_1`] passes for the watermark `mark` and a block is free. On
+    /// a machine of zones, each zone of the request's zonelist in turn, highest first,
+    /// with its own watermark and its `lowmem_reserve` for the request's classzone (the
+    /// fair policy left out: these are the slow path's and the stress tests' requests).
+    /// Not counted in `order_watermark_misses`: the check was made. Refuses what
     /// [`Kernel::alloc_pages`] refuses.
-    pub fn alloc_pages_checked(&mut self, req: &AllocRequest, mark: u64) -> Result<Option<Block>> {
+    pub fn alloc_pages_checked(&mut self, req: &AllocRequest, mark: Mark) -> Result<Option<Block>> {
         kernel_request(req)?;
-        if !zone_watermark_ok_4_1(&self.phys, req.order(), mark) {
+        let order = req.order();
+        let Some(zones) = &mut self.zones else {
+            if !zone_watermark_ok_4_1(&self.phys, order, self.wmark.get(mark)) {
+                return Ok(None);
+            }
+            return Ok(self.phys.alloc(req).ok());
+        };
+        let list = self.phys.zonelist(req.node_pref());
+        let Some(&class) = list.first() else {
             return Ok(None);
+        };
+        for z in list {
+            let (w, reserve) = (zones.wmark[z].get(mark), zones.lowmem_reserve[z][class]);
+            if !zone_watermark_ok(&self.phys, z, order, w, reserve) {
+                continue;
+            }
+            if let Ok(block) = self.phys.alloc_in_zone(req, z) {
+                zones.charge(z, 1u64 << order.0);
+                return Ok(Some(block));
+            }
         }
-        Ok(self.phys.alloc(req).ok())
+        Ok(None)
     }
 
     /// Free a block allocated by [`Kernel::alloc_pages`].

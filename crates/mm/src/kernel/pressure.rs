@@ -110,14 +110,14 @@ impl Kernel {
     fn balance_gap_4_1(&self) -> u64 {
         self.wmark
             .low
-            .min(self.phys.frames_total().div_ceil(BALANCE_GAP_RATIO))
+            .min(self.phys.checked_frames_total().div_ceil(BALANCE_GAP_RATIO))
     }
 
     /// 4.1's `compaction_ready` (vmscan.c) for this zone.
     fn compaction_ready_4_1(&self, order: Order, deferred: bool) -> bool {
         let w = self.wmark;
         let gap = self.balance_gap_4_1();
-        let watermark_ok = self.phys.frames_free() > w.high + gap + (2u64 << order.0);
+        let watermark_ok = self.phys.checked_frames_free() > w.high + gap + (2u64 << order.0);
         if deferred {
             return watermark_ok;
         }

@@ -359,6 +359,38 @@ impl PhysMem {
         self.areas.get(zone).map_or(0, |a| a.count_order(order.0))
     }
 
+    /// The zone Linux 4.1's one-zone checks read (`zone_watermark_ok_4_1`, its kswapd,
+    /// direct reclaim and compaction suitability, which the model runs for one zone): on
+    /// a node split into zones, the highest, where requests go first; `None` otherwise,
+    /// when they read all memory.
+    pub(crate) fn checked_zone(&self) -> Option<usize> {
+        (self.nodes.nodes() == 1 && self.nodes.count() > 1).then(|| self.nodes.count() - 1)
+    }
+
+    /// Free frames of the zone 4.1's one-zone checks read (all free frames without zones).
+    pub fn checked_frames_free(&self) -> u64 {
+        match self.checked_zone() {
+            Some(z) => self.zone_frames_free(z),
+            None => self.frames_free(),
+        }
+    }
+
+    /// Frames of the zone 4.1's one-zone checks read (all frames without zones).
+    pub fn checked_frames_total(&self) -> u64 {
+        match self.checked_zone().and_then(|z| self.zone_frames(z)) {
+            Some((a, b)) => b.0 - a.0,
+            None => self.frames_total(),
+        }
+    }
+
+    /// Free blocks of exactly `order` in the zone 4.1's one-zone checks read.
+    pub fn checked_free_blocks(&self, order: Order) -> u64 {
+        match self.checked_zone() {
+            Some(z) => self.zone_free_blocks(z, order),
+            None => self.free_blocks(order),
+        }
+    }
+
     /// The end of the range compaction works in (`compact_zone`'s zone): all memory with
     /// one node; node 0 only with several (per-node compaction is not modelled); a node
     /// split into zones is compacted as one range (4.1 compacts each zone apart).

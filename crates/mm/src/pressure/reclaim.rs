@@ -125,15 +125,17 @@ impl Watermarks {
 /// needs more than 2,560 + 511 frames free, more than 1,280 + 511 of them in blocks of
 /// order 1 and up, ..., more than 5 + 511 in blocks of order 9 and up: one free order-9
 /// block is never enough. Free frames are the buddy allocator's
-/// ([`PhysMem::frames_free`]), without the per-CPU lists, as `NR_FREE_PAGES`.
+/// ([`PhysMem::frames_free`]), without the per-CPU lists, as `NR_FREE_PAGES`; on a node
+/// split into zones, the highest zone's ([`PhysMem::checked_frames_free`]; the zonelist
+/// walk checks each zone with `zones.rs`'s `zone_watermark_ok`).
 pub fn zone_watermark_ok_4_1(phys: &PhysMem, order: Order, mark: u64) -> bool {
-    let mut free = phys.frames_free() as i64 - ((1i64 << order.0) - 1);
+    let mut free = phys.checked_frames_free() as i64 - ((1i64 << order.0) - 1);
     let mut min = mark as i64;
     if free <= min {
         return false;
     }
     for o in 0..order.0 {
-        free -= (phys.free_blocks(Order(o)) as i64) << o;
+        free -= (phys.checked_free_blocks(Order(o)) as i64) << o;
         min >>= 1;
         if free <= min {
             return false;
@@ -292,20 +294,26 @@ impl Mem<'_> {
         Ok(None)
     }
 
-    /// kswapd woken for a request of zonelist `list` and classzone `class` (`wakeup_kswapd`,
-    /// `balance_pgdat` for order 0), run to completion at once as the model's kswapd
-    /// is: unless every zone up to `class` is balanced (more than `high` plus its
-    /// `lowmem_reserve` for `class` free), passes over the zones up to the highest
-    /// unbalanced one, each pass reclaiming `max(high, SWAP_CLUSTER_MAX)` frames from
-    /// the LRU lists of each zone not balanced with its gap (`kswapd_shrink_zone`),
-    /// until they are all balanced, a pass frees nothing, or 12 passes (`DEF_PRIORITY`)
-    /// are done. Its time goes to `kswapd_time`.
+    /// kswapd woken for a request of zonelist `list` and classzone `class`
+    /// (`wakeup_kswapd`, `balance_pgdat` for order 0), run to completion at once as the
+    /// model's kswapd is. A zone is balanced at `mark` for a classzone when more than
+    /// `high` plus `mark` plus its `lowmem_reserve` for that classzone are free
+    /// (`zone_balanced`). kswapd sleeps unless some zone up to `class` is unbalanced for
+    /// its own class (no reserve: `wakeup_kswapd`'s check); the highest such zone is
+    /// `end`. Each pass then reclaims from the LRU lists of every zone up to `end` that is
+    /// not balanced with its gap (`min(low, 1%)`) for classzone `end`
+    /// (`kswapd_shrink_zone`), as much as brings it to `high` and at least
+    /// `SWAP_CLUSTER_MAX`; passes end when every zone up to `class` is balanced for its
+    /// own class (`pgdat_balanced`), a pass frees nothing, or after 12 (`DEF_PRIORITY`).
+    /// 4.1's passes scan more at each priority and stop once the node is balanced, so
+    /// they end a little past `high`; the model's reclaim exactly what `high` needs.
+    /// Its time goes to `kswapd_time`.
     pub fn kswapd_zones(&mut self, list: &[usize], class: usize) {
         // The zones of the classzone's node up to it, lowest first (the machines of zones
         // have one node).
         let mut zones_of_node: Vec<usize> = list.iter().copied().filter(|&z| z <= class).collect();
         zones_of_node.sort_unstable();
-        let balanced = |m: &Mem<'_>, z: usize, gap: u64| {
+        let balanced = |m: &Mem<'_>, z: usize, gap: u64, class: usize| {
             let zones = m.zones.as_deref().expect("a machine of zones");
             let mark = zones.wmark[z].high + gap;
             zone_watermark_ok(m.phys, z, Order(0), mark, zones.lowmem_reserve[z][class])
@@ -313,7 +321,7 @@ impl Mem<'_> {
         let Some(end) = zones_of_node
             .iter()
             .copied()
-            .filter(|&z| !balanced(self, z, 0))
+            .filter(|&z| !balanced(self, z, 0, z))
             .max()
         else {
             return;
@@ -323,20 +331,17 @@ impl Mem<'_> {
             let mut freed = 0;
             for &z in zones_of_node.iter().filter(|&&z| z <= end) {
                 let zones = self.zones.as_deref().expect("a machine of zones");
-                let (gap, batch) = (zones.balance_gap(z), zones.kswapd_batch(z));
-                if balanced(self, z, gap) || self.cache.zone_pages(z) == 0 {
+                let (gap, high) = (zones.balance_gap(z), zones.wmark[z].high);
+                if balanced(self, z, gap, end) || self.cache.zone_pages(z) == 0 {
                     continue;
                 }
-                let got = self.shrink_zone(z, batch);
+                let need = (high + 1).saturating_sub(self.phys.zone_frames_free(z));
+                let got = self.shrink_zone(z, need.max(SWAP_CLUSTER_MAX));
                 self.stats.pgsteal_kswapd += got;
                 self.stats.kswapd_time += self.reclaim_time(got);
                 freed += got;
             }
-            if freed == 0
-                || zones_of_node
-                    .iter()
-                    .all(|&z| z > end || balanced(self, z, 0))
-            {
+            if freed == 0 || zones_of_node.iter().all(|&z| balanced(self, z, 0, z)) {
                 break;
             }
         }

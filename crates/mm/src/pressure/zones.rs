@@ -29,7 +29,7 @@
 //! x86-64).
 
 use crate::phys::buddy::PhysMem;
-use crate::pressure::reclaim::{Watermarks, SWAP_CLUSTER_MAX};
+use crate::pressure::reclaim::Watermarks;
 use hugemm_hw::Order;
 use serde::Serialize;
 
@@ -119,8 +119,14 @@ impl Zones {
         self.managed.len()
     }
 
-    /// The watermarks of every zone added up (the machine-wide marks of the checks that
-    /// do not look at zones: compaction's, stress-highalloc's).
+    /// The highest zone's watermarks: the marks of Linux 4.1's checks the model makes
+    /// for one zone (compaction's, 4.1's high-order kswapd and direct reclaim), which
+    /// read that zone's free memory ([`PhysMem::checked_frames_free`]).
+    pub fn checked(&self) -> Watermarks {
+        self.wmark.last().copied().unwrap_or_default()
+    }
+
+    /// The watermarks of every zone added up.
     pub fn total(&self) -> Watermarks {
         self.wmark.iter().fold(
             Watermarks {
@@ -155,12 +161,6 @@ impl Zones {
     /// of its `low` and 1% of it.
     pub fn balance_gap(&self, z: usize) -> u64 {
         self.wmark[z].low.min(self.managed[z].div_ceil(100))
-    }
-
-    /// What kswapd reclaims from an unbalanced zone in one pass (`kswapd_shrink_zone`:
-    /// "reclaim above the high watermark").
-    pub fn kswapd_batch(&self, z: usize) -> u64 {
-        self.wmark[z].high.max(SWAP_CLUSTER_MAX)
     }
 }
 
