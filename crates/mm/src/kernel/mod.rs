@@ -139,9 +139,7 @@ impl Kernel {
                 .map(|(a, _)| a.0 as u32)
                 .collect();
             k.cache.set_zones(&starts);
-            let zones = k.zone_marks();
-            k.wmark = zones.checked();
-            k.zones = Some(zones);
+            k.set_zone_marks();
         }
         Ok(k)
     }
@@ -601,20 +599,21 @@ impl Kernel {
         let managed = self.phys.frames_total();
         self.wmark = Watermarks::with(managed, base, self.min_free_kb, self.wmark_scale);
         if self.zones.is_some() {
-            let zones = self.zone_marks();
-            self.wmark = zones.checked();
-            self.zones = Some(zones);
+            self.set_zone_marks();
         }
     }
 
-    /// The zones' watermarks from `min_free_kb` and `wmark_scale`.
-    fn zone_marks(&self) -> Zones {
+    /// The zones' watermarks from `min_free_kb` and `wmark_scale`, and `wmark` the
+    /// highest zone's.
+    fn set_zone_marks(&mut self) {
         let managed: Vec<u64> = (0..self.phys.zone_count())
             .filter_map(|z| self.phys.zone_frames(z))
             .map(|(a, b)| b.0 - a.0)
             .collect();
         let base = self.geometry.base_bytes();
-        Zones::new(&managed, base, self.min_free_kb, self.wmark_scale)
+        let zones = Zones::new(&managed, base, self.min_free_kb, self.wmark_scale);
+        self.wmark = zones.checked();
+        self.zones = Some(zones);
     }
 
     /// The zones' watermarks and `lowmem_reserve`, on a machine of zones.

@@ -383,14 +383,6 @@ impl PhysMem {
         }
     }
 
-    /// Free blocks of exactly `order` in the zone 4.1's one-zone checks read.
-    pub fn checked_free_blocks(&self, order: Order) -> u64 {
-        match self.checked_zone() {
-            Some(z) => self.zone_free_blocks(z, order),
-            None => self.free_blocks(order),
-        }
-    }
-
     /// The end of the range compaction works in (`compact_zone`'s zone): all memory with
     /// one node; node 0 only with several (per-node compaction is not modelled); a node
     /// split into zones is compacted as one range (4.1 compacts each zone apart).

@@ -63,7 +63,7 @@ use crate::phys::reserv::{break_cost, break_reservation, ReservTable};
 use crate::pressure::kmem::KmemKind;
 use crate::pressure::lru::{int_sqrt, PageCache};
 use crate::pressure::slab::SlabCaches;
-use crate::pressure::zones::{zone_watermark_ok, Mark, Zones};
+use crate::pressure::zones::{watermark_ok_4_1, zone_watermark_ok, Mark, Zones};
 use crate::stats::KernelStats;
 use hugemm_hw::{Nanos, Order};
 use serde::Serialize;
@@ -129,19 +129,10 @@ impl Watermarks {
 /// split into zones, the highest zone's ([`PhysMem::checked_frames_free`]; the zonelist
 /// walk checks each zone with `zones.rs`'s `zone_watermark_ok`).
 pub fn zone_watermark_ok_4_1(phys: &PhysMem, order: Order, mark: u64) -> bool {
-    let mut free = phys.checked_frames_free() as i64 - ((1i64 << order.0) - 1);
-    let mut min = mark as i64;
-    if free <= min {
-        return false;
+    match phys.checked_zone() {
+        Some(z) => zone_watermark_ok(phys, z, order, mark, 0),
+        None => watermark_ok_4_1(phys.frames_free(), |o| phys.free_blocks(o), order, mark, 0),
     }
-    for o in 0..order.0 {
-        free -= (phys.checked_free_blocks(Order(o)) as i64) << o;
-        min >>= 1;
-        if free <= min {
-            return false;
-        }
-    }
-    true
 }
 
 /// `calculate_min_free_kbytes`: `int_sqrt(16 * lowmem_kbytes)`, clamped to [128 KB,

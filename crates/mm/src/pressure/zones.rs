@@ -126,22 +126,6 @@ impl Zones {
         self.wmark.last().copied().unwrap_or_default()
     }
 
-    /// The watermarks of every zone added up.
-    pub fn total(&self) -> Watermarks {
-        self.wmark.iter().fold(
-            Watermarks {
-                min: 0,
-                low: 0,
-                high: 0,
-            },
-            |a, w| Watermarks {
-                min: a.min + w.min,
-                low: a.low + w.low,
-                high: a.high + w.high,
-            },
-        )
-    }
-
     /// Whether the fair policy passes over zone `z` (its batch is spent).
     pub fn depleted(&self, z: usize) -> bool {
         self.batch[z] <= 0
@@ -192,13 +176,32 @@ pub fn zone_watermark_ok(
     mark: u64,
     reserve: u64,
 ) -> bool {
-    let mut free = phys.zone_frames_free(zone) as i64 - ((1i64 << order.0) - 1);
+    let free = phys.zone_frames_free(zone);
+    watermark_ok_4_1(
+        free,
+        |o| phys.zone_free_blocks(zone, o),
+        order,
+        mark,
+        reserve,
+    )
+}
+
+/// `__zone_watermark_ok` of 4.1 over `free` frames, `free_blocks(o)` of them blocks of
+/// order `o` (see [`zone_watermark_ok`]).
+pub(crate) fn watermark_ok_4_1(
+    free: u64,
+    free_blocks: impl Fn(Order) -> u64,
+    order: Order,
+    mark: u64,
+    reserve: u64,
+) -> bool {
+    let mut free = free as i64 - ((1i64 << order.0) - 1);
     let mut min = mark as i64;
     if free <= min + reserve as i64 {
         return false;
     }
     for o in 0..order.0 {
-        free -= (phys.zone_free_blocks(zone, Order(o)) as i64) << o;
+        free -= (free_blocks(Order(o)) as i64) << o;
         min >>= 1;
         if free <= min {
             return false;
@@ -238,7 +241,7 @@ mod tests {
                 high: 768
             }
         );
-        assert_eq!(z.total().min, 8 + 1528 + 512);
+        assert_eq!(z.checked(), z.wmark[2], "the highest zone's");
     }
 
     #[test]
