@@ -143,3 +143,23 @@ fn zones_must_add_up_and_hold_whole_max_order_blocks() {
     let k = Kernel::with_zones(&cfg, &[512 * MIB], costs()).unwrap();
     assert!(k.zones().is_none());
 }
+
+#[test]
+fn checked_requests_walk_the_zones_and_leave_each_its_floor() {
+    use crate::pressure::zones::Mark;
+    let mut k = zoned();
+    let huge = crate::AllocRequest::new(Order(9))
+        .migrate(crate::MigrateType::Movable)
+        .owner(crate::OwnerKind::KernelUnmovable);
+    let b = k.alloc_pages_checked(&huge, Mark::Low).unwrap().unwrap();
+    assert_eq!(k.phys.zone_of(b.pfn), 2, "Normal first");
+    while k.kmalloc(KmemKind::Unmovable, Order(0)).is_ok() {}
+    // Every zone at its floor: DMA keeps its lowmem_reserve, which no request of a
+    // Normal classzone may take, though its frames are free.
+    let page = crate::AllocRequest::new(Order(0))
+        .migrate(crate::MigrateType::Unmovable)
+        .owner(crate::OwnerKind::KernelUnmovable);
+    assert_eq!(k.alloc_pages_checked(&page, Mark::Min).unwrap(), None);
+    assert!(k.phys.zone_frames_free(0) > k.zones().unwrap().lowmem_reserve[0][2]);
+    k.check_invariants().unwrap();
+}
