@@ -42,7 +42,7 @@ use crate::pressure::reclaim::{
     default_min_free_kbytes, zone_watermark_ok_4_1, Mem, Watermarks, WATERMARK_SCALE_FACTOR,
 };
 use crate::pressure::slab::SlabCaches;
-use crate::pressure::zones::{zone_watermark_ok, Mark, Zones};
+use crate::pressure::zones::{Mark, Zones};
 use crate::space::addrspace::AddressSpace;
 use crate::space::content::{ContentDraw, Quantiles, WriteContent};
 use crate::space::mech::Mech;
@@ -783,27 +783,21 @@ impl Kernel {
     pub fn alloc_pages_checked(&mut self, req: &AllocRequest, mark: Mark) -> Result<Option<Block>> {
         kernel_request(req)?;
         let order = req.order();
-        let Some(zones) = &mut self.zones else {
+        if self.zones.is_none() {
             if !zone_watermark_ok_4_1(&self.phys, order, self.wmark.get(mark)) {
                 return Ok(None);
             }
             return Ok(self.phys.alloc(req).ok());
-        };
+        }
         let list = self.phys.zonelist(req.node_pref());
         let Some(&class) = list.first() else {
             return Ok(None);
         };
-        for z in list {
-            let (w, reserve) = (zones.wmark[z].get(mark), zones.lowmem_reserve[z][class]);
-            if !zone_watermark_ok(&self.phys, z, order, w, reserve) {
-                continue;
-            }
-            if let Ok(block) = self.phys.alloc_in_zone(req, z) {
-                zones.charge(z, 1u64 << order.0);
-                return Ok(Some(block));
-            }
-        }
-        Ok(None)
+        Ok(self
+            .mem()
+            .zone_walk(req, &list, class, mark, false)
+            .ok()
+            .flatten())
     }
 
     /// Free a block allocated by [`Kernel::alloc_pages`].

@@ -247,7 +247,7 @@ impl Mem<'_> {
 
     /// `get_page_from_freelist` over the zones `list` for a request of classzone
     /// `class`, checking `mark`, with the fair policy when `fair`.
-    fn zone_walk(
+    pub(crate) fn zone_walk(
         &mut self,
         req: &AllocRequest,
         list: &[usize],
