@@ -2187,4 +2187,14 @@ fn zones_must_be_known_and_fit_the_machine() {
         "profile = \"xeon-e5-2650v3-2node\"\nnode_memory = [\"32MiB\", \"32MiB\"]\nzones = \"linux-x86\"",
     );
     expect_bad(&tiered, "machine.zones", &["several memory nodes"]);
+    expect_bad(
+        &format!("{}\n[kernel]\nkswapd = \"later\"\n", zoned("")),
+        "kernel.kswapd",
+        &["\"later\"", "immediate", "async"],
+    );
+    expect_bad(
+        &edit("cores = 1", "cores = 1\n[kernel]\nkswapd = \"async\""),
+        "kernel.kswapd",
+        &["needs machine.zones"],
+    );
 }

@@ -122,6 +122,37 @@ impl BootOrder {
     }
 }
 
+/// When kswapd does its work (`[kernel] kswapd` in experiment files).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum KswapdMode {
+    /// At once, inside the allocation that woke it (its time is kswapd's, not the
+    /// caller's): free memory never lingers below the mark kswapd was woken at. The
+    /// default, and the only mode without zones.
+    #[default]
+    Immediate,
+    /// On its own thread, as Linux's: the wake marks it awake and the engine runs its
+    /// reclaim as a daemon, a step at a time, while allocations go on
+    /// ([`crate::Kernel::kswapd_step`]). Needs a machine of zones.
+    Async,
+}
+
+impl KswapdMode {
+    /// Every setting with its name in experiment files.
+    pub const NAMED: [(&'static str, KswapdMode); 2] = [
+        ("immediate", KswapdMode::Immediate),
+        ("async", KswapdMode::Async),
+    ];
+
+    /// The setting's name in experiment files.
+    pub fn name(self) -> &'static str {
+        match self {
+            KswapdMode::Immediate => "immediate",
+            KswapdMode::Async => "async",
+        }
+    }
+}
+
 /// Which Linux the per-CPU page lists' sizes follow (`[kernel] per_cpu_sizes` in
 /// experiment files; `pcp.rs`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]

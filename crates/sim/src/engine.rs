@@ -39,6 +39,8 @@ use std::sync::Arc;
 pub const SYNC: Picos = Picos(1_000_000_000); // 1 ms
 /// Time slice of processes sharing a core (CFS's default minimum granularity scale).
 pub const SLICE: Picos = Picos(4_000_000_000); // 4 ms
+/// The next run of a daemon that sleeps until something wakes it.
+const ASLEEP: Picos = Picos(u64::MAX);
 
 /// A request to stop a run early, shared between the engine and whoever may make it (a
 /// signal handler, another thread). It holds 0 while the run may go on, else the code of
@@ -141,6 +143,10 @@ enum DaemonKind {
     Prezero,
     /// The tiering policy.
     Tiering,
+    /// kswapd on its own thread (`[kernel] kswapd = "async"`): asleep until an
+    /// allocation wakes it, then a step of reclaim after another until the zones are
+    /// balanced (`hugemm_mm::Kernel::kswapd_step`).
+    Kswapd,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -341,6 +347,7 @@ impl Engine {
         if let Some(kb) = exp.kernel.min_free_kbytes {
             kernel.set_min_free_kbytes(kb);
         }
+        kernel.set_kswapd(exp.kernel.kswapd)?;
         if exp.kernel.migrate_reserve {
             kernel.set_migrate_reserve()?;
         }
@@ -407,6 +414,17 @@ impl Engine {
                 },
                 kind: DaemonKind::Prezero,
                 next: Picos::from(prezero.period),
+                cpu: Nanos::ZERO,
+            });
+        }
+        if exp.kernel.kswapd == hugemm_mm::KswapdMode::Async {
+            daemons.push(Daemon {
+                spec: DaemonSpec {
+                    name: "kswapd",
+                    first_run: Nanos::ZERO,
+                },
+                kind: DaemonKind::Kswapd,
+                next: ASLEEP,
                 cpu: Nanos::ZERO,
             });
         }
@@ -573,6 +591,8 @@ impl Engine {
                     self.now = self.now.max(self.cores[c].now);
                 }
             }
+            // An allocation in this event (a process's, a daemon's) woke kswapd.
+            self.wake_kswapd(self.now);
         }
         Ok(())
     }
@@ -831,10 +851,17 @@ impl Engine {
             },
             DaemonKind::Prezero => self.run_prezero(t),
             DaemonKind::Tiering => self.run_tiering(t),
+            DaemonKind::Kswapd => DaemonRun {
+                cpu: self.kernel.kswapd_step(),
+                sleep: Nanos::ZERO,
+            },
         };
         let daemon = &mut self.daemons[d];
         daemon.cpu += run.cpu;
         daemon.next = t + Picos::from(run.cpu) + Picos::from(run.sleep).max(Picos(1));
+        if daemon.kind == DaemonKind::Kswapd && !self.kernel.kswapd_awake() {
+            daemon.next = ASLEEP;
+        }
         let core = &mut self.cores[self.exp.daemon_core as usize];
         core.now = core.now.max(t) + Picos::from(run.cpu);
         self.apply_tlb_flushes();
@@ -965,6 +992,17 @@ impl Engine {
         let core = &mut self.cores[self.exp.daemon_core as usize];
         core.now = core.now.max(t) + Picos::from(r.cpu);
         self.apply_tlb_flushes();
+    }
+
+    /// When an allocation woke kswapd on its own thread, its first step runs at `now`.
+    pub(crate) fn wake_kswapd(&mut self, now: Picos) {
+        if self.kernel.take_kswapd_wake() {
+            for d in &mut self.daemons {
+                if d.kind == DaemonKind::Kswapd {
+                    d.next = d.next.min(now);
+                }
+            }
+        }
     }
 
     /// Bring kcompactd's next run forward to `now` (a fault asked for it).

@@ -402,6 +402,11 @@ impl Engine {
                 }
             }
             self.apply_tlb_flushes();
+            if self.kernel.kswapd_woken() {
+                // kswapd on its own thread was woken: end the turn here, so that its
+                // first step runs now rather than after the rest of the turn.
+                break;
+            }
         }
         Ok(true)
     }

@@ -6,7 +6,7 @@
 use super::raw::*;
 use super::validate::{Phases, Validator, R};
 use hugemm_hw::Nanos;
-use hugemm_mm::{AccessedBits, BootOrder, CompactMode, PerCpuSizes, WatermarkCheck};
+use hugemm_mm::{AccessedBits, BootOrder, CompactMode, KswapdMode, PerCpuSizes, WatermarkCheck};
 use hugemm_sim::{KcompactdConfig, KernelConfig, PrezeroConfig, Stores, ZeroLists};
 use hugemm_workload::kbuild::{self, FileIds, KernelBuild};
 use hugemm_workload::{HighAllocGfp, KernelMem, Lifetime, Phase, ProcessSpec};
@@ -98,6 +98,13 @@ impl Validator<'_> {
             &BootOrder::NAMED,
         )?;
         k.boot_order = Some(boot_order.name().into());
+        let kswapd = self.choice(
+            "kernel.kswapd",
+            k.kswapd.as_deref(),
+            KswapdMode::default().name(),
+            &KswapdMode::NAMED,
+        )?;
+        k.kswapd = Some(kswapd.name().into());
         let watermark_check = self.choice(
             "kernel.watermark_check",
             k.watermark_check.as_deref(),
@@ -151,6 +158,7 @@ impl Validator<'_> {
             buddy_merge_likely,
             migrate_reserve,
             boot_order,
+            kswapd,
             watermark_check,
             min_free_kbytes,
             clear_pages,

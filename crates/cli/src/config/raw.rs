@@ -281,6 +281,9 @@ pub struct RawKernel {
     /// Which free memory a booted kernel allocates first: "lowest-first" (default, Linux
     /// 5.10+) or "highest-first" (Linux before 5.10).
     pub boot_order: Option<String>,
+    /// When kswapd reclaims: "immediate" (default: inside the allocation that woke it)
+    /// or "async" (on its own thread; needs `machine.zones`).
+    pub kswapd: Option<String>,
     /// The watermark check of stress-highalloc's requests and direct compaction's rules:
     /// "order-0" (default) or "linux-4.1".
     pub watermark_check: Option<String>,

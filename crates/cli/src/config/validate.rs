@@ -602,6 +602,12 @@ impl Validator<'_> {
     ) -> R<Vec<u64>> {
         const KEY: &str = "machine.zones";
         let zones = match m.zones.as_deref().unwrap_or("none") {
+            "none" if k.kswapd == hugemm_mm::KswapdMode::Async => {
+                return Err(self.bad(
+                    "kernel.kswapd",
+                    "\"immediate\" on a machine without zones (\"async\" is Linux 4.1's kswapd, which needs machine.zones = \"linux-x86\": without zones no watermark stops order-0 allocations while kswapd lags)",
+                ))
+            }
             "none" => return Ok(Vec::new()),
             "linux-x86" => linux_x86_zones(memory),
             other => return Err(self.not_one_of(KEY, other, &["none", "linux-x86"])),

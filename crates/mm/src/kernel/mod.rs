@@ -611,7 +611,10 @@ impl Kernel {
             .map(|(a, b)| b.0 - a.0)
             .collect();
         let base = self.geometry.base_bytes();
-        let zones = Zones::new(&managed, base, self.min_free_kb, self.wmark_scale);
+        let mut zones = Zones::new(&managed, base, self.min_free_kb, self.wmark_scale);
+        if let Some(old) = &self.zones {
+            zones.kswapd = old.kswapd;
+        }
         self.wmark = zones.checked();
         self.zones = Some(zones);
     }

@@ -7,7 +7,8 @@
 //! (`kmem.rs`) and compaction (`compaction.rs`) have entry points of their own beside this
 //! file, since they also migrate pages.
 
-use crate::api::FileId;
+use crate::api::{FileId, KswapdMode};
+use crate::error::{MmError, Result};
 use crate::kernel::Kernel;
 use crate::pressure::compaction::CompactRequest;
 use crate::pressure::pagecache::FileRead;
@@ -190,6 +191,57 @@ impl Kernel {
                 break;
             }
         }
+    }
+
+    /// When kswapd does its work on a machine of zones ([`KswapdMode`]). Asynchronous
+    /// kswapd needs zones: without them the model checks no watermark before an order-0
+    /// allocation, so nothing would stop free memory at `min` while kswapd lags.
+    pub fn set_kswapd(&mut self, mode: KswapdMode) -> Result<()> {
+        let zones = match (mode, self.zones.as_mut()) {
+            (KswapdMode::Immediate, None) => return Ok(()),
+            (KswapdMode::Async, None) => {
+                return Err(MmError::InvalidConfig {
+                    what: "kswapd on its own thread needs a machine of zones",
+                })
+            }
+            (_, Some(zones)) => zones,
+        };
+        zones.kswapd.enabled = mode == KswapdMode::Async;
+        if !zones.kswapd.enabled {
+            zones.kswapd.woken = None;
+            zones.kswapd.fresh = false;
+        }
+        Ok(())
+    }
+
+    /// One step of kswapd on its own thread (`Mem::kswapd_step`: at most
+    /// `SWAP_CLUSTER_MAX` pages from each unbalanced zone); returns its time, zero when
+    /// kswapd is asleep or runs at once.
+    pub fn kswapd_step(&mut self) -> Nanos {
+        match self.kswapd_awake() {
+            true => self.mem().kswapd_step(),
+            false => Nanos::ZERO,
+        }
+    }
+
+    /// kswapd runs on its own thread and is awake (it has steps to run).
+    pub fn kswapd_awake(&self) -> bool {
+        self.zones
+            .as_ref()
+            .is_some_and(|z| z.kswapd.woken.is_some())
+    }
+
+    /// kswapd on its own thread was woken since the last [`Kernel::take_kswapd_wake`].
+    pub fn kswapd_woken(&self) -> bool {
+        self.zones.as_ref().is_some_and(|z| z.kswapd.fresh)
+    }
+
+    /// Whether kswapd on its own thread was woken since the last call (the engine then
+    /// schedules its first step).
+    pub fn take_kswapd_wake(&mut self) -> bool {
+        self.zones
+            .as_mut()
+            .is_some_and(|z| std::mem::take(&mut z.kswapd.fresh))
     }
 
     /// 4.1's `zone_balanced`: the per-order check passes at `mark` and, above order 0,

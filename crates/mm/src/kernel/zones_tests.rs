@@ -163,3 +163,69 @@ fn checked_requests_walk_the_zones_and_leave_each_its_floor() {
     assert!(k.phys.zone_frames_free(0) > k.zones().unwrap().lowmem_reserve[0][2]);
     k.check_invariants().unwrap();
 }
+
+#[test]
+fn kswapd_on_its_own_thread_lets_zones_sit_below_low_until_its_steps_balance_them() {
+    use crate::KswapdMode;
+    let mut k = zoned();
+    k.set_kswapd(KswapdMode::Async).unwrap();
+    let zones = k.zones().unwrap().clone();
+    // Fill memory with page cache until the slow path wakes kswapd.
+    let mut page = 0;
+    while !k.kswapd_woken() {
+        let r = k.file_read(FileId(1), page, 1);
+        assert!(!r.oom && r.inserted == 1);
+        page += 1;
+    }
+    assert!(
+        k.take_kswapd_wake() && !k.take_kswapd_wake(),
+        "one wake, taken once"
+    );
+    assert_eq!(k.stats().kswapd_wakes, 1);
+    assert_eq!(k.stats().pgsteal_kswapd, 0, "woken, but it has not run");
+    // Allocations go on below low, toward min, while kswapd waits for its CPU (the
+    // zones' low - min gaps add up to 180 frames).
+    for _ in 0..100 {
+        assert!(!k.file_read(FileId(1), page, 1).oom);
+        page += 1;
+    }
+    let f = free(&k);
+    assert!(
+        (0..3).any(|z| f[z] < zones.wmark[z].low),
+        "some zone below low: {f:?}"
+    );
+    assert_eq!(k.stats().pgsteal_kswapd, 0);
+    assert_eq!(k.stats().allocstall, 0, "no zone at min yet");
+    assert_eq!(
+        k.stats().kswapd_wakes,
+        1,
+        "a wake while awake is not another"
+    );
+    // Each step takes at most SWAP_CLUSTER_MAX pages from each zone, and kswapd sleeps
+    // once every zone is balanced at high.
+    let mut steps = 0;
+    while k.kswapd_awake() {
+        let before = k.stats().pgsteal_kswapd;
+        let t = k.kswapd_step();
+        let got = k.stats().pgsteal_kswapd - before;
+        assert!(got <= 3 * 32, "a step reclaimed {got}");
+        assert_eq!(t, k.mem().reclaim_time(got));
+        steps += 1;
+        assert!(steps < 10_000);
+    }
+    assert!(steps > 1, "balancing took several steps");
+    let f = free(&k);
+    for z in 0..3 {
+        assert!(f[z] > zones.wmark[z].high, "zone {z}: {} free", f[z]);
+    }
+    assert_eq!(k.kswapd_step(), hugemm_hw::Nanos::ZERO, "asleep");
+    k.check_invariants().unwrap();
+    // Asynchronous kswapd needs zones.
+    let cfg = MemConfig {
+        bytes: 512 * MIB,
+        geometry: Geometry::X86_64,
+    };
+    let mut flat = Kernel::new(&cfg, costs()).unwrap();
+    assert!(flat.set_kswapd(KswapdMode::Async).is_err());
+    assert!(flat.set_kswapd(KswapdMode::Immediate).is_ok());
+}

@@ -224,7 +224,7 @@ impl Mem<'_> {
         if let Some(b) = self.zone_walk(req, &list, class, Mark::Low, true)? {
             return Ok((b, Nanos::ZERO));
         }
-        self.kswapd_zones(&list, class);
+        self.kswapd_zones(class);
         if let Some(b) = self.zone_walk(req, &list, class, Mark::Min, false)? {
             return Ok((b, Nanos::ZERO));
         }
@@ -285,57 +285,105 @@ impl Mem<'_> {
         Ok(None)
     }
 
-    /// kswapd woken for a request of zonelist `list` and classzone `class`
-    /// (`wakeup_kswapd`, `balance_pgdat` for order 0), run to completion at once as the
-    /// model's kswapd is. A zone is balanced at `mark` for a classzone when more than
-    /// `high` plus `mark` plus its `lowmem_reserve` for that classzone are free
-    /// (`zone_balanced`). kswapd sleeps unless some zone up to `class` is unbalanced for
-    /// its own class (no reserve: `wakeup_kswapd`'s check); the highest such zone is
-    /// `end`. Each pass then reclaims from the LRU lists of every zone up to `end` that is
-    /// not balanced with its gap (`min(low, 1%)`) for classzone `end`
+    /// kswapd woken for a request of classzone `class` (the machines of zones have one
+    /// node, so it balances every zone up to `class`; `wakeup_kswapd`, `balance_pgdat` for order 0). A zone is balanced at `mark` for a
+    /// classzone when more than `high` plus `mark` plus its `lowmem_reserve` for that
+    /// classzone are free (`zone_balanced`). kswapd sleeps unless some zone up to `class`
+    /// is unbalanced for its own class (no reserve: `wakeup_kswapd`'s check); the highest
+    /// such zone is `end`. Each pass then reclaims from the LRU lists of every zone up to
+    /// `end` that is not balanced with its gap (`min(low, 1%)`) for classzone `end`
     /// (`kswapd_shrink_zone`), as much as brings it to `high` and at least
     /// `SWAP_CLUSTER_MAX`; passes end when every zone up to `class` is balanced for its
     /// own class (`pgdat_balanced`), a pass frees nothing, or after 12 (`DEF_PRIORITY`).
     /// 4.1's passes scan more at each priority and stop once the node is balanced, so
     /// they end a little past `high`; the model's reclaim exactly what `high` needs.
     /// Its time goes to `kswapd_time`.
-    pub fn kswapd_zones(&mut self, list: &[usize], class: usize) {
-        // The zones of the classzone's node up to it, lowest first (the machines of zones
-        // have one node).
-        let mut zones_of_node: Vec<usize> = list.iter().copied().filter(|&z| z <= class).collect();
-        zones_of_node.sort_unstable();
-        let balanced = |m: &Mem<'_>, z: usize, gap: u64, class: usize| {
-            let zones = m.zones.as_deref().expect("a machine of zones");
-            let mark = zones.wmark[z].high + gap;
-            zone_watermark_ok(m.phys, z, Order(0), mark, zones.lowmem_reserve[z][class])
-        };
-        let Some(end) = zones_of_node
-            .iter()
-            .copied()
-            .filter(|&z| !balanced(self, z, 0, z))
-            .max()
-        else {
+    ///
+    /// With kswapd on its own thread (`zones::KswapdThread`) the wake only marks it awake for
+    /// `class`; [`Mem::kswapd_step`] does the passes' work later, a step at a time.
+    pub fn kswapd_zones(&mut self, class: usize) {
+        let zones = self.zones.as_deref_mut().expect("a machine of zones");
+        if zones.kswapd.enabled {
+            if let Some(woken) = zones.kswapd.woken.as_mut() {
+                *woken = (*woken).max(class);
+                return;
+            }
+            if self.kswapd_end(class).is_some() {
+                let zones = self.zones.as_deref_mut().expect("a machine of zones");
+                zones.kswapd.woken = Some(class);
+                zones.kswapd.fresh = true;
+                self.stats.kswapd_wakes += 1;
+            }
+            return;
+        }
+        let Some(end) = self.kswapd_end(class) else {
             return;
         };
         self.stats.kswapd_wakes += 1;
         for _priority in 0..12 {
-            let mut freed = 0;
-            for &z in zones_of_node.iter().filter(|&&z| z <= end) {
-                let zones = self.zones.as_deref().expect("a machine of zones");
-                let (gap, high) = (zones.balance_gap(z), zones.wmark[z].high);
-                if balanced(self, z, gap, end) || self.cache.zone_pages(z) == 0 {
-                    continue;
-                }
-                let need = (high + 1).saturating_sub(self.phys.zone_frames_free(z));
-                let got = self.shrink_zone(z, need.max(SWAP_CLUSTER_MAX));
-                self.stats.pgsteal_kswapd += got;
-                self.stats.kswapd_time += self.reclaim_time(got);
-                freed += got;
-            }
-            if freed == 0 || zones_of_node.iter().all(|&z| balanced(self, z, 0, z)) {
+            if self.kswapd_pass(end, u64::MAX) == 0 || self.pgdat_balanced(class) {
                 break;
             }
         }
+    }
+
+    /// One step of kswapd on its own thread: a pass of [`Mem::kswapd_zones`] that takes
+    /// at most `SWAP_CLUSTER_MAX` pages from each zone (`shrink_lruvec` reclaims in such
+    /// batches). kswapd goes back to sleep when the zones up to the classzone it was
+    /// woken for are balanced or the step freed nothing. Returns the step's time, which
+    /// also goes to `kswapd_time` (zero when kswapd is asleep).
+    pub fn kswapd_step(&mut self) -> Nanos {
+        let Some(class) = self.zones.as_deref().and_then(|z| z.kswapd.woken) else {
+            return Nanos::ZERO;
+        };
+        let before = self.stats.kswapd_time;
+        let freed = match self.kswapd_end(class) {
+            Some(end) => self.kswapd_pass(end, SWAP_CLUSTER_MAX),
+            None => 0,
+        };
+        if freed == 0 || self.pgdat_balanced(class) {
+            let zones = self.zones.as_deref_mut().expect("a machine of zones");
+            zones.kswapd.woken = None;
+        }
+        Nanos(self.stats.kswapd_time.0 - before.0)
+    }
+
+    /// Zone `z` is balanced with `gap` above `high` for classzone `class`.
+    fn zone_balanced(&self, z: usize, gap: u64, class: usize) -> bool {
+        let zones = self.zones.as_deref().expect("a machine of zones");
+        let mark = zones.wmark[z].high + gap;
+        zone_watermark_ok(self.phys, z, Order(0), mark, zones.lowmem_reserve[z][class])
+    }
+
+    /// The highest zone up to `class` not balanced for its own class, if any: where
+    /// kswapd's passes end.
+    fn kswapd_end(&self, class: usize) -> Option<usize> {
+        (0..=class).rev().find(|&z| !self.zone_balanced(z, 0, z))
+    }
+
+    /// `pgdat_balanced`: every zone up to `class` balanced for its own class.
+    fn pgdat_balanced(&self, class: usize) -> bool {
+        self.kswapd_end(class).is_none()
+    }
+
+    /// One pass of kswapd over the zones up to `end`: each not balanced with its gap
+    /// for classzone `end` gives what brings it to `high` (at least `SWAP_CLUSTER_MAX`),
+    /// at most `cap`. Returns the frames freed.
+    fn kswapd_pass(&mut self, end: usize, cap: u64) -> u64 {
+        let mut freed = 0;
+        for z in 0..=end {
+            let zones = self.zones.as_deref().expect("a machine of zones");
+            let (gap, high) = (zones.balance_gap(z), zones.wmark[z].high);
+            if self.zone_balanced(z, gap, end) || self.cache.zone_pages(z) == 0 {
+                continue;
+            }
+            let need = (high + 1).saturating_sub(self.phys.zone_frames_free(z));
+            let got = self.shrink_zone(z, need.max(SWAP_CLUSTER_MAX).min(cap));
+            self.stats.pgsteal_kswapd += got;
+            self.stats.kswapd_time += self.reclaim_time(got);
+            freed += got;
+        }
+        freed
     }
 
     /// One batch of direct reclaim; returns its time.

@@ -71,6 +71,27 @@ pub struct Zones {
     /// `NR_ALLOC_BATCH` of each zone.
     #[serde(skip)]
     batch: Vec<i64>,
+    /// The node's kswapd when it runs on its own thread.
+    #[serde(skip)]
+    pub(crate) kswapd: KswapdThread,
+}
+
+/// kswapd on its own thread (`[kernel] kswapd = "async"`, [`crate::Kernel::set_kswapd`]):
+/// the slow path wakes it (`wakeup_kswapd`) and goes on to its walk at `min`; kswapd
+/// then reclaims in steps of `SWAP_CLUSTER_MAX` pages a zone
+/// ([`crate::Kernel::kswapd_step`]), which the engine runs as a daemon, until every zone
+/// up to the classzone it was woken for is balanced (`pgdat_balanced`). Allocations go on
+/// meanwhile, so a zone can sit between `min` and `low`, as in Linux. Without it (the
+/// default) kswapd runs to completion inside the allocation that woke it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct KswapdThread {
+    /// kswapd runs on its own thread.
+    pub enabled: bool,
+    /// Awake, balancing the zones up to this classzone (`pgdat->classzone_idx`; a wake
+    /// while awake raises it).
+    pub woken: Option<usize>,
+    /// Woken since the engine last looked ([`crate::Kernel::take_kswapd_wake`]).
+    pub fresh: bool,
 }
 
 impl Zones {
@@ -82,6 +103,7 @@ impl Zones {
             wmark: Vec::new(),
             lowmem_reserve: lowmem_reserve(managed),
             batch: Vec::new(),
+            kswapd: KswapdThread::default(),
         };
         zones.set_watermarks(frame_bytes, min_kb, scale);
         zones
