@@ -2198,3 +2198,19 @@ fn zones_must_be_known_and_fit_the_machine() {
         &["needs machine.zones"],
     );
 }
+
+#[test]
+fn an_address_placing_variant_is_refused_on_a_machine_of_zones() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        "[reproduce]\nkind = \"apsys16-table2\"\nvariants = [\"default\", \"kmu\"]\n\n{}",
+        edit("cores = 1", "cores = 1\nzones = \"linux-x86\"")
+    );
+    let (_, o) = reproduce_text(&dir, &text);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("key `machine.zones`") && err.contains("\"kmu\""),
+        "{err}"
+    );
+}

@@ -196,7 +196,10 @@ impl Engine {
         }
         let mut cost = Nanos::ZERO;
         for _ in 0..bytes.div_ceil(cache.object_bytes) {
-            let (h, t) = self.kernel.kmem_cache_alloc(cache).map_err(|_| Stop::Oom)?;
+            let (h, t) = self.kernel.kmem_cache_alloc(cache).map_err(|e| match e {
+                hugemm_mm::MmError::OutOfMemory => Stop::Oom,
+                e => Stop::Error(format!("kernel allocation {cache:?}: {e}")),
+            })?;
             cost += t;
             let draw = match life {
                 Lifetime::Exponential(mean) => exponential(&mut self.procs[i].rng, mean),

@@ -543,6 +543,15 @@ pub fn load_with(path: &Path, overrides: &[config::Override]) -> Result<Reproduc
             ));
         }
     }
+    let by_address = variants
+        .iter()
+        .find(|v| matches!(v.as_str(), "kml" | "kmu"));
+    if let (Some(v), false) = (by_address, loaded.experiment.zone_bytes.is_empty()) {
+        return Err(bad(
+            "machine.zones",
+            format!("\"none\" with the variant \"{v}\" (a fallback policy that places blocks by address: its address index spans every zone)"),
+        ));
+    }
     let sets = r.sets.clone().unwrap_or_default();
     r.sets = (!sets.is_empty()).then(|| sets.clone());
     if hawkeye || end_to_end || combined || sysmon || (zeroing && !sets.is_empty()) {
@@ -792,6 +801,30 @@ pub fn run(r: &Reproduction, progress: Progress<'_>) -> anyhow::Result<Report> {
         other => anyhow::bail!("unknown reproduction {other}"),
     };
     report.scale = r.scale.clone();
+    let mut oom = Vec::new();
+    for run in &report.runs {
+        let path = run.path.join("/");
+        for p in &run.result.summary.processes {
+            if let Some(e) = &p.error {
+                anyhow::bail!("run {path}: process {} failed: {e}", p.name);
+            }
+            if let Some(t) = p.oom_time_ns {
+                oom.push(format!(
+                    "- runs/{path}: {} out of memory at {:.0} s",
+                    p.name,
+                    t as f64 / 1e9
+                ));
+            }
+        }
+    }
+    if !oom.is_empty() {
+        // The claims are made on what the runs did; that some processes did not
+        // finish must be read beside them.
+        report.tables.push(format!(
+            "Processes that ran out of memory (their runs ended early):\n{}",
+            oom.join("\n")
+        ));
+    }
     Ok(report)
 }
 

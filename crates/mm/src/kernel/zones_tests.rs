@@ -229,3 +229,27 @@ fn kswapd_on_its_own_thread_lets_zones_sit_below_low_until_its_steps_balance_the
     assert!(flat.set_kswapd(KswapdMode::Async).is_err());
     assert!(flat.set_kswapd(KswapdMode::Immediate).is_ok());
 }
+
+#[test]
+fn a_scanning_fallback_policy_picks_pageblocks_of_the_zone_it_allocates_from() {
+    // OPBS scans pageblocks for the best one to steal; on a machine of zones it must
+    // scan the zone being allocated from, whose lists the block must be on (it scanned
+    // every zone's, and chose blocks of another: "chose an unusable block").
+    for name in ["opbs", "apbs", "rpbs"] {
+        let mut k = zoned();
+        k.set_fallback_policy(crate::fallback::build(name, 1).unwrap());
+        // Two files read page by page in turn fill every zone; deleting one leaves
+        // movable pageblocks half free, in pieces.
+        for index in 0..60_000 {
+            k.file_read(FileId(1), index, 1);
+            k.file_read(FileId(2), index, 1);
+        }
+        k.file_delete(FileId(1));
+        for _ in 0..20_000 {
+            k.kmalloc(KmemKind::Unmovable, Order(0))
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+        }
+        assert!(k.phys.fallback_stats().fallbacks > 0, "{name} fell back");
+        k.check_invariants().unwrap();
+    }
+}

@@ -1191,6 +1191,12 @@ impl PhysMem {
         Order(self.blocks.order())
     }
 
+    /// The frames of the zone being allocated from.
+    pub(crate) fn zone_range(&self) -> (Pfn, Pfn) {
+        let (a, b) = self.nodes.range(self.zone);
+        (Pfn(a as u64), Pfn(b as u64))
+    }
+
     /// A read-only view of the free lists of the zone being allocated from (zone 0
     /// between allocations), as fallback policies see them.
     pub fn view(&self) -> FreeAreaView<'_> {
@@ -1202,6 +1208,7 @@ impl PhysMem {
             self.index.as_ref(),
             self.max_order,
             self.rules,
+            self.zone_range(),
         )
     }
 

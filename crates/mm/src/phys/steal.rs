@@ -28,6 +28,7 @@ impl PhysMem {
             self.index.as_ref(),
             self.max_order().0,
             self.rules,
+            self.zone_range(),
         );
         let choice = self
             .policy

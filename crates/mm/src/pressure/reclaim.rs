@@ -30,7 +30,9 @@
 //!   (`__GFP_NORETRY` THP allocations do the same).
 //! - after a successful allocation that leaves free frames below `low`, kswapd reclaims
 //!   until free frames reach `high` (`wakeup_kswapd`, `balance_pgdat`). The model runs it
-//!   at once; its time goes to `KernelStats::kswapd_time`, not to the caller.
+//!   at once; its time goes to `KernelStats::kswapd_time`, not to the caller. On a
+//!   machine of zones it may instead run on its own thread, as Linux's does
+//!   ([`Mem::kswapd_step`]).
 //!
 //! Superpage reservations (`reserv.rs`) come first, as FreeBSD's `vm_page_alloc` calls
 //! `vm_reserv_reclaim_inactive` when the physical allocator fails: a failed allocation

@@ -24,6 +24,8 @@ pub struct FreeAreaView<'a> {
     index: Option<&'a AddrIndex>,
     max_order: u8,
     rules: FallbackRules,
+    /// The pageblocks of the zone being allocated from: the first's number and how many.
+    zone_blocks: (u64, u64),
 }
 
 impl<'a> FreeAreaView<'a> {
@@ -35,7 +37,11 @@ impl<'a> FreeAreaView<'a> {
         index: Option<&'a AddrIndex>,
         max_order: u8,
         rules: FallbackRules,
+        zone: (Pfn, Pfn),
     ) -> Self {
+        let order = blocks.order();
+        let first = zone.0 .0 >> order;
+        let end = (zone.1 .0.div_ceil(1 << order)).min(counters.len() as u64);
         FreeAreaView {
             frames,
             free,
@@ -44,6 +50,7 @@ impl<'a> FreeAreaView<'a> {
             index,
             max_order,
             rules,
+            zone_blocks: (first, end.saturating_sub(first)),
         }
     }
 
@@ -94,14 +101,16 @@ impl<'a> FreeAreaView<'a> {
         self.frames.get(pfn.0).map(|f| f.state())
     }
 
-    /// Number of pageblocks (the last may be partial).
+    /// Number of pageblocks of the zone being allocated from (the last may be partial).
+    /// A policy that scans pageblocks scans these: a block of another zone (or node) is
+    /// on another zone's lists, where this allocation cannot take it.
     pub fn pageblock_count(&self) -> u64 {
-        self.counters.len() as u64
+        self.zone_blocks.1
     }
 
-    /// The first frame of pageblock number `i` (`0..pageblock_count()`).
+    /// The first frame of the zone's pageblock number `i` (`0..pageblock_count()`).
     pub fn pageblock_start(&self, i: u64) -> Pfn {
-        Pfn(i << self.blocks.order())
+        Pfn((self.zone_blocks.0 + i) << self.blocks.order())
     }
 
     /// Frames in the pageblock holding `pfn` (0 beyond memory).
