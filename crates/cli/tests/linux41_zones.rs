@@ -44,6 +44,16 @@ fn with_4_1s_zones_the_dma_zone_takes_nearly_every_fallback_as_on_4_1() {
         by_zone[0] * 10 >= all * 7,
         "DMA's share of the fallbacks: {by_zone:?}"
     );
+    let tainted: u64 = zones
+        .iter()
+        .map(|z| z["tainted_pageblocks_end"].as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        tainted,
+        zoned["system"]["fragmentation_end"]["tainted_pageblocks"]
+            .as_u64()
+            .unwrap()
+    );
     // The DMA zone's lowmem_reserve against DMA32 requests: DMA32's 126,976 frames / 256.
     assert_eq!(zones[0]["lowmem_reserve"][1], 496);
 

@@ -100,4 +100,4 @@ pub use stats::{FallbackEventCount, FallbackStats, FaultCounts, KernelStats};
 #[doc(no_inline)]
 pub use vma::Vma;
 #[doc(no_inline)]
-pub use zones::Zones;
+pub use zones::{KswapdNext, Zones, KSWAPD_NAP};

@@ -21,7 +21,7 @@ use crate::results::{
 };
 use crate::{Result, SimError};
 use hugemm_hw::{Geometry, KernelCosts, MachineProfile, Mmu, Nanos, Picos};
-use hugemm_mm::{Kernel, MemConfig, MigrationCosts, MmCosts};
+use hugemm_mm::{Kernel, KswapdNext, MemConfig, MigrationCosts, MmCosts};
 use hugemm_policy::{DaemonRun, DaemonSpec, Policy, Pressure, Tiering};
 use hugemm_workload::ProcessSpec;
 use std::collections::{BTreeMap, VecDeque};
@@ -41,6 +41,9 @@ pub const SYNC: Picos = Picos(1_000_000_000); // 1 ms
 pub const SLICE: Picos = Picos(4_000_000_000); // 4 ms
 /// The next run of a daemon that sleeps until something wakes it.
 const ASLEEP: Picos = Picos(u64::MAX);
+/// A daemon's sleep until something wakes it (kswapd's, until an allocation's slow path
+/// does: [`Engine::wake_kswapd`]).
+const UNTIL_WOKEN: Nanos = Nanos(u64::MAX);
 
 /// A request to stop a run early, shared between the engine and whoever may make it (a
 /// signal handler, another thread). It holds 0 while the run may go on, else the code of
@@ -851,17 +854,22 @@ impl Engine {
             },
             DaemonKind::Prezero => self.run_prezero(t),
             DaemonKind::Tiering => self.run_tiering(t),
-            DaemonKind::Kswapd => DaemonRun {
-                cpu: self.kernel.kswapd_step(),
-                sleep: Nanos::ZERO,
-            },
+            DaemonKind::Kswapd => {
+                let (cpu, next) = self.kernel.kswapd_step();
+                let sleep = match next {
+                    KswapdNext::Step => Nanos::ZERO,
+                    KswapdNext::Nap => hugemm_mm::KSWAPD_NAP,
+                    KswapdNext::Sleep => UNTIL_WOKEN,
+                };
+                DaemonRun { cpu, sleep }
+            }
         };
         let daemon = &mut self.daemons[d];
         daemon.cpu += run.cpu;
-        daemon.next = t + Picos::from(run.cpu) + Picos::from(run.sleep).max(Picos(1));
-        if daemon.kind == DaemonKind::Kswapd && !self.kernel.kswapd_awake() {
-            daemon.next = ASLEEP;
-        }
+        daemon.next = match run.sleep {
+            UNTIL_WOKEN => ASLEEP,
+            sleep => t + Picos::from(run.cpu) + Picos::from(sleep).max(Picos(1)),
+        };
         let core = &mut self.cores[self.exp.daemon_core as usize];
         core.now = core.now.max(t) + Picos::from(run.cpu);
         self.apply_tlb_flushes();
@@ -1222,6 +1230,7 @@ impl Engine {
             _ => &["DMA", "DMA32", "Normal", "Movable"],
         };
         let by_zone = phys.fallback_stats().by_zone;
+        let tainted = self.kernel.tainted_pageblocks_by_zone();
         (0..zones.count())
             .map(|z| ZoneSummary {
                 name: names.get(z).unwrap_or(&"?").to_string(),
@@ -1231,6 +1240,7 @@ impl Engine {
                 free_frames_end: phys.zone_frames_free(z),
                 page_cache_pages_end: self.kernel.zone_page_cache_pages(z),
                 fallbacks: by_zone.get(z).copied().unwrap_or(0),
+                tainted_pageblocks_end: tainted.get(z).copied().unwrap_or(0),
             })
             .collect()
     }

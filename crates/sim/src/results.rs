@@ -401,6 +401,8 @@ pub struct ZoneSummary {
     pub page_cache_pages_end: u64,
     /// Pageblock fallbacks taken from its free lists over the run.
     pub fallbacks: u64,
+    /// Its tainted pageblocks at the end (Movable pageblocks holding kernel frames).
+    pub tainted_pageblocks_end: u64,
 }
 
 fn is_zero(x: &u64) -> bool {

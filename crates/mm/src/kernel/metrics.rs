@@ -10,6 +10,11 @@ impl Kernel {
         metrics::frag_metrics(&self.phys)
     }
 
+    /// Tainted pageblocks in each zone (node), as [`Kernel::frag_metrics`] counts them.
+    pub fn tainted_pageblocks_by_zone(&self) -> Vec<u64> {
+        metrics::tainted_by_zone(&self.phys)
+    }
+
     /// `fragmentation_score_zone`: `Fu(pageblock order) * 100`, rounded down.
     pub fn fragmentation_score(&self) -> u64 {
         metrics::fragmentation_score(&self.phys)

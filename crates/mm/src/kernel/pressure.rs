@@ -15,6 +15,7 @@ use crate::pressure::pagecache::FileRead;
 use crate::pressure::reclaim::{
     zone_watermark_ok_4_1, ReclaimOutcome, Watermarks, PAGE_ALLOC_COSTLY_ORDER, SWAP_CLUSTER_MAX,
 };
+use crate::pressure::zones::KswapdNext;
 use hugemm_hw::{Nanos, Order, Pfn};
 
 /// What [`Kernel::direct_reclaim_4_1`] did.
@@ -209,19 +210,18 @@ impl Kernel {
         zones.kswapd.enabled = mode == KswapdMode::Async;
         if !zones.kswapd.enabled {
             zones.kswapd.woken = None;
+            zones.kswapd.nap = None;
             zones.kswapd.fresh = false;
         }
         Ok(())
     }
 
     /// One step of kswapd on its own thread (`Mem::kswapd_step`: at most
-    /// `SWAP_CLUSTER_MAX` pages from each unbalanced zone); returns its time, zero when
-    /// kswapd is asleep or runs at once.
-    pub fn kswapd_step(&mut self) -> Nanos {
-        match self.kswapd_awake() {
-            true => self.mem().kswapd_step(),
-            false => Nanos::ZERO,
-        }
+    /// `SWAP_CLUSTER_MAX` pages from each unbalanced zone, or the look at the zones at
+    /// the end of a nap); returns its time and what kswapd does next. Asleep, or run at
+    /// once, it does nothing.
+    pub fn kswapd_step(&mut self) -> (Nanos, KswapdNext) {
+        self.mem().kswapd_step()
     }
 
     /// kswapd runs on its own thread and is awake (it has steps to run).

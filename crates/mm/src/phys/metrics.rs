@@ -137,6 +137,20 @@ pub(crate) fn frag_metrics(p: &PhysMem) -> FragMetrics {
     m
 }
 
+/// Tainted pageblocks (Movable ones holding kernel frames, as [`frag_metrics`] counts
+/// them) in each zone (each node on a machine of nodes).
+pub(crate) fn tainted_by_zone(p: &PhysMem) -> Vec<u64> {
+    let mut tainted = vec![0; p.zone_count()];
+    let pb_frames = 1u64 << p.pageblock_order().0;
+    for (b, k) in kernel_frames_per_pageblock(p).into_iter().enumerate() {
+        let start = hugemm_hw::Pfn(b as u64 * pb_frames);
+        if k > 0 && p.pageblock_type(start) == Some(MigrateType::Movable) {
+            tainted[p.zone_of(start)] += 1;
+        }
+    }
+    tainted
+}
+
 /// `fragmentation_score_zone`: `Fu(pageblock order) * 100`, rounded down.
 pub(crate) fn fragmentation_score(p: &PhysMem) -> u64 {
     let free = p.frames_free();

@@ -65,7 +65,7 @@ use crate::phys::reserv::{break_cost, break_reservation, ReservTable};
 use crate::pressure::kmem::KmemKind;
 use crate::pressure::lru::{int_sqrt, PageCache};
 use crate::pressure::slab::SlabCaches;
-use crate::pressure::zones::{watermark_ok_4_1, zone_watermark_ok, Mark, Zones};
+use crate::pressure::zones::{watermark_ok_4_1, zone_watermark_ok, KswapdNext, Mark, Zones};
 use crate::stats::KernelStats;
 use hugemm_hw::{Nanos, Order};
 use serde::Serialize;
@@ -311,8 +311,10 @@ impl Mem<'_> {
                 return;
             }
             if self.kswapd_end(class).is_some() {
+                // Asleep or napping (a wake during the nap ends it early).
                 let zones = self.zones.as_deref_mut().expect("a machine of zones");
                 zones.kswapd.woken = Some(class);
+                zones.kswapd.nap = None;
                 zones.kswapd.fresh = true;
                 self.stats.kswapd_wakes += 1;
             }
@@ -331,23 +333,40 @@ impl Mem<'_> {
 
     /// One step of kswapd on its own thread: a pass of [`Mem::kswapd_zones`] that takes
     /// at most `SWAP_CLUSTER_MAX` pages from each zone (`shrink_lruvec` reclaims in such
-    /// batches). kswapd goes back to sleep when the zones up to the classzone it was
-    /// woken for are balanced or the step freed nothing. Returns the step's time, which
-    /// also goes to `kswapd_time` (zero when kswapd is asleep).
-    pub fn kswapd_step(&mut self) -> Nanos {
-        let Some(class) = self.zones.as_deref().and_then(|z| z.kswapd.woken) else {
-            return Nanos::ZERO;
+    /// batches). When the zones up to the classzone it was woken for are balanced, or the
+    /// step freed nothing, kswapd naps (`kswapd_try_to_sleep`); the step at the nap's end
+    /// balances again if some zone is below `high` for its own class
+    /// (`prepare_kswapd_sleep` fails: `KSWAPD_HIGH_WMARK_HIT_QUICKLY`), else kswapd
+    /// sleeps until woken. Returns the step's time, which also goes to `kswapd_time`
+    /// (zero when there was nothing to do), and what kswapd does next.
+    pub fn kswapd_step(&mut self) -> (Nanos, KswapdNext) {
+        let Some(zones) = self.zones.as_deref_mut() else {
+            return (Nanos::ZERO, KswapdNext::Sleep);
+        };
+        let k = &mut zones.kswapd;
+        let class = match (k.woken, k.nap.take()) {
+            (Some(class), _) => class,
+            (None, Some(class)) if !self.pgdat_balanced(class) => {
+                let zones = self.zones.as_deref_mut().expect("a machine of zones");
+                zones.kswapd.woken = Some(class);
+                class
+            }
+            (None, _) => return (Nanos::ZERO, KswapdNext::Sleep),
         };
         let before = self.stats.kswapd_time;
         let freed = match self.kswapd_end(class) {
             Some(end) => self.kswapd_pass(end, SWAP_CLUSTER_MAX),
             None => 0,
         };
-        if freed == 0 || self.pgdat_balanced(class) {
+        let next = if freed == 0 || self.pgdat_balanced(class) {
             let zones = self.zones.as_deref_mut().expect("a machine of zones");
             zones.kswapd.woken = None;
-        }
-        Nanos(self.stats.kswapd_time.0 - before.0)
+            zones.kswapd.nap = Some(class);
+            KswapdNext::Nap
+        } else {
+            KswapdNext::Step
+        };
+        (Nanos(self.stats.kswapd_time.0 - before.0), next)
     }
 
     /// Zone `z` is balanced with `gap` above `high` for classzone `class`.

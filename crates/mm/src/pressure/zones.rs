@@ -81,8 +81,11 @@ pub struct Zones {
 /// then reclaims in steps of `SWAP_CLUSTER_MAX` pages a zone
 /// ([`crate::Kernel::kswapd_step`]), which the engine runs as a daemon, until every zone
 /// up to the classzone it was woken for is balanced (`pgdat_balanced`). Allocations go on
-/// meanwhile, so a zone can sit between `min` and `low`, as in Linux. Without it (the
-/// default) kswapd runs to completion inside the allocation that woke it.
+/// meanwhile, so a zone can sit between `min` and `low`, as in Linux. Then it naps for
+/// [`KSWAPD_NAP`] (`kswapd_try_to_sleep`'s short sleep): if a zone fell below `high`
+/// meanwhile it balances again without being woken, else it sleeps until the slow path
+/// wakes it. Without it (the default) kswapd runs to completion inside the allocation
+/// that woke it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct KswapdThread {
     /// kswapd runs on its own thread.
@@ -90,8 +93,24 @@ pub(crate) struct KswapdThread {
     /// Awake, balancing the zones up to this classzone (`pgdat->classzone_idx`; a wake
     /// while awake raises it).
     pub woken: Option<usize>,
+    /// Napping after balancing the zones up to this classzone.
+    pub nap: Option<usize>,
     /// Woken since the engine last looked ([`crate::Kernel::take_kswapd_wake`]).
     pub fresh: bool,
+}
+
+/// kswapd's short sleep after balancing (`kswapd_try_to_sleep`: `HZ/10`).
+pub const KSWAPD_NAP: hugemm_hw::Nanos = hugemm_hw::Nanos(100_000_000);
+
+/// What kswapd on its own thread does after a step ([`crate::Kernel::kswapd_step`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KswapdNext {
+    /// Another step: the zones are not balanced yet.
+    Step,
+    /// A nap of [`KSWAPD_NAP`], then a look at the zones.
+    Nap,
+    /// Asleep until an allocation's slow path wakes it.
+    Sleep,
 }
 
 impl Zones {

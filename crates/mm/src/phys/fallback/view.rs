@@ -29,6 +29,9 @@ pub struct FreeAreaView<'a> {
 }
 
 impl<'a> FreeAreaView<'a> {
+    // Each part of the allocator is borrowed on its own, so that the policy (another
+    // part) can be borrowed mutably beside the view.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         frames: &'a FrameTable,
         free: &'a FreeArea,
