@@ -218,9 +218,8 @@ fn kswapd_on_its_own_thread_lets_zones_sit_below_low_until_its_steps_balance_the
         assert_eq!(next, KswapdNext::Step);
     }
     assert!(steps > 1, "balancing took several steps");
-    let f = free(&k);
-    for z in 0..3 {
-        assert!(f[z] > zones.wmark[z].high, "zone {z}: {} free", f[z]);
+    for (z, free) in free(&k).into_iter().enumerate() {
+        assert!(free > zones.wmark[z].high, "zone {z}: {free} free");
     }
     // During the nap a zone falls below high, though not below low: at the nap's end
     // kswapd balances it again, unwoken, then naps, then sleeps.
