@@ -287,10 +287,10 @@ impl Mem<'_> {
         Ok(None)
     }
 
-    /// kswapd woken for a request of classzone `class` (the machines of zones have one
-    /// node, so it balances every zone up to `class`; `wakeup_kswapd`, `balance_pgdat` for order 0). A zone is balanced at `mark` for a
-    /// classzone when more than `high` plus `mark` plus its `lowmem_reserve` for that
-    /// classzone are free (`zone_balanced`). kswapd sleeps unless some zone up to `class`
+    /// kswapd woken for a request of classzone `class` (`wakeup_kswapd`, `balance_pgdat`
+    /// for order 0; the machines of zones have one node, so it balances every zone up to
+    /// `class`). A zone is balanced at `mark` for a classzone when more than `high` plus
+    /// `mark` plus its `lowmem_reserve` for that classzone are free (`zone_balanced`). kswapd sleeps unless some zone up to `class`
     /// is unbalanced for its own class (no reserve: `wakeup_kswapd`'s check); the highest
     /// such zone is `end`. Each pass then reclaims from the LRU lists of every zone up to
     /// `end` that is not balanced with its gap (`min(low, 1%)`) for classzone `end`
@@ -301,8 +301,8 @@ impl Mem<'_> {
     /// they end a little past `high`; the model's reclaim exactly what `high` needs.
     /// Its time goes to `kswapd_time`.
     ///
-    /// With kswapd on its own thread (`zones::KswapdThread`) the wake only marks it awake for
-    /// `class`; [`Mem::kswapd_step`] does the passes' work later, a step at a time.
+    /// With kswapd on its own thread (`zones::KswapdThread`) the wake only marks it awake
+    /// for `class`; [`Mem::kswapd_step`] does the passes' work later, a step at a time.
     pub fn kswapd_zones(&mut self, class: usize) {
         let zones = self.zones.as_deref_mut().expect("a machine of zones");
         if zones.kswapd.enabled {
