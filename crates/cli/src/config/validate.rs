@@ -583,7 +583,7 @@ impl Validator<'_> {
                 "false on a machine of several memory nodes (per-CPU lists are modelled for one node)",
             ));
         }
-        if matches!(k.fallback.as_str(), "kml" | "kmu") {
+        if hugemm_mm::fallback::places_by_address(&k.fallback) {
             return Err(self.bad(
                 "kernel.fallback",
                 format!("a list-head fallback policy on a machine of several memory nodes, found \"{}\"", k.fallback),
@@ -618,7 +618,7 @@ impl Validator<'_> {
                 "\"none\" on a machine of several memory nodes (zones are modelled for one node)",
             ));
         }
-        if matches!(k.fallback.as_str(), "kml" | "kmu") {
+        if hugemm_mm::fallback::places_by_address(&k.fallback) {
             return Err(self.bad(
                 KEY,
                 format!("\"none\" with a fallback policy that places blocks by address (\"{}\": its address index spans every zone)", k.fallback),

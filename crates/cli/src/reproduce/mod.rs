@@ -545,7 +545,7 @@ pub fn load_with(path: &Path, overrides: &[config::Override]) -> Result<Reproduc
     }
     let by_address = variants
         .iter()
-        .find(|v| matches!(v.as_str(), "kml" | "kmu"));
+        .find(|v| hugemm_mm::fallback::places_by_address(v));
     if let (Some(v), false) = (by_address, loaded.experiment.zone_bytes.is_empty()) {
         return Err(bad(
             "machine.zones",

@@ -122,7 +122,7 @@ pub(crate) fn frag_metrics(p: &PhysMem) -> FragMetrics {
     };
     for (b, &k) in kernel.iter().enumerate() {
         let start = b as u64 * pb_frames;
-        if k == 0 || p.pageblock_type(hugemm_hw::Pfn(start)) != Some(MigrateType::Movable) {
+        if !tainted(p, hugemm_hw::Pfn(start), k) {
             continue;
         }
         let frames = pb_frames.min(p.frames_total() - start);
@@ -140,15 +140,21 @@ pub(crate) fn frag_metrics(p: &PhysMem) -> FragMetrics {
 /// Tainted pageblocks (Movable ones holding kernel frames, as [`frag_metrics`] counts
 /// them) in each zone (each node on a machine of nodes).
 pub(crate) fn tainted_by_zone(p: &PhysMem) -> Vec<u64> {
-    let mut tainted = vec![0; p.zone_count()];
+    let mut by_zone = vec![0; p.zone_count()];
     let pb_frames = 1u64 << p.pageblock_order().0;
     for (b, k) in kernel_frames_per_pageblock(p).into_iter().enumerate() {
         let start = hugemm_hw::Pfn(b as u64 * pb_frames);
-        if k > 0 && p.pageblock_type(start) == Some(MigrateType::Movable) {
-            tainted[p.zone_of(start)] += 1;
+        if tainted(p, start, k) {
+            by_zone[p.zone_of(start)] += 1;
         }
     }
-    tainted
+    by_zone
+}
+
+/// A pageblock starting at `start` with `kernel` kernel frames is tainted: a Movable
+/// pageblock holding kernel frames.
+fn tainted(p: &PhysMem, start: hugemm_hw::Pfn, kernel: u32) -> bool {
+    kernel > 0 && p.pageblock_type(start) == Some(MigrateType::Movable)
 }
 
 /// `fragmentation_score_zone`: `Fu(pageblock order) * 100`, rounded down.

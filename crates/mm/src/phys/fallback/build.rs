@@ -2,7 +2,10 @@
 //!
 //! Owns the name table; it must not hold policy logic.
 
-use super::{Aaf, Apbs, ClaimFirst, FallbackPolicy, KernelLayout, LinuxDefault, Opbs, Rpbs};
+use super::{
+    Aaf, Apbs, ClaimFirst, FallbackPolicy, KernelLayout, LinuxDefault, Opbs, Placement, Rpbs,
+};
+use crate::api::MigrateType;
 use thiserror::Error;
 
 /// Every name [`build`] accepts.
@@ -44,6 +47,17 @@ pub fn build(name: &str, seed: u64) -> Result<Box<dyn FallbackPolicy>, UnknownPo
     })
 }
 
+/// Whether the policy called `name` places blocks by address, so that the allocator keeps
+/// an address index of free blocks spanning the whole node ([`FallbackPolicy::placement`]:
+/// `kml`, `kmu`); false for a name [`build`] does not know.
+pub fn places_by_address(name: &str) -> bool {
+    build(name, 0).is_ok_and(|p| {
+        MigrateType::REQUESTS
+            .iter()
+            .any(|&m| p.placement(m) != Placement::ListHead)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -53,6 +67,17 @@ mod tests {
         for &name in NAMES {
             assert_eq!(build(name, 1).unwrap().name(), name);
         }
+    }
+
+    #[test]
+    fn only_kml_and_kmu_place_blocks_by_address() {
+        let by_address: Vec<&str> = NAMES
+            .iter()
+            .copied()
+            .filter(|n| places_by_address(n))
+            .collect();
+        assert_eq!(by_address, ["kml", "kmu"]);
+        assert!(!places_by_address("opsb"));
     }
 
     #[test]

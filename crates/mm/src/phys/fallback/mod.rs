@@ -38,7 +38,7 @@ mod proptests;
 
 pub use aaf::Aaf;
 pub use apbs::{Apbs, Level};
-pub use build::{build, UnknownPolicy, NAMES};
+pub use build::{build, places_by_address, UnknownPolicy, NAMES};
 pub use claim_first::ClaimFirst;
 pub use layout::KernelLayout;
 pub use opbs::Opbs;
