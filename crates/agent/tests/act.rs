@@ -45,13 +45,22 @@ fn collapsing_a_touched_range_maps_it_with_huge_pages() {
     .unwrap();
     let before = anon_huge_kb(start);
     let me = Target::open(HostPid(std::process::id())).unwrap();
-    match me.collapse(&range) {
-        Ok(()) => {}
-        Err(e) if matches!(e.failure, Failure::NotEligible | Failure::Permission) => {
-            eprintln!("skipped: this kernel refuses MADV_COLLAPSE here: {e}");
-            return;
+    // `EAGAIN` is transient by the kernel's own account (a page locked or under
+    // writeback for a moment): a few tries, as the agent itself would try again later.
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        match me.collapse(&range) {
+            Ok(()) => break,
+            Err(e) if matches!(e.failure, Failure::NotEligible | Failure::Permission) => {
+                eprintln!("skipped: this kernel refuses MADV_COLLAPSE here: {e}");
+                return;
+            }
+            Err(e) if e.failure == Failure::Transient && tries < 5 => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Err(e) => panic!("after {tries} tries: {e}"),
         }
-        Err(e) => panic!("{e}"),
     }
     let after = anon_huge_kb(start);
     assert!(
