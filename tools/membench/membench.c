@@ -14,6 +14,10 @@
  *                 the buffer's footprint with the walks amortised
  *   indep_random  independent random loads (inline xorshift64 addresses)
  *   prng_only     the same loop as indep_random without the load
+ *   indep_table   independent random loads, addresses read from a table (fewer
+ *                 instructions a load)
+ *   indep_pad<P>  indep_table with P filler instructions a load (P = 8 ... 64): how
+ *                 large an instruction window the core keeps in flight
  *   gups          independent random 8-byte read-modify-writes
  *   host_probe_k* L2-resident chase over 4096 lines in K 4 KB pages spread
  *                 over the buffer (K = 4096, 512): host 4 KB backing probe
@@ -365,6 +369,52 @@ static __attribute__((noinline)) uint64_t table_loads(char *buf, int shift, uint
 }
 
 /*
+ * indep_table's loop with P filler instructions after each load (indep_pad): the same
+ * loads and addresses, P more instructions a load in the reorder window.  Each filler is
+ * `lea (x,x), d`: it reads only the load's offset and writes one of four registers it
+ * never reads, so the fillers form no dependency chain; they take a reorder-buffer entry
+ * and a physical register each, and an ALU slot.  How the load's time grows with P says
+ * how large a window of instructions the core keeps in flight behind a miss.
+ */
+#define PAD1(r) "lea (%[x],%[x]), %[" #r "]\n\t"
+#define PAD4 PAD1(a) PAD1(b) PAD1(c) PAD1(d)
+#define PAD8 PAD4 PAD4
+#define PAD16 PAD8 PAD8
+#define PAD32 PAD16 PAD16
+#define PAD64 PAD32 PAD32
+#define PAD_AFTER(FILL, o) \
+    __asm__ volatile(FILL : [a] "+r"(d0), [b] "+r"(d1), [c] "+r"(d2), [d] "+r"(d3) : [x] "r"(o))
+#define TABLE_PAD_KERNEL(name, FILL)                                                            \
+    static __attribute__((noinline)) uint64_t name(char *buf, int shift, uint64_t n,           \
+                                                   uint64_t seed)                               \
+    {                                                                                           \
+        (void)shift;                                                                            \
+        (void)seed;                                                                             \
+        const uint32_t *tab = g_table;                                                          \
+        const uint64_t mask = TABLE_ENTRIES - 1;                                                \
+        uint64_t acc = 0, d0 = 0, d1 = 0, d2 = 0, d3 = 0;                                       \
+        for (uint64_t i = 0; i < n; i += 4) {                                                   \
+            uint64_t o0 = (uint64_t)tab[i & mask] << 6, o1 = (uint64_t)tab[(i + 1) & mask] << 6; \
+            uint64_t o2 = (uint64_t)tab[(i + 2) & mask] << 6,                                   \
+                     o3 = (uint64_t)tab[(i + 3) & mask] << 6;                                   \
+            OPAQUE(o0); OPAQUE(o1); OPAQUE(o2); OPAQUE(o3);                                     \
+            acc += *(const uint64_t *)(buf + o0);                                               \
+            PAD_AFTER(FILL, o0);                                                                \
+            acc += *(const uint64_t *)(buf + o1);                                               \
+            PAD_AFTER(FILL, o1);                                                                \
+            acc += *(const uint64_t *)(buf + o2);                                               \
+            PAD_AFTER(FILL, o2);                                                                \
+            acc += *(const uint64_t *)(buf + o3);                                               \
+            PAD_AFTER(FILL, o3);                                                                \
+        }                                                                                       \
+        return acc ^ d0 ^ d1 ^ d2 ^ d3;                                                         \
+    }
+TABLE_PAD_KERNEL(table_pad8, PAD8)
+TABLE_PAD_KERNEL(table_pad16, PAD16)
+TABLE_PAD_KERNEL(table_pad32, PAD32)
+TABLE_PAD_KERNEL(table_pad64, PAD64)
+
+/*
  * GUPS-style updates: independent 8-byte read-modify-writes, x ^= stream
  * state, on word 1 of each random line (word 0 holds the pointers of the
  * dep_random / host_probe chains, which must stay intact).
@@ -451,8 +501,9 @@ enum {
     T_PAGE = 1 << 9,  /* page_chase */
     T_MLP = 1 << 10,  /* mlp_chase_k* */
     T_TABLE = 1 << 11, /* indep_table */
-    T_ALL = (1 << 12) - 1,
-    T_SIZED = T_DEP | T_INDEP | T_GUPS | T_HOST | T_PAGE | T_MLP | T_TABLE, /* per-size buffers */
+    T_PAD = 1 << 12,   /* indep_pad8 ... indep_pad64 */
+    T_ALL = (1 << 13) - 1,
+    T_SIZED = T_DEP | T_INDEP | T_GUPS | T_HOST | T_PAGE | T_MLP | T_TABLE | T_PAD, /* per-size buffers */
 };
 static const struct {
     const char *name;
@@ -463,7 +514,7 @@ static const struct {
     {"fault_touch", T_FAULT}, {"memset_gbps", T_BW},    {"memcpy_gbps", T_BW},
     {"bw", T_BW},             {"diag", T_DIAG},         {"fault_cold", T_COLD},
     {"cache_chase", T_CACHE}, {"page_chase", T_PAGE},     {"mlp_chase", T_MLP},
-    {"indep_table", T_TABLE},
+    {"indep_table", T_TABLE}, {"indep_pad", T_PAD},
 };
 static int g_tests = T_ALL;
 
@@ -828,15 +879,15 @@ static void indep_random_test(buf_t *b, int huge, double hf)
     add_result("prng_only", huge, b->bytes, v, g_reps, hf, extra);
 }
 
-/* indep_table: indep_random's loads with their addresses read from a table */
-static void indep_table_test(buf_t *b, int huge, double hf)
+/* fills g_table with uniform line indices of this buffer; 0 if out of memory */
+static int fill_table(buf_t *b, const char *test)
 {
     uint64_t lines = b->bytes / LINE;
     if (!g_table) {
         g_table = malloc(TABLE_ENTRIES * sizeof *g_table);
         if (!g_table) {
-            printf("  indep_table: no memory for the table, skipped\n");
-            return;
+            printf("  %s: no memory for the table, skipped\n", test);
+            return 0;
         }
     }
     uint64_t rs = 0x7ab1e5eedULL ^ b->bytes;
@@ -844,6 +895,14 @@ static void indep_table_test(buf_t *b, int huge, double hf)
         rs = xorshift64(rs | 1);
         g_table[j] = (uint32_t)(rs % lines);
     }
+    return 1;
+}
+
+/* indep_table: indep_random's loads with their addresses read from a table */
+static void indep_table_test(buf_t *b, int huge, double hf)
+{
+    if (!fill_table(b, "indep_table"))
+        return;
     double v[MAX_REPS];
     char extra[96];
     uint64_t n = timed_rand(table_loads, b->base, 0, 0, 4000, v);
@@ -851,6 +910,28 @@ static void indep_table_test(buf_t *b, int huge, double hf)
              (unsigned long long)TABLE_ENTRIES);
     print_reps("table ns/acc:", v, g_reps, "");
     add_result("indep_table", huge, b->bytes, v, g_reps, hf, extra);
+}
+
+/* indep_pad: indep_table's loads with 8, 16, 32 and 64 filler instructions after each */
+static void indep_pad_test(buf_t *b, int huge, double hf)
+{
+    static const struct {
+        int fill;
+        rand_kernel_fn fn;
+    } pads[] = {{8, table_pad8}, {16, table_pad16}, {32, table_pad32}, {64, table_pad64}};
+    if (!fill_table(b, "indep_pad"))
+        return;
+    for (size_t k = 0; k < sizeof pads / sizeof pads[0]; k++) {
+        double v[MAX_REPS];
+        char extra[96], test[24], what[24];
+        uint64_t n = timed_rand(pads[k].fn, b->base, 0, 0, 5000 + (uint64_t)k * 100, v);
+        snprintf(extra, sizeof extra, "n=%llu table=%llu fill=%d", (unsigned long long)n,
+                 (unsigned long long)TABLE_ENTRIES, pads[k].fill);
+        snprintf(test, sizeof test, "indep_pad%d", pads[k].fill);
+        snprintf(what, sizeof what, "pad%d ns/acc:", pads[k].fill);
+        print_reps(what, v, g_reps, "");
+        add_result(test, huge, b->bytes, v, g_reps, hf, extra);
+    }
 }
 
 /* gups: random read-modify-writes, sized and repeated like indep_random */
@@ -939,6 +1020,8 @@ static void size_tests(uint64_t bytes, int huge)
         indep_random_test(&b, huge, hf);
     if (g_tests & T_TABLE)
         indep_table_test(&b, huge, hf);
+    if (g_tests & T_PAD)
+        indep_pad_test(&b, huge, hf);
     if (g_tests & T_GUPS)
         gups_test(&b, huge, hf);
     if (g_tests & T_HOST) {
@@ -1390,8 +1473,8 @@ static void usage(const char *p)
             "      needs that many 1 GB pages reserved, rows with page_size 1G)\n"
             "  -t  run only these tests (comma-separated; default all): dep_random,\n"
             "      indep_random (with prng_only), gups, host_probe, fault_touch,\n"
-            "      fault_cold, cache_chase, page_chase, mlp_chase, indep_table, bw (memset_gbps +\n"
-            "      memcpy_gbps), diag (text-only diagnostics)\n",
+            "      fault_cold, cache_chase, page_chase, mlp_chase, indep_table, indep_pad,\n"
+            "      bw (memset_gbps + memcpy_gbps), diag (text-only diagnostics)\n",
             p, MAX_REPS);
 }
 
