@@ -247,6 +247,7 @@ fn access_process(bytes: u64, pattern: Pattern, refs: u64) -> ProcessSpec {
             dependent: true,
             write_fraction: 0.0,
             compute: Nanos::ZERO,
+            instructions_per_ref: None,
             writes: Writes::default(),
         };
     }

@@ -2214,3 +2214,20 @@ fn an_address_placing_variant_is_refused_on_a_machine_of_zones() {
         "{err}"
     );
 }
+
+#[test]
+fn instructions_per_ref_is_a_count_of_at_least_one_on_access_phases() {
+    expect_bad(
+        &edit("refs = 1000\n", "refs = 1000\ninstructions_per_ref = 0.5\n"),
+        "process[0].phase[2].instructions_per_ref",
+        &["a number from 1 to 1000000, found 0.5"],
+    );
+    expect_bad(
+        &edit(
+            "size = \"4MiB\"\n",
+            "size = \"4MiB\"\ninstructions_per_ref = 12\n",
+        ),
+        "process[0].phase[0].instructions_per_ref",
+        &["no `instructions_per_ref` for op \"mmap\""],
+    );
+}

@@ -101,6 +101,7 @@ refs = 10000
 dependent = false
 write_fraction = 0.1
 compute_ns = 5
+instructions_per_ref = 12
 nonzero_share = 0.5
 mean_first_nonzero = 9.11
 
@@ -298,6 +299,7 @@ const KEYS: &[&str] = &[
     "dependent",
     "write_fraction",
     "compute_ns",
+    "instructions_per_ref",
     "stride",
     "exponent",
     "position",

@@ -38,9 +38,11 @@
 //!
 //! * a **dependent** reference (its address comes from the previous one, pointer chasing)
 //!   costs `max(issue_cycles, x + d)`: translation and data are serialised;
-//! * an **independent** reference costs `max(issue_cycles, h / m, x / page_walkers)`:
-//!   out-of-order execution overlaps up to `m` references and `page_walkers` walks; the
-//!   slowest resource bounds throughput. `m` is `mlp` (the line fill buffers) for data
+//! * an **independent** reference costs
+//!   `max(issue_cycles, h / m, x / page_walkers, (x + d) * i / reorder_window)`:
+//!   out-of-order execution overlaps up to `m` references, `page_walkers` walks and
+//!   `reorder_window / i` references of `i` instructions each; the slowest resource
+//!   bounds throughput. `m` is `mlp` (the line fill buffers) for data
 //!   the caches serve, and `dram_mlp` (at most `mlp`; `mlp` when the profile has none)
 //!   for data from memory. `h` is how long a reference holds its place among the `m`:
 //!   its data latency `d`, or `x + d` in a profile with `mlp_holds_translation`.
@@ -59,6 +61,16 @@
 //! whichever resource is busier per reference (Little's law: `m` places, each held `h`).
 //! This is checked against membench's independent loads and GUPS updates in
 //! `docs/calibration.md`.
+//!
+//! The window: the reorder buffer retires in order, so every instruction behind an
+//! incomplete load stays in it until that load completes, and a reference's `i`
+//! instructions (its own and the work that computes its address and uses its value) hold
+//! `i` entries for about the reference's latency `x + d`; by Little's law `W` entries so
+//! held allow `W / (i (x + d))` references a cycle. `W` is the profile's
+//! `reorder_window`, `i` the running phase's instructions per reference
+//! ([`Mmu::set_instructions_per_ref`]); either unset, no bound. This is what makes a loop
+//! with more work per load overlap fewer loads on the same machine: membench's
+//! `indep_pad` rows measure it (`docs/calibration.md`, "The reorder window").
 //!
 //! Which `h`: a fill buffer is taken only once the load's address is translated, so if
 //! the fill buffers were the bound, `h = d`. The Xeon guest's data say the bound is
@@ -162,6 +174,9 @@ struct Timing {
     /// 1 when a reference holds its place among the `m` in flight during its
     /// translation too (`mlp_holds_translation`), else 0.
     xlat_held: f64,
+    /// `i / reorder_window`: the share of the window one reference of the running phase
+    /// holds (0: no window bound).
+    window_share: f64,
     picos_per_cycle: f64,
 }
 
@@ -176,6 +191,7 @@ impl Timing {
             cached_cycles: p.caches.last().map_or(0.0, |c| c.latency_cycles),
             inv_walkers: 1.0 / p.page_walkers.max(1) as f64,
             xlat_held: if p.mlp_holds_translation { 1.0 } else { 0.0 },
+            window_share: 0.0,
             picos_per_cycle: p.picos_per_cycle(),
         }
     }
@@ -200,7 +216,8 @@ impl Timing {
             let t = self
                 .issue_cycles
                 .max(held * inv_mlp)
-                .max(xlat * self.inv_walkers);
+                .max(xlat * self.inv_walkers)
+                .max((xlat + data) * self.window_share);
             (t, walk * self.inv_walkers)
         };
         AccessCost {
@@ -253,6 +270,8 @@ pub struct Mmu {
     pwc: [SetAssoc; 3],
     caches: CacheHierarchy,
     timing: Timing,
+    /// The profile's `reorder_window`, if any (see [`Mmu::set_instructions_per_ref`]).
+    reorder_window: Option<f64>,
     /// The host dimension of a guest's walks; `None` on bare metal.
     nested: Option<Box<Nested>>,
 }
@@ -309,6 +328,7 @@ impl Mmu {
             pwc,
             caches: CacheHierarchy::new(&profile.caches, dram_cycles),
             timing: Timing::new(profile),
+            reorder_window: profile.reorder_window,
             nested: profile
                 .guest
                 .as_ref()
@@ -371,6 +391,16 @@ impl Mmu {
     /// first; empty on a machine of one node (see [`CacheHierarchy::access_data`]).
     pub fn node_lines(&self) -> impl Iterator<Item = u64> + '_ {
         self.caches.node_lines()
+    }
+
+    /// The instructions each reference comes with from now on (the running phase's: see
+    /// the module doc, "Time"); `None`, or a profile without `reorder_window`: no window
+    /// bound. Cheap; the engine calls it as a phase starts running on the core.
+    pub fn set_instructions_per_ref(&mut self, instructions: Option<f64>) {
+        self.timing.window_share = match (instructions, self.reorder_window) {
+            (Some(i), Some(w)) => i / w,
+            _ => 0.0,
+        };
     }
 
     /// Translates and serves one reference, updating every structure; returns its cost.

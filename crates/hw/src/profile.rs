@@ -63,6 +63,14 @@ pub struct MachineProfile {
     /// independent references").
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub mlp_holds_translation: bool,
+    /// Instructions the core keeps in flight behind an incomplete load: the reorder
+    /// buffer, or a smaller structure every instruction takes (the physical register
+    /// file). With it, independent references overlap at most `reorder_window /
+    /// instructions_per_ref` at a time, the instructions a reference of the running phase
+    /// comes with (see `mmu.rs`, "Time"). Unset, the default, or for a phase that does not
+    /// say its instructions: no such bound.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reorder_window: Option<f64>,
     /// Page walks that can be in flight at once.
     pub page_walkers: u32,
     /// Fixed cycles of a page walk besides its page-table loads.

@@ -53,6 +53,14 @@ pub(crate) fn validate(p: &MachineProfile, origin: &str) -> Result<()> {
             &d.to_string(),
         )?;
     }
+    if let Some(w) = p.reorder_window {
+        v.check(
+            w.is_finite() && w >= 1.0,
+            "reorder_window",
+            "a number of instructions >= 1",
+            &w.to_string(),
+        )?;
+    }
     let w = p.page_walkers;
     v.check(w >= 1, "page_walkers", "at least 1", &w.to_string())?;
     v.non_negative("walk_base_cycles", p.walk_base_cycles)?;

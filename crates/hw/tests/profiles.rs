@@ -184,6 +184,9 @@ fn missing_key_and_bad_numbers_are_named() {
     assert!(e.to_string().contains("from 1 to mlp = 10"), "{e}");
     let e = err(&HASWELL.replace("mlp = 10.0", "mlp = 10.0\ndram_mlp = 0.5"));
     assert_names(&e, "dram_mlp");
+    let e = err(&HASWELL.replace("mlp = 10.0", "mlp = 10.0\nreorder_window = 0.5"));
+    assert_names(&e, "reorder_window");
+    assert!(e.to_string().contains("instructions >= 1"), "{e}");
     let e = err(&HASWELL.replace(
         "zero_gbps = 4.6",
         "zero_gbps = 4.6\nvm_fault_trap_ns = -1.0",

@@ -540,3 +540,53 @@ fn with_mlp_holding_translation_independent_references_overlap_whole() {
         "dependent references do not depend on the key"
     );
 }
+
+/// Total picoseconds of `vas` as independent 4 KB references on a fresh MMU whose phase
+/// says `instructions` per reference.
+fn windowed_time(p: &MachineProfile, vas: &[u64], instructions: Option<f64>) -> f64 {
+    let mut m = mmu(p);
+    m.set_instructions_per_ref(instructions);
+    let refs: Vec<Reference> = vas
+        .iter()
+        .map(|&va| reference(va, PageSize::Base, false))
+        .collect();
+    let (.., time) = run(&mut m, &refs);
+    time.0 as f64
+}
+
+#[test]
+fn the_reorder_window_bounds_independent_references_by_their_instructions() {
+    // Random 4 KB references over 4 GB: with fill buffers and walkers that never bind,
+    // a window of W instructions overlaps W / i references of i instructions each, so
+    // an independent reference costs a dependent one times i / W.
+    let mut p = profile("haswell-e5-2690v3");
+    p.page_walkers = 1 << 20;
+    p.mlp = 1e6;
+    p.dram_mlp = None;
+    p.issue_cycles = 0.0;
+    let vas = random_vas(20_000, 4 * GB, 7);
+    let dependent = total_time(&p, &vas, true);
+    let unbounded = windowed_time(&p, &vas, Some(20.0));
+    p.reorder_window = Some(200.0);
+    let ten = windowed_time(&p, &vas, Some(20.0));
+    let expected = dependent * 20.0 / 200.0;
+    // Each reference's time is rounded to a picosecond: at most 0.5 ps each, twice.
+    assert!(
+        (ten - expected).abs() <= vas.len() as f64,
+        "20 instructions in a window of 200: {ten} ps, dependent / 10: {expected} ps"
+    );
+    assert!(
+        unbounded < 0.01 * ten,
+        "no window: {unbounded} ps, against {ten} ps"
+    );
+    // Twice the instructions, half the overlap.
+    let forty = windowed_time(&p, &vas, Some(40.0));
+    assert!(
+        (forty / ten - 2.0).abs() < 1e-3,
+        "40 against 20 instructions: {forty} / {ten} ps"
+    );
+    // A phase that does not say its instructions is not bounded by the window.
+    assert_eq!(windowed_time(&p, &vas, None), unbounded);
+    // Dependent references wait for each other whatever the window.
+    assert_eq!(total_time(&p, &vas, true), dependent);
+}

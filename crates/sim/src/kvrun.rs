@@ -130,6 +130,8 @@ impl Engine {
     ) -> Result<(), Stop> {
         let copy_gbps = self.kernel.costs().copy_gbps;
         let syscall = Picos((self.exp.profile.costs.fault_trap_ns * 1000.0) as u64);
+        // A request's work per reference is not modelled: no reorder-window bound.
+        self.cores[c].mmu.set_instructions_per_ref(None);
         while run.left > 0 && self.cores[c].now < bound {
             match run.op {
                 KvOp::Insert { value_bytes, .. } => {

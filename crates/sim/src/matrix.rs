@@ -93,6 +93,7 @@ pub fn experiment_for(c: &Case, mode: Mode, profile: &MachineProfile) -> Experim
             dependent: c.dependent,
             write_fraction: 0.0,
             compute: Nanos::ZERO,
+            instructions_per_ref: None,
             writes: Writes::default(),
         };
     }

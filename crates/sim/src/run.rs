@@ -615,6 +615,9 @@ impl Engine {
         let Activity::Access(mut run) = std::mem::replace(&mut p.activity, Activity::Begin) else {
             unreachable!("access() on a non-access activity")
         };
+        ctx.core
+            .mmu
+            .set_instructions_per_ref(run.phase.instructions_per_ref);
         let result = match (mode, run.sampler.as_ref().map(|s| s.stage)) {
             (Mode::Sampled(cfg), Some(stage)) => {
                 sampled_turn(&mut ctx, p, &mut run, bound, cfg, stage)

@@ -33,6 +33,7 @@ fn sparse(name: &str, bytes: u64, start: Nanos) -> ProcessSpec {
                 dependent: false,
                 write_fraction: 1.0,
                 compute: Nanos::ZERO,
+                instructions_per_ref: None,
                 writes: Writes::default(),
             }),
             Phase::Sleep(Nanos::from_secs(60)),

@@ -67,6 +67,7 @@ fn touch_every(name: &str, bytes: u64, stride: u64, idle: Nanos, start: Nanos) -
                 dependent: false,
                 write_fraction: 1.0,
                 compute: Nanos::ZERO,
+                instructions_per_ref: None,
                 writes: Writes::default(),
             }),
             Phase::Sleep(idle),

@@ -238,6 +238,7 @@ fn sparse(name: &str, start_ms: u64) -> ProcessSpec {
                 dependent: false,
                 write_fraction: 1.0,
                 compute: Nanos::ZERO,
+                instructions_per_ref: None,
                 writes: Writes::default(),
             }),
             Phase::Sleep(Nanos::from_secs(10)),

@@ -352,3 +352,41 @@ fn the_boot_order_decides_where_the_first_allocation_lands() {
     // 64 MiB: 16 order-10 blocks, the highest at 15 x 1024.
     assert_eq!(first(exp), Some(hugemm_hw::Pfn(15 * 1024)), "Linux 4.1");
 }
+
+#[test]
+fn a_phase_with_more_instructions_a_reference_overlaps_fewer_under_a_reorder_window() {
+    // Independent references over 1 GiB of THP on a machine whose profile has a window of
+    // 200 instructions: a phase of 100 instructions a reference keeps 2 in flight, so its
+    // references take half a dependent chase's time; a phase that does not say its
+    // instructions keeps the profile's `mlp` in flight, as before the window existed.
+    let run = |window: Option<f64>, instructions: Option<f64>, dependent: bool, refs: u64| {
+        let mut p = access("p", GIB, Pattern::Uniform, Amount::Refs(refs), dependent);
+        if let Some(hugemm_workload::Phase::Access(a)) = p.phases.last_mut() {
+            a.instructions_per_ref = instructions;
+        }
+        let mut s = Scenario::new(2 * GIB, ThpMode::Always).process(p);
+        s.exp.profile.reorder_window = window;
+        s.run().summary.processes[0].runtime_ns as f64
+    };
+    // The references' time: the run less the same run with one reference.
+    let refs = |window, instructions, dependent| {
+        run(window, instructions, dependent, 200_001) - run(window, instructions, dependent, 1)
+    };
+    let dependent = refs(Some(200.0), None, true);
+    let unsaid = refs(Some(200.0), None, false);
+    let heavy = refs(Some(200.0), Some(100.0), false);
+    assert_eq!(
+        unsaid,
+        refs(None, Some(100.0), false),
+        "no bound unless both say"
+    );
+    let ratio = heavy / dependent;
+    assert!(
+        (0.45..=0.55).contains(&ratio),
+        "100 of a 200-instruction window: {heavy} ns against a chase's {dependent} ns"
+    );
+    assert!(
+        unsaid < 0.5 * heavy,
+        "without the phase's instructions: {unsaid} ns, against {heavy} ns"
+    );
+}

@@ -264,6 +264,7 @@ fn work(buffer: usize, pattern: Pattern, run: Amount, dependent: bool, writes: f
         dependent,
         write_fraction: writes,
         compute: Nanos::ZERO,
+        instructions_per_ref: None,
         writes: Writes::default(),
     })
 }
@@ -460,6 +461,7 @@ fn sweep(buffer: usize, bytes: u64, stride: u64, write: bool) -> Phase {
         dependent: false,
         write_fraction: if write { 1.0 } else { 0.0 },
         compute: Nanos::ZERO,
+        instructions_per_ref: None,
         writes: Writes::default(),
     })
 }
@@ -652,6 +654,7 @@ fn serving(buffer: usize, pattern: Pattern, refs: u64, r: &Redis) -> Phase {
         dependent: true,
         write_fraction: 0.0,
         compute: Nanos(r.cpu_per_request.0 / r.refs_per_request.max(1)),
+        instructions_per_ref: None,
         writes: Writes::default(),
     })
 }

@@ -40,6 +40,7 @@ pub fn touch(buffer: BufferId, bytes: u64) -> AccessPhase {
         dependent: false,
         write_fraction: 1.0,
         compute: Nanos::ZERO,
+        instructions_per_ref: None,
         writes: Writes::default(),
     }
 }
@@ -59,6 +60,7 @@ pub fn random_access(name: &str, bytes: u64, refs: u64, advice: Advice) -> Proce
         dependent: true,
         write_fraction: 0.0,
         compute: Nanos::ZERO,
+        instructions_per_ref: None,
         writes: Writes::default(),
     };
     let phases = vec![

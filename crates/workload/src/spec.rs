@@ -151,6 +151,13 @@ pub struct AccessPhase {
     pub write_fraction: f64,
     /// Computation between two references, in nanoseconds of core time.
     pub compute: Nanos,
+    /// Instructions the program runs per reference (the reference's own, and the work
+    /// that computes its address and uses its value): with the profile's
+    /// `reorder_window`, at most `reorder_window / instructions_per_ref` independent
+    /// references are in flight (`hugemm_hw::Mmu::set_instructions_per_ref`). `None`, the
+    /// default: not said, no such bound.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instructions_per_ref: Option<f64>,
     /// What the phase's writes leave in the pages they write first.
     pub writes: Writes,
 }

@@ -744,6 +744,10 @@ pub struct RawPhase {
     /// access: compute between references (ns).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub compute_ns: Option<f64>,
+    /// access: instructions the program runs per reference (the profile's
+    /// `reorder_window` then bounds how many independent references overlap).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instructions_per_ref: Option<f64>,
     /// access/touch: share of pages whose first write leaves data (0: writes zeros).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nonzero_share: Option<f64>,

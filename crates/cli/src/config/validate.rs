@@ -975,7 +975,7 @@ impl<'a, 'b> Phases<'a, 'b> {
 
     /// Refuse keys that `op` does not use, so a misplaced key is never silently ignored.
     pub(super) fn only(&self, j: usize, ph: &RawPhase, op: &str, allowed: &[&str]) -> R<()> {
-        let present: [(&str, bool); 28] = [
+        let present: [(&str, bool); 29] = [
             ("file", ph.file.is_some()),
             ("interval_ms", ph.interval_ms.is_some()),
             ("gfp", ph.gfp.is_some()),
@@ -996,6 +996,7 @@ impl<'a, 'b> Phases<'a, 'b> {
             ("dependent", ph.dependent.is_some()),
             ("write_fraction", ph.write_fraction.is_some()),
             ("compute_ns", ph.compute_ns.is_some()),
+            ("instructions_per_ref", ph.instructions_per_ref.is_some()),
             ("stride", ph.stride.is_some()),
             ("exponent", ph.exponent.is_some()),
             ("position", ph.position.is_some()),
@@ -1152,6 +1153,7 @@ impl<'a, 'b> Phases<'a, 'b> {
             dependent: false,
             write_fraction,
             compute: Nanos::ZERO,
+            instructions_per_ref: None,
             writes,
         }))
     }
@@ -1190,6 +1192,7 @@ impl<'a, 'b> Phases<'a, 'b> {
             "dependent",
             "write_fraction",
             "compute_ns",
+            "instructions_per_ref",
             "nonzero_share",
             "mean_first_nonzero",
         ];
@@ -1235,6 +1238,13 @@ impl<'a, 'b> Phases<'a, 'b> {
         ph.dependent = Some(dependent);
         ph.write_fraction = Some(write_fraction);
         ph.compute_ns = Some(compute);
+        let instructions_per_ref = ph
+            .instructions_per_ref
+            .map(|x| {
+                self.v
+                    .float(&self.key(j, "instructions_per_ref"), Some(x), 0.0, 1.0, 1e6)
+            })
+            .transpose()?;
         let writes = self.writes(j, ph)?;
         Ok(Phase::Access(AccessPhase {
             buffer,
@@ -1243,6 +1253,7 @@ impl<'a, 'b> Phases<'a, 'b> {
             dependent,
             write_fraction,
             compute: Nanos(compute.round() as u64),
+            instructions_per_ref,
             writes,
         }))
     }

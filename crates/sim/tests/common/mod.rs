@@ -130,6 +130,7 @@ pub fn access(
             dependent,
             write_fraction: 0.0,
             compute: Nanos::ZERO,
+            instructions_per_ref: None,
             writes: Writes::default(),
         };
     }

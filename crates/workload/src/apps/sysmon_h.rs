@@ -301,6 +301,7 @@ pub fn deepsjeng(bytes: u64, run: Amount) -> Vec<Phase> {
         dependent: true,
         write_fraction: DEEPSJENG_STORE_SHARE,
         compute: DEEPSJENG_POSITION_TIME,
+        instructions_per_ref: None,
         writes: Writes::default(),
     };
     let mut v = init(0, bytes).to_vec();
