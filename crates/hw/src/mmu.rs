@@ -395,7 +395,8 @@ impl Mmu {
 
     /// The instructions each reference comes with from now on (the running phase's: see
     /// the module doc, "Time"); `None`, or a profile without `reorder_window`: no window
-    /// bound. Cheap; the engine calls it as a phase starts running on the core.
+    /// bound. Cheap; the engine calls it each time a phase takes its turn on the core.
+    #[inline]
     pub fn set_instructions_per_ref(&mut self, instructions: Option<f64>) {
         self.timing.window_share = match (instructions, self.reorder_window) {
             (Some(i), Some(w)) => i / w,

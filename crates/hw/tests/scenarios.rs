@@ -500,7 +500,13 @@ fn independent_misses_to_dram_overlap_only_up_to_dram_mlp() {
 /// Total picoseconds of `vas` as 4 KB references, dependent or not, on a fresh MMU (the
 /// MMU's state evolves the same either way: only the timing differs).
 fn total_time(p: &MachineProfile, vas: &[u64], dependent: bool) -> f64 {
+    timed(p, vas, dependent, None)
+}
+
+/// [`total_time`] with the references' phase saying `instructions` per reference.
+fn timed(p: &MachineProfile, vas: &[u64], dependent: bool, instructions: Option<f64>) -> f64 {
     let mut m = mmu(p);
+    m.set_instructions_per_ref(instructions);
     let refs: Vec<Reference> = vas
         .iter()
         .map(|&va| reference(va, PageSize::Base, dependent))
@@ -541,17 +547,9 @@ fn with_mlp_holding_translation_independent_references_overlap_whole() {
     );
 }
 
-/// Total picoseconds of `vas` as independent 4 KB references on a fresh MMU whose phase
-/// says `instructions` per reference.
+/// Independent references' [`timed`].
 fn windowed_time(p: &MachineProfile, vas: &[u64], instructions: Option<f64>) -> f64 {
-    let mut m = mmu(p);
-    m.set_instructions_per_ref(instructions);
-    let refs: Vec<Reference> = vas
-        .iter()
-        .map(|&va| reference(va, PageSize::Base, false))
-        .collect();
-    let (.., time) = run(&mut m, &refs);
-    time.0 as f64
+    timed(p, vas, false, instructions)
 }
 
 #[test]

@@ -166,7 +166,7 @@ fn run(profile: &MachineProfile, c: &Case, warm: u64, refs: u64) -> Result<u64, 
         a.amount = Amount::Refs(refs.max(1));
         a.dependent = c.test == "dep_random";
         a.write_fraction = if c.test == "gups" { 1.0 } else { 0.0 };
-        a.instructions_per_ref = c.instructions();
+        a.instructions_per_ref = c.instructions().map(|x| x as f32);
         // The untimed warm-up: the same references, before the timed ones.
         if warm > 0 {
             let warm_phase = hugemm_workload::AccessPhase {

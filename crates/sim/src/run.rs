@@ -617,7 +617,7 @@ impl Engine {
         };
         ctx.core
             .mmu
-            .set_instructions_per_ref(run.phase.instructions_per_ref);
+            .set_instructions_per_ref(run.phase.instructions_per_ref.map(f64::from));
         let result = match (mode, run.sampler.as_ref().map(|s| s.stage)) {
             (Mode::Sampled(cfg), Some(stage)) => {
                 sampled_turn(&mut ctx, p, &mut run, bound, cfg, stage)

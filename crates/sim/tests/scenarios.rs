@@ -362,7 +362,7 @@ fn a_phase_with_more_instructions_a_reference_overlaps_fewer_under_a_reorder_win
     let run = |window: Option<f64>, instructions: Option<f64>, dependent: bool, refs: u64| {
         let mut p = access("p", GIB, Pattern::Uniform, Amount::Refs(refs), dependent);
         if let Some(hugemm_workload::Phase::Access(a)) = p.phases.last_mut() {
-            a.instructions_per_ref = instructions;
+            a.instructions_per_ref = instructions.map(|x: f64| x as f32);
         }
         let mut s = Scenario::new(2 * GIB, ThpMode::Always).process(p);
         s.exp.profile.reorder_window = window;

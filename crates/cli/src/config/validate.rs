@@ -1243,6 +1243,7 @@ impl<'a, 'b> Phases<'a, 'b> {
             .map(|x| {
                 self.v
                     .float(&self.key(j, "instructions_per_ref"), Some(x), 0.0, 1.0, 1e6)
+                    .map(|x| x as f32)
             })
             .transpose()?;
         let writes = self.writes(j, ph)?;
