@@ -18,7 +18,9 @@
 //!   often reuse memory its free page reporting has not handed back yet:
 //!   docs/calibration.md), and fitting one page size lets the other test the model's
 //!   claim that the host's share is a cost per 2 MB region whatever the guest maps it
-//!   with. The cold 4 KB cases and the 4 GiB cold cases are held out.
+//!   with. The cold 4 KB cases and the 4 GiB cold cases are held out. membench's
+//!   `indep_pad*` loops (the reorder window's probe) are fitted and held out by size as
+//!   the load patterns are; `indep_table` is held out at every size.
 //! * `--fit` searches the translation parameters (below) by coordinate descent on the
 //!   fit set's mean |log(model / measured)| and prints the values found; without it the
 //!   profile is evaluated as it is.
