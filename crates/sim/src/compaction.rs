@@ -177,14 +177,17 @@ fn take(kernel: &mut Kernel, req: &AllocRequest, mark: Mark) -> Option<Pfn> {
     Some(block.pfn)
 }
 
-/// Linux 4.1's `__alloc_pages_direct_compact` and `try_to_compact_pages` for one zone:
+/// Linux 4.1's `__alloc_pages_direct_compact` and `try_to_compact_pages` (on a machine of
+/// zones `hugemm_mm`'s compaction walks the zonelist), with one deferral for the node:
 /// nothing if the order is deferred (`compaction_deferred`); else a direct run (4.1's
 /// `compaction_suitable` and `compact_finished`, [`hugemm_mm::WatermarkCheck::Linux4_1`]).
-/// If the order's watermark at `low` is met afterwards the deferral forgets the order's
-/// failures (`compaction_defer_reset(.., false)`); if not, and a synchronous run ended with
-/// the scanners meeting, it is deferred (`defer_compaction`; asynchronous runs never
-/// defer). A run that started is followed by the check at `min`, and the allocation it
-/// lets through resets the deferral (`compaction_defer_reset(.., true)`).
+/// If the run left a zone ready for the order (its watermark at `low` met:
+/// `CompactOutcome::ready`, the zone the walk stopped in) the deferral forgets the order's
+/// failures (`compaction_defer_reset(.., false)`); if not, and a synchronous run ended
+/// with the scanners meeting in every zone it ran in, it is deferred (`defer_compaction`;
+/// asynchronous runs never defer). A run that started is followed by the check at `min`,
+/// and the allocation it lets through resets the deferral
+/// (`compaction_defer_reset(.., true)`).
 fn compact_4_1(
     kernel: &mut Kernel,
     deferral: &mut Deferral,
@@ -198,8 +201,7 @@ fn compact_4_1(
     }
     let run = kernel.compact(CompactRequest::Direct { order });
     *time += run.cost;
-    let w = kernel.watermarks();
-    if kernel.zone_watermark_ok_4_1(order, w.low) {
+    if run.ready {
         deferral.reset(order, false);
     } else if sync && run.complete {
         deferral.defer(order);

@@ -41,10 +41,20 @@
 //! frames migration freed there can merge before `__compact_finished` looks for a free
 //! block. Whole-zone and proactive runs (`cc->order == -1`) do not.
 //!
-//! Direct runs resume from the cached scanner positions of the previous direct run
-//! (`compact_cached_migrate_pfn` / `compact_cached_free_pfn`; one migrate position, not
-//! one per sync mode); whole-zone runs start at the zone's ends. Positions reset when the
-//! scanners meet. Deferral after failures (`compaction_deferred`) is the caller's, in the
+//! Zones: on a node split into zones (`Kernel::with_zones`) every run works in one zone,
+//! both scanners inside it, so no page moves to another zone. A direct request walks its
+//! zonelist highest zone first (`try_to_compact_pages`), each zone judged by its own free
+//! frames, watermarks, `lowmem_reserve` for the request's classzone and fragmentation
+//! index: a zone that has what the request needs ends the walk, one `compaction_suitable`
+//! refuses is passed over, and a run that makes its zone ready ends it. `compact_memory`
+//! and proactive runs compact every zone in turn, lowest first (`compact_node`). Without
+//! zones (and tiered machines, one zone a node) node 0 is one range, as before zones
+//! existed; hole-aware runs keep that one range on any machine.
+//!
+//! Direct runs resume from the cached scanner positions of the previous direct run in
+//! the same zone (`compact_cached_migrate_pfn` / `compact_cached_free_pfn`; one migrate
+//! position, not one per sync mode); whole-zone runs start at the zone's ends. Positions
+//! reset when the scanners meet. Deferral after failures (`compaction_deferred`) is the caller's, in the
 //! engine (`hugemm-sim`'s `compaction.rs`). Skip hints (`PB_migrate_skip`) and
 //! `fast_find_migrateblock` are not modelled. Cost: `FragCosts::compact_scan` per frame
 //! either scanner examines, plus each migration. This module owns the scanners and the
@@ -61,9 +71,10 @@ use crate::kernel::Kernel;
 use crate::phys::frame::{FrameState, OwnerKind};
 use crate::phys::pageblock::MigrateType;
 use crate::pressure::compaction::{
-    CompactMode, CompactOutcome, CompactRequest, CompactState, COMPACT_CLUSTER_MAX,
+    CompactMode, CompactOutcome, CompactRequest, ScanPositions, COMPACT_CLUSTER_MAX,
 };
 use crate::pressure::reclaim::{zone_watermark_ok_4_1, PAGE_ALLOC_COSTLY_ORDER};
+use crate::pressure::zones::zone_watermark_ok;
 use hugemm_hw::{Nanos, Order, Pfn};
 
 /// `vm.extfrag_threshold`'s default.
@@ -71,6 +82,8 @@ const EXTFRAG_THRESHOLD: i64 = 500;
 
 /// One run's scanners and tallies.
 struct Run {
+    /// The zone's first frame and its end (`total`).
+    start: u64,
     migrate_pfn: u64,
     free_block: u64,
     free_pos: u64,
@@ -91,6 +104,18 @@ impl Run {
     fn scanners_met(&self) -> bool {
         self.met || self.free_block / self.pb <= self.migrate_pfn / self.pb
     }
+}
+
+/// What one run compacts (`compact_zone`'s zone): a zone of a node split into zones, or,
+/// without zones, node 0 as one range.
+#[derive(Clone, Copy, Debug)]
+struct Scope {
+    /// The zone (`None`: no zones; the checks read all memory, as before zones).
+    zone: Option<usize>,
+    /// Where its cached positions are kept ([`CompactState::positions`]).
+    index: usize,
+    start: u64,
+    end: u64,
 }
 
 impl Kernel {
@@ -146,36 +171,98 @@ impl Kernel {
         (low, (low + 10).min(100))
     }
 
+    /// What compaction works in: each zone of a node split into zones (highest first for
+    /// a direct request, as its zonelist; lowest first for a whole-node run, as
+    /// `compact_node`); else node 0 as one range. Hole-aware runs keep the one range.
+    fn scopes(&self, highest_first: bool) -> Vec<Scope> {
+        let zoned = self.zones.is_some() && self.compact.mode == CompactMode::Linux;
+        let count = self.phys.zone_count();
+        if !zoned || count < 2 {
+            return vec![Scope {
+                zone: None,
+                index: 0,
+                start: 0,
+                end: self.phys.zone_end(),
+            }];
+        }
+        let mut scopes: Vec<Scope> = (0..count)
+            .filter_map(|z| {
+                let (a, b) = self.phys.zone_frames(z)?;
+                (b.0 > a.0).then_some(Scope {
+                    zone: Some(z),
+                    index: z,
+                    start: a.0,
+                    end: b.0,
+                })
+            })
+            .collect();
+        if highest_first {
+            scopes.reverse();
+        }
+        scopes
+    }
+
+    /// `try_to_compact_pages`: each zone of the request's zonelist in turn, highest first,
+    /// until one has what the request needs. A zone that has it already ends the walk
+    /// (`COMPACT_PARTIAL`); one where `compaction_suitable` says no is passed over
+    /// (`COMPACT_SKIPPED`); else a run there, which ends the walk if it made the zone
+    /// ready. Without zones, one range, as before. Deferral (`compaction_deferred`) is the
+    /// engine's and counts the whole walk, where 4.1 keeps it per zone.
     fn compact_direct(&mut self, order: Order) -> CompactOutcome {
         let free = self.phys.has_free_block(order);
-        if order > self.phys.max_order()
-            || self.direct_done(order)
-            || !self.compaction_suitable(order)
-        {
+        if order > self.phys.max_order() {
             return CompactOutcome {
                 success: free,
                 ..CompactOutcome::default()
             };
         }
-        let c = self.compact;
-        let mut out = match c.mode {
-            CompactMode::Linux => {
-                let mut run = self.new_run(c.migrate_pfn, c.free_block, true, order.0);
-                // Linux 4.12 and later finish the pageblock they are in first.
-                let whole_blocks = self.wmark_check == WatermarkCheck::Order0;
-                self.compact_zone(&mut run, |k, r| {
-                    (!whole_blocks || r.migrate_pfn % r.pb == 0) && k.direct_done(order)
-                });
-                self.save_positions(&run, true);
-                run.out.complete = run.scanners_met();
-                run.out
-            }
-            CompactMode::HoleAware => {
-                let unit = order.max(self.phys.pageblock_order());
-                self.compact_holes(unit, true, |k| k.direct_done(order))
-            }
+        let scopes = self.scopes(true);
+        let class = scopes[0].zone;
+        let mut out = CompactOutcome {
+            complete: true,
+            ..CompactOutcome::default()
         };
-        out.ran = true;
+        for scope in scopes {
+            if self.direct_done(scope, order, class) {
+                out.ready = true;
+                break;
+            }
+            if !self.compaction_suitable(scope, order, class) {
+                continue;
+            }
+            let run = match self.compact.mode {
+                CompactMode::Linux => {
+                    let pos = self.positions(scope);
+                    let mut run = self.new_run(scope, pos, true, order.0);
+                    // Linux 4.12 and later finish the pageblock they are in first.
+                    let whole_blocks = self.wmark_check == WatermarkCheck::Order0;
+                    self.compact_zone(&mut run, |k, r| {
+                        (!whole_blocks || r.migrate_pfn % r.pb == 0)
+                            && k.direct_done(scope, order, class)
+                    });
+                    self.save_positions(scope, &run, true);
+                    run.out.complete = run.scanners_met();
+                    run.out
+                }
+                CompactMode::HoleAware => {
+                    let unit = order.max(self.phys.pageblock_order());
+                    self.compact_holes(unit, true, |k| k.direct_done(scope, order, class))
+                }
+            };
+            out.add(&run);
+            out.ran = true;
+            if self.direct_done(scope, order, class) {
+                out.ready = true;
+                break;
+            }
+        }
+        if !out.ran {
+            return CompactOutcome {
+                success: free,
+                ready: out.ready,
+                ..CompactOutcome::default()
+            };
+        }
         out.success = self.phys.has_free_block(order);
         self.stats.compact_stall += 1;
         match out.success {
@@ -185,7 +272,8 @@ impl Kernel {
         out
     }
 
-    /// A whole-zone run; `stop_at_score` ends it once the score is at most that.
+    /// A whole-node run (every zone in turn, lowest first, from its ends); `stop_at_score`
+    /// ends it once the score is at most that.
     fn compact_whole(&mut self, stop_at_score: Option<u64>) -> CompactOutcome {
         if self.compact.mode == CompactMode::HoleAware {
             let unit = self.phys.pageblock_order();
@@ -197,18 +285,26 @@ impl Kernel {
             out.success = stop_at_score.is_none_or(|low| self.fragmentation_score() <= low);
             return out;
         }
-        let fresh = CompactState::new(&self.phys);
         let pb_order = self.phys.pageblock_order().0;
-        let mut run = self.new_run(0, fresh.free_block, false, pb_order);
-        self.compact_zone(&mut run, |k, _| {
-            stop_at_score.is_some_and(|low| k.fragmentation_score() <= low)
-        });
-        run.out.success = match stop_at_score {
+        let stop = |k: &Kernel| stop_at_score.is_some_and(|low| k.fragmentation_score() <= low);
+        let mut out = CompactOutcome::default();
+        let mut met = true;
+        for scope in self.scopes(false) {
+            if stop(self) {
+                break;
+            }
+            let pos = self.fresh_positions(scope);
+            let mut run = self.new_run(scope, pos, false, pb_order);
+            self.compact_zone(&mut run, |k, _| stop(k));
+            met &= run.scanners_met();
+            self.save_positions(scope, &run, false);
+            out.add(&run.out);
+        }
+        out.success = match stop_at_score {
             Some(low) => self.fragmentation_score() <= low,
-            None => run.scanners_met(),
+            None => met,
         };
-        self.save_positions(&run, false);
-        run.out
+        out
     }
 
     fn compact_proactive(&mut self) -> CompactOutcome {
@@ -223,32 +319,58 @@ impl Kernel {
         self.compact_whole(Some(low))
     }
 
-    /// Whether a direct run for `order` has what it was asked for
-    /// (`__compact_finished`): a free block of the order; with Linux 4.1's check
+    /// Whether a direct run for `order` has what it was asked for in `scope`
+    /// (`__compact_finished`): a free block of the order there; with Linux 4.1's check
     /// ([`WatermarkCheck::Linux4_1`]), also 4.1's per-order watermark at `low`, which
-    /// `compact_finished` asked for before looking for the block.
-    fn direct_done(&self, order: Order) -> bool {
-        self.phys.has_free_block(order)
-            && (self.wmark_check == WatermarkCheck::Order0
-                || zone_watermark_ok_4_1(&self.phys, order, self.wmark.low))
+    /// `compact_finished` asked for before looking for the block (with the zone's
+    /// `lowmem_reserve` for the request's classzone `class`).
+    fn direct_done(&self, scope: Scope, order: Order, class: Option<usize>) -> bool {
+        let (Some(z), Some(zones)) = (scope.zone, self.zones.as_ref()) else {
+            return self.phys.has_free_block(order)
+                && (self.wmark_check == WatermarkCheck::Order0
+                    || zone_watermark_ok_4_1(&self.phys, order, self.wmark.low));
+        };
+        let max = self.phys.max_order().0;
+        let free = (order.0..=max).any(|o| self.phys.zone_free_blocks(z, Order(o)) > 0);
+        free && (self.wmark_check == WatermarkCheck::Order0 || {
+            let reserve = class.map_or(0, |c| zones.lowmem_reserve[z][c]);
+            zone_watermark_ok(&self.phys, z, order, zones.wmark[z].low, reserve)
+        })
     }
 
-    /// `compaction_suitable` for a direct request of `order`. Linux 4.1's
+    /// `compaction_suitable` for a direct request of `order` in `scope`. Linux 4.1's
     /// ([`WatermarkCheck::Linux4_1`]): more than `low + 2 << order` frames free, and the
-    /// fragmentation index outside `0..=500` at every order; 6.x's otherwise.
-    fn compaction_suitable(&self, order: Order) -> bool {
-        if self.wmark_check == WatermarkCheck::Linux4_1 {
-            return self.compaction_suitable_4_1(order);
-        }
-        let wmark = match order.0 > PAGE_ALLOC_COSTLY_ORDER {
-            true => self.wmark.low,
-            false => self.wmark.min,
+    /// fragmentation index outside `0..=500` at every order; 6.x's otherwise (`min` for
+    /// orders up to `PAGE_ALLOC_COSTLY_ORDER`, `low` above, and the index for costly
+    /// orders only). In a zone, its free frames, marks, index and `lowmem_reserve` for
+    /// classzone `class`.
+    fn compaction_suitable(&self, scope: Scope, order: Order, class: Option<usize>) -> bool {
+        let (Some(z), Some(zones)) = (scope.zone, self.zones.as_ref()) else {
+            if self.wmark_check == WatermarkCheck::Linux4_1 {
+                return self.compaction_suitable_4_1(order);
+            }
+            let wmark = match order.0 > PAGE_ALLOC_COSTLY_ORDER {
+                true => self.wmark.low,
+                false => self.wmark.min,
+            };
+            if self.phys.checked_frames_free() < wmark + (2u64 << order.0) {
+                return false;
+            }
+            return order.0 <= PAGE_ALLOC_COSTLY_ORDER
+                || !(0..=EXTFRAG_THRESHOLD).contains(&self.fragmentation_index(order));
         };
-        if self.phys.checked_frames_free() < wmark + (2u64 << order.0) {
+        let reserve = class.map_or(0, |c| zones.lowmem_reserve[z][c]);
+        let w = zones.wmark[z];
+        let linux_4_1 = self.wmark_check == WatermarkCheck::Linux4_1;
+        let mark = match linux_4_1 || order.0 > PAGE_ALLOC_COSTLY_ORDER {
+            true => w.low,
+            false => w.min,
+        };
+        if !zone_watermark_ok(&self.phys, z, Order(0), mark + (2u64 << order.0), reserve) {
             return false;
         }
-        order.0 <= PAGE_ALLOC_COSTLY_ORDER
-            || !(0..=EXTFRAG_THRESHOLD).contains(&self.fragmentation_index(order))
+        (!linux_4_1 && order.0 <= PAGE_ALLOC_COSTLY_ORDER)
+            || !(0..=EXTFRAG_THRESHOLD).contains(&self.zone_fragmentation_index(z, order))
     }
 
     /// Linux 4.1's `compaction_suitable` past its first test (the order's watermark met
@@ -274,12 +396,43 @@ impl Kernel {
         1000 - ((1000 + free * 1000 / (1u64 << order.0)) / blocks) as i64
     }
 
-    fn new_run(&self, migrate_pfn: u64, free_block: u64, direct: bool, order: u8) -> Run {
-        let total = self.phys.zone_end();
+    /// [`Kernel::fragmentation_index`] of zone `z` alone.
+    fn zone_fragmentation_index(&self, z: usize, order: Order) -> i64 {
+        let max = self.phys.max_order().0;
+        let blocks: u64 = (0..=max)
+            .map(|o| self.phys.zone_free_blocks(z, Order(o)))
+            .sum();
+        if blocks == 0 {
+            return 0;
+        }
+        if (order.0..=max).any(|o| self.phys.zone_free_blocks(z, Order(o)) > 0) {
+            return -1000;
+        }
+        let free = self.phys.zone_frames_free(z);
+        1000 - ((1000 + free * 1000 / (1u64 << order.0)) / blocks) as i64
+    }
+
+    /// A scope's ends as scanner positions.
+    fn fresh_positions(&self, scope: Scope) -> ScanPositions {
+        let pb = 1u64 << self.phys.pageblock_order().0;
+        ScanPositions::fresh(scope.start, scope.end, pb)
+    }
+
+    /// Where a direct run in `scope` starts: the previous one's cached positions, else
+    /// the scope's ends.
+    fn positions(&self, scope: Scope) -> ScanPositions {
+        self.compact
+            .position(scope.index)
+            .unwrap_or_else(|| self.fresh_positions(scope))
+    }
+
+    fn new_run(&self, scope: Scope, pos: ScanPositions, direct: bool, order: u8) -> Run {
+        let total = scope.end;
         let pb = 1u64 << self.phys.pageblock_order().0;
         let mut run = Run {
-            migrate_pfn: migrate_pfn.min(total),
-            free_block: free_block.min((total - 1) & !(pb - 1)),
+            start: scope.start,
+            migrate_pfn: pos.migrate_pfn.clamp(scope.start, total),
+            free_block: pos.free_block.clamp(scope.start, (total - 1) & !(pb - 1)),
             free_pos: 0,
             met: false,
             pb,
@@ -294,15 +447,17 @@ impl Kernel {
         run
     }
 
-    /// Keep the positions for the next direct run, or reset them once the scanners met.
-    fn save_positions(&mut self, run: &Run, direct: bool) {
-        let fresh = CompactState::new(&self.phys);
+    /// Keep the positions for the next direct run in `scope`, or reset them once the
+    /// scanners met.
+    fn save_positions(&mut self, scope: Scope, run: &Run, direct: bool) {
         if run.scanners_met() {
-            self.compact.migrate_pfn = fresh.migrate_pfn;
-            self.compact.free_block = fresh.free_block;
+            self.compact.set_position(scope.index, None);
         } else if direct {
-            self.compact.migrate_pfn = run.migrate_pfn & !(run.pb - 1);
-            self.compact.free_block = run.free_block;
+            let pos = ScanPositions {
+                migrate_pfn: run.migrate_pfn & !(run.pb - 1),
+                free_block: run.free_block,
+            };
+            self.compact.set_position(scope.index, Some(pos));
         }
     }
 
@@ -440,7 +595,7 @@ impl Kernel {
 
     /// Move the free scanner down to the next suitable pageblock.
     fn next_free_block(&self, run: &mut Run) {
-        if run.free_block < run.pb {
+        if run.free_block < run.start + run.pb {
             run.met = true;
             return;
         }
@@ -451,7 +606,7 @@ impl Kernel {
     /// From the free scanner's pageblock down, the first suitable migration target.
     fn seek_free_block(&self, run: &mut Run) {
         while !run.scanners_met() && !self.suitable_target(run.free_block, run.target_order) {
-            if run.free_block < run.pb {
+            if run.free_block < run.start + run.pb {
                 run.met = true;
                 return;
             }

@@ -247,10 +247,10 @@ fn proactive_hole_aware_compaction_runs_down_to_the_low_mark() {
 #[test]
 fn the_linux_scanners_cached_positions_are_left_alone() {
     let mut h = holes();
-    let before = (h.k.compact.migrate_pfn, h.k.compact.free_block);
+    let before = h.k.compact.position(0);
     h.k.set_compaction_mode(CompactMode::HoleAware);
     direct(&mut h.k);
-    assert_eq!((h.k.compact.migrate_pfn, h.k.compact.free_block), before);
+    assert_eq!(h.k.compact.position(0), before);
 }
 
 /// Both H-Policy knobs on through a churn of faults, unmaps, kernel pages and every

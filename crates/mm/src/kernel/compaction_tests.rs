@@ -68,7 +68,10 @@ fn direct_compaction_stops_once_one_huge_block_is_free() {
         out.migrated
     );
     assert_eq!((k.stats().compact_stall, k.stats().compact_success), (1, 1));
-    assert!(k.compact.migrate_pfn > 0, "the scanner position is cached");
+    assert!(
+        k.compact.position(0).is_some_and(|p| p.migrate_pfn > 0),
+        "the scanner position is cached"
+    );
     // The next direct run resumes above the first one's pageblocks.
     let first_scan = out.migrate_scanned;
     let mut taken = 0;

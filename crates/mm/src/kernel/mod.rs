@@ -177,7 +177,7 @@ impl Kernel {
             min_free_kb,
             WATERMARK_SCALE_FACTOR,
         );
-        let compact = CompactState::new(&phys);
+        let compact = CompactState::new();
         let reserv = ReservTable::new(
             phys.frames_total(),
             layout.huge_order(),

@@ -273,3 +273,64 @@ fn a_scanning_fallback_policy_picks_pageblocks_of_the_zone_it_allocates_from() {
         k.check_invariants().unwrap();
     }
 }
+
+/// Two files read page by page in turn, then one deleted: movable pageblocks half free,
+/// in pieces; the free huge blocks left are taken by a driver, so none is free.
+fn zoned_fragmented() -> Kernel {
+    use crate::phys::buddy::AllocRequest;
+    use crate::phys::frame::OwnerKind;
+    let mut k = zoned();
+    for index in 0..60_000 {
+        k.file_read(FileId(1), index, 1);
+        k.file_read(FileId(2), index, 1);
+    }
+    k.file_delete(FileId(1));
+    let req = AllocRequest::new(Order(9)).owner(OwnerKind::KernelUnmovable);
+    for z in 0..3 {
+        while k.phys.alloc_in_zone(&req, z).is_ok() {}
+    }
+    assert!(!k.phys.has_free_block(Order(9)));
+    k
+}
+
+fn cached(k: &Kernel) -> [u64; 3] {
+    [0, 1, 2].map(|z| k.cache.zone_pages(z))
+}
+
+#[test]
+fn compaction_moves_each_page_within_its_own_zone() {
+    use crate::pressure::compaction::CompactRequest;
+    // compact_memory: every zone on its own (compact_node), so no page crosses into
+    // another zone, and each zone regains huge blocks of its own.
+    let mut k = zoned_fragmented();
+    let before = cached(&k);
+    assert!(before[1] > 0 && before[2] > 0, "{before:?}");
+    let out = k.compact(CompactRequest::Full);
+    assert!(out.success && out.migrated > 1000, "{out:?}");
+    assert_eq!(cached(&k), before, "pages stay in their zones");
+    for z in 1..3 {
+        let huge: u64 = (9..=10).map(|o| k.phys.zone_free_blocks(z, Order(o))).sum();
+        assert!(huge > 0, "zone {z} has free huge blocks after compaction");
+    }
+    k.check_invariants().unwrap();
+
+    // A direct request walks the zonelist from Normal down and stops in the first zone
+    // that has what it needs.
+    let mut k = zoned_fragmented();
+    k.set_watermark_check(crate::api::WatermarkCheck::Linux4_1);
+    let before = cached(&k);
+    let out = k.compact(CompactRequest::Direct { order: Order(9) });
+    assert!(out.ran && out.success, "{out:?}");
+    assert_eq!(cached(&k), before, "pages stay in their zones");
+    let normal: u64 = (9..=10).map(|o| k.phys.zone_free_blocks(2, Order(o))).sum();
+    assert!(
+        normal > 0,
+        "Normal, the zonelist's first, has the huge block"
+    );
+    assert_eq!(k.compact.position(1), None, "DMA32 was not reached");
+    assert!(
+        k.compact.position(2).is_some(),
+        "Normal's positions are cached"
+    );
+    k.check_invariants().unwrap();
+}

@@ -383,9 +383,9 @@ impl PhysMem {
         }
     }
 
-    /// The end of the range compaction works in (`compact_zone`'s zone): all memory with
-    /// one node; node 0 only with several (per-node compaction is not modelled); a node
-    /// split into zones is compacted as one range (4.1 compacts each zone apart).
+    /// The end of node 0, the range compaction works in without zones: all memory with
+    /// one node; node 0 only with several (per-node compaction is not modelled). A node
+    /// split into zones is compacted a zone at a time (`kernel/compaction.rs`).
     pub(crate) fn zone_end(&self) -> u64 {
         self.nodes.node_range(0).1 as u64
     }

@@ -7,7 +7,6 @@
 //! `kernel/compaction_holes.rs`, whose docs tell the algorithms), since every page they
 //! isolate migrates through its owner's page table or the page-cache index. This module owns the vocabulary and the state; it must not scan.
 
-use crate::phys::buddy::PhysMem;
 use hugemm_hw::{Nanos, Order};
 use serde::{Deserialize, Serialize};
 
@@ -82,26 +81,75 @@ pub struct CompactOutcome {
     /// Direct: the run ended with the scanners meeting (`COMPACT_COMPLETE`), not because
     /// it found what it was asked for.
     pub complete: bool,
+    /// Direct: the walk ended in a zone that has what the request needs (a free block of
+    /// the order; with Linux 4.1's check, its per-order watermark at `low` met too):
+    /// `try_to_compact_pages`'s test after each zone, which resets the deferral.
+    pub ready: bool,
 }
 
-/// Compaction state kept between runs: the cached scanner positions, the
-/// proactiveness sysctl and the mode.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct CompactState {
+impl CompactOutcome {
+    /// Add another run's tallies (a walk over several zones): time, scans and moves
+    /// add up, and the walk is complete only if every run was.
+    pub(crate) fn add(&mut self, run: &CompactOutcome) {
+        self.cost += run.cost;
+        self.migrate_scanned += run.migrate_scanned;
+        self.free_scanned += run.free_scanned;
+        self.migrated += run.migrated;
+        self.failed += run.failed;
+        self.complete &= run.complete;
+    }
+}
+
+/// The cached scanner positions of one zone (`compact_cached_migrate_pfn`,
+/// `compact_cached_free_pfn`): where the next direct run there resumes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ScanPositions {
     pub migrate_pfn: u64,
+    /// The free scanner's pageblock.
     pub free_block: u64,
+}
+
+impl ScanPositions {
+    /// A zone's ends: the migrate scanner at its first frame, the free scanner at its
+    /// last pageblock.
+    pub fn fresh(start: u64, end: u64, pageblock_frames: u64) -> ScanPositions {
+        ScanPositions {
+            migrate_pfn: start,
+            free_block: (end - 1) & !(pageblock_frames - 1),
+        }
+    }
+}
+
+/// Compaction state kept between runs: the cached scanner positions of each zone
+/// compaction works in, the proactiveness sysctl and the mode.
+#[derive(Clone, Debug)]
+pub(crate) struct CompactState {
+    /// Indexed by zone (one entry, node 0 as one range, without zones); `None`: the
+    /// zone's ends.
+    pub positions: Vec<Option<ScanPositions>>,
     pub proactiveness: u8,
     pub mode: CompactMode,
 }
 
 impl CompactState {
-    pub fn new(phys: &PhysMem) -> CompactState {
-        let pb = 1u64 << phys.pageblock_order().0;
+    pub fn new() -> CompactState {
         CompactState {
-            migrate_pfn: 0,
-            free_block: (phys.zone_end() - 1) & !(pb - 1),
+            positions: Vec::new(),
             proactiveness: DEFAULT_PROACTIVENESS,
             mode: CompactMode::Linux,
         }
+    }
+
+    /// Zone `index`'s cached positions, if a run left any.
+    pub fn position(&self, index: usize) -> Option<ScanPositions> {
+        self.positions.get(index).copied().flatten()
+    }
+
+    /// Cache zone `index`'s positions (`None`: back to the zone's ends).
+    pub fn set_position(&mut self, index: usize, pos: Option<ScanPositions>) {
+        if self.positions.len() <= index {
+            self.positions.resize(index + 1, None);
+        }
+        self.positions[index] = pos;
     }
 }
