@@ -72,13 +72,11 @@ use crate::phys::frame::{FrameState, OwnerKind};
 use crate::phys::pageblock::MigrateType;
 use crate::pressure::compaction::{
     CompactMode, CompactOutcome, CompactRequest, ScanPositions, COMPACT_CLUSTER_MAX,
+    EXTFRAG_THRESHOLD,
 };
 use crate::pressure::reclaim::{zone_watermark_ok_4_1, PAGE_ALLOC_COSTLY_ORDER};
-use crate::pressure::zones::zone_watermark_ok;
+use crate::pressure::zones::{zone_fragmentation_index, zone_watermark_ok};
 use hugemm_hw::{Nanos, Order, Pfn};
-
-/// `vm.extfrag_threshold`'s default.
-const EXTFRAG_THRESHOLD: i64 = 500;
 
 /// One run's scanners and tallies.
 struct Run {
@@ -359,18 +357,21 @@ impl Kernel {
             return order.0 <= PAGE_ALLOC_COSTLY_ORDER
                 || !(0..=EXTFRAG_THRESHOLD).contains(&self.fragmentation_index(order));
         };
-        let reserve = class.map_or(0, |c| zones.lowmem_reserve[z][c]);
+        let class = class.unwrap_or(z);
+        if self.wmark_check == WatermarkCheck::Linux4_1 {
+            return zones.compaction_suitable_4_1(&self.phys, z, order, class);
+        }
         let w = zones.wmark[z];
-        let linux_4_1 = self.wmark_check == WatermarkCheck::Linux4_1;
-        let mark = match linux_4_1 || order.0 > PAGE_ALLOC_COSTLY_ORDER {
+        let mark = match order.0 > PAGE_ALLOC_COSTLY_ORDER {
             true => w.low,
             false => w.min,
         };
+        let reserve = zones.lowmem_reserve[z][class];
         if !zone_watermark_ok(&self.phys, z, Order(0), mark + (2u64 << order.0), reserve) {
             return false;
         }
-        (!linux_4_1 && order.0 <= PAGE_ALLOC_COSTLY_ORDER)
-            || !(0..=EXTFRAG_THRESHOLD).contains(&self.zone_fragmentation_index(z, order))
+        order.0 <= PAGE_ALLOC_COSTLY_ORDER
+            || !(0..=EXTFRAG_THRESHOLD).contains(&zone_fragmentation_index(&self.phys, z, order))
     }
 
     /// Linux 4.1's `compaction_suitable` past its first test (the order's watermark met
@@ -393,22 +394,6 @@ impl Kernel {
             return -1000;
         }
         let free = self.phys.frames_free();
-        1000 - ((1000 + free * 1000 / (1u64 << order.0)) / blocks) as i64
-    }
-
-    /// [`Kernel::fragmentation_index`] of zone `z` alone.
-    fn zone_fragmentation_index(&self, z: usize, order: Order) -> i64 {
-        let max = self.phys.max_order().0;
-        let blocks: u64 = (0..=max)
-            .map(|o| self.phys.zone_free_blocks(z, Order(o)))
-            .sum();
-        if blocks == 0 {
-            return 0;
-        }
-        if (order.0..=max).any(|o| self.phys.zone_free_blocks(z, Order(o)) > 0) {
-            return -1000;
-        }
-        let free = self.phys.zone_frames_free(z);
         1000 - ((1000 + free * 1000 / (1u64 << order.0)) / blocks) as i64
     }
 

@@ -150,7 +150,16 @@ impl Kernel {
     /// reclaims nothing, or after 12 (`DEF_PRIORITY`). Linux's passes are bounded by how
     /// much each priority scans, which the model leaves out: a pass here reclaims what
     /// the conditions above allow at once.
+    ///
+    /// On a machine of zones, kswapd balances each zone up to the highest, the classzone
+    /// of stress-highalloc's requests (`Mem::kswapd_zones` at `order`), at once or on its
+    /// own thread as `[kernel] kswapd` says.
     pub fn kswapd_4_1(&mut self, order: Order) {
+        if self.zones.is_some() {
+            let class = self.phys.zone_count() - 1;
+            self.mem().kswapd_zones(class, order);
+            return;
+        }
         let w = self.wmark;
         let gap = self.balance_gap_4_1();
         let target = w.high.max(SWAP_CLUSTER_MAX);
@@ -211,6 +220,7 @@ impl Kernel {
         if !zones.kswapd.enabled {
             zones.kswapd.woken = None;
             zones.kswapd.nap = None;
+            zones.kswapd.reclaimed = 0;
             zones.kswapd.fresh = false;
         }
         Ok(())

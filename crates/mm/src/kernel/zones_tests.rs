@@ -334,3 +334,62 @@ fn compaction_moves_each_page_within_its_own_zone() {
     );
     k.check_invariants().unwrap();
 }
+
+#[test]
+fn kswapd_woken_for_an_order_leaves_it_to_compaction_where_compaction_could_run() {
+    // Fragmented zones with plenty free: no zone is balanced at order 9, so kswapd
+    // wakes, but compaction could run in each, so it tests order 0 there (balanced) and
+    // reclaims nothing (4.1's kswapd_shrink_zone).
+    let mut k = zoned_fragmented();
+    k.set_watermark_check(crate::api::WatermarkCheck::Linux4_1);
+    let wakes = k.stats().kswapd_wakes;
+    let cached = k.cache.pages();
+    k.kswapd_4_1(Order(9));
+    assert_eq!(k.stats().kswapd_wakes, wakes + 1, "unbalanced at order 9");
+    assert_eq!(k.cache.pages(), cached, "nothing reclaimed");
+    k.check_invariants().unwrap();
+}
+
+#[test]
+fn kswapd_woken_for_an_order_reclaims_at_it_where_memory_is_too_short_to_compact() {
+    // Page cache fills every zone to its watermarks: compaction would be skipped (not
+    // low + 2 << 9 frames free), so kswapd reclaims at order 9, stopping once the pass
+    // reclaimed 2 << 9 pages or the zones' balance at order 0 (as 4.1 does then) holds.
+    let mut k = zoned();
+    k.set_watermark_check(crate::api::WatermarkCheck::Linux4_1);
+    let r = k.file_read(FileId(1), 0, 2 * 131_072);
+    assert!(!r.oom);
+    let zones = k.zones().unwrap().clone();
+    let f = free(&k);
+    assert!(
+        (1..3).all(|z| f[z] < zones.wmark[z].low + 1024),
+        "too little free to compact: {f:?}"
+    );
+    let before = k.stats().pgsteal_kswapd;
+    k.kswapd_4_1(Order(9));
+    let got = k.stats().pgsteal_kswapd - before;
+    assert!(got >= 2 << 9, "reclaimed {got} for the order");
+    // Each pass takes at most high pages a zone; 12 passes at most.
+    let most: u64 = zones.wmark.iter().map(|w| w.high.max(32)).sum::<u64>() * 12;
+    assert!(got <= most, "reclaimed {got}, at most {most}");
+    k.check_invariants().unwrap();
+
+    // On its own thread the same wake only marks kswapd awake; its steps reclaim.
+    use crate::{KswapdMode, KswapdNext};
+    let mut k = zoned();
+    k.set_watermark_check(crate::api::WatermarkCheck::Linux4_1);
+    k.set_kswapd(KswapdMode::Async).unwrap();
+    assert!(!k.file_read(FileId(1), 0, 2 * 131_072).oom);
+    while k.kswapd_step().1 != KswapdNext::Sleep {}
+    let before = k.stats().pgsteal_kswapd;
+    k.kswapd_4_1(Order(9));
+    assert!(k.kswapd_woken() && k.kswapd_awake());
+    assert_eq!(k.stats().pgsteal_kswapd, before, "not at once");
+    let mut steps = 0;
+    while k.kswapd_step().1 == KswapdNext::Step {
+        steps += 1;
+        assert!(steps < 10_000);
+    }
+    assert!(steps > 1 && k.stats().pgsteal_kswapd - before >= 2 << 9);
+    k.check_invariants().unwrap();
+}

@@ -12,6 +12,10 @@ use serde::{Deserialize, Serialize};
 
 /// Pages isolated and migrated per batch (`COMPACT_CLUSTER_MAX`).
 pub const COMPACT_CLUSTER_MAX: usize = 32;
+
+/// `vm.extfrag_threshold`'s default: a fragmentation index at most this says a failure
+/// is for lack of memory, which compaction cannot help.
+pub(crate) const EXTFRAG_THRESHOLD: i64 = 500;
 /// `vm.compaction_proactiveness`'s default.
 pub const DEFAULT_PROACTIVENESS: u8 = 20;
 /// What a compaction run is for.

@@ -51,7 +51,9 @@
 //! (`KernelStats::order_watermark_misses`): none in the APSys'16 paper-scale builds
 //! (`experiments/apsys16/README.md`, "The paper's kernel"). Where the engine runs 4.1's
 //! slow path (stress-highalloc's requests on `WatermarkCheck::Linux4_1`), kswapd woken for
-//! an order is 4.1's too (`Kernel::kswapd_4_1`).
+//! an order is 4.1's too (`Kernel::kswapd_4_1`). On a machine of zones every slow path
+//! wakes kswapd for its request's order, and kswapd balances the zones at it
+//! ([`Mem::kswapd_zones`]), at once or on its thread.
 //! Clean page cache and reclaimable kernel memory (`KmemKind::Reclaimable`, through the
 //! slab shrinker of `slab.rs`, which scans twice the fraction of it that reclaim scans of
 //! the LRU lists' and frees a slab when its last object goes) are reclaimable; anonymous
@@ -65,7 +67,9 @@ use crate::phys::reserv::{break_cost, break_reservation, ReservTable};
 use crate::pressure::kmem::KmemKind;
 use crate::pressure::lru::{int_sqrt, PageCache};
 use crate::pressure::slab::SlabCaches;
-use crate::pressure::zones::{watermark_ok_4_1, zone_watermark_ok, KswapdNext, Mark, Zones};
+use crate::pressure::zones::{
+    watermark_ok_4_1, zone_watermark_ok, KswapdNext, KswapdWake, Mark, Zones,
+};
 use crate::stats::KernelStats;
 use hugemm_hw::{Nanos, Order};
 use serde::Serialize;
@@ -226,7 +230,7 @@ impl Mem<'_> {
         if let Some(b) = self.zone_walk(req, &list, class, Mark::Low, true)? {
             return Ok((b, Nanos::ZERO));
         }
-        self.kswapd_zones(class);
+        self.kswapd_zones(class, req.order());
         if let Some(b) = self.zone_walk(req, &list, class, Mark::Min, false)? {
             return Ok((b, Nanos::ZERO));
         }
@@ -287,45 +291,64 @@ impl Mem<'_> {
         Ok(None)
     }
 
-    /// kswapd woken for a request of classzone `class` (`wakeup_kswapd`, `balance_pgdat`
-    /// for order 0; the machines of zones have one node, so it balances every zone up to
-    /// `class`). A zone is balanced at `mark` for a classzone when more than `high` plus
-    /// `mark` plus its `lowmem_reserve` for that classzone are free (`zone_balanced`). kswapd sleeps unless some zone up to `class`
-    /// is unbalanced for its own class (no reserve: `wakeup_kswapd`'s check); the highest
-    /// such zone is `end`. Each pass then reclaims from the LRU lists of every zone up to
-    /// `end` that is not balanced with its gap (`min(low, 1%)`) for classzone `end`
-    /// (`kswapd_shrink_zone`), as much as brings it to `high` and at least
-    /// `SWAP_CLUSTER_MAX`; passes end when every zone up to `class` is balanced for its
-    /// own class (`pgdat_balanced`), a pass frees nothing, or after 12 (`DEF_PRIORITY`).
-    /// 4.1's passes scan more at each priority and stop once the node is balanced, so
-    /// they end a little past `high`; the model's reclaim exactly what `high` needs.
-    /// Its time goes to `kswapd_time`.
+    /// kswapd woken for a request of `order` and classzone `class` (`wakeup_kswapd`,
+    /// `balance_pgdat`; the machines of zones have one node, so it balances every zone up
+    /// to `class`). A zone is balanced at `order` with `gap` for a classzone when 4.1's
+    /// per-order check passes at `high` plus `gap` plus its `lowmem_reserve` for that
+    /// classzone (`zone_balanced`; its second test, that compaction would not be skipped,
+    /// always passes when the first does). kswapd sleeps unless some zone up to `class`
+    /// is unbalanced at `order` for its own class (no reserve: `wakeup_kswapd`'s check).
+    /// Each pass finds the highest such zone, `end`, and reclaims from the LRU lists of
+    /// every zone up to `end` not balanced with its gap (`min(low, 1%)`) for classzone
+    /// `end` at the order it tests (`kswapd_shrink_zone`: order 0 where compaction would
+    /// not be skipped, which then makes the order): at order 0 as much as brings it to
+    /// `high` and at least `SWAP_CLUSTER_MAX`; above, `SWAP_CLUSTER_MAX` at a time until it
+    /// is balanced or `high` pages are reclaimed (`nr_to_reclaim`). Once a pass has
+    /// reclaimed `2 << order` pages, later passes test order 0. Passes end when the node
+    /// is balanced (`pgdat_balanced`: every zone up to `class` at order 0; above it,
+    /// zones of at least a quarter of those zones' pages), a pass frees nothing, or after
+    /// 12 (`DEF_PRIORITY`). 4.1's passes scan more at each priority and stop once the
+    /// node is balanced, so they end a little past `high`; the model's reclaim exactly
+    /// what `high` needs. So 4.1's `compact_pgdat`, which runs only when a pass reclaimed
+    /// more than its `nr_to_reclaim` added up, never runs here (as `Kernel::kswapd_4_1`
+    /// finds for one zone). Its time goes to `kswapd_time`.
     ///
     /// With kswapd on its own thread (`zones::KswapdThread`) the wake only marks it awake
-    /// for `class`; [`Mem::kswapd_step`] does the passes' work later, a step at a time.
-    pub fn kswapd_zones(&mut self, class: usize) {
+    /// for `class` and `order` (raising both if it is awake: `kswapd_max_order`);
+    /// [`Mem::kswapd_step`] does the passes' work later, a step at a time.
+    pub fn kswapd_zones(&mut self, class: usize, order: Order) {
         let zones = self.zones.as_deref_mut().expect("a machine of zones");
         if zones.kswapd.enabled {
             if let Some(woken) = zones.kswapd.woken.as_mut() {
-                *woken = (*woken).max(class);
+                woken.class = woken.class.max(class);
+                woken.order = woken.order.max(order);
                 return;
             }
-            if self.kswapd_end(class).is_some() {
+            if self.kswapd_end(class, order).is_some() {
                 // Asleep or napping (a wake during the nap ends it early).
                 let zones = self.zones.as_deref_mut().expect("a machine of zones");
-                zones.kswapd.woken = Some(class);
+                zones.kswapd.woken = Some(KswapdWake { class, order });
                 zones.kswapd.nap = None;
+                zones.kswapd.reclaimed = 0;
                 zones.kswapd.fresh = true;
                 self.stats.kswapd_wakes += 1;
             }
             return;
         }
-        let Some(end) = self.kswapd_end(class) else {
+        if self.kswapd_end(class, order).is_none() {
             return;
-        };
+        }
         self.stats.kswapd_wakes += 1;
+        let mut order = order;
         for _priority in 0..12 {
-            if self.kswapd_pass(end, u64::MAX) == 0 || self.pgdat_balanced(class) {
+            let Some(end) = self.kswapd_end(class, order) else {
+                break;
+            };
+            let freed = self.kswapd_pass(end, order, u64::MAX);
+            if order.0 > 0 && freed >= 2 << order.0 {
+                order = Order(0);
+            }
+            if freed == 0 || self.pgdat_balanced(class, order) {
                 break;
             }
         }
@@ -333,9 +356,10 @@ impl Mem<'_> {
 
     /// One step of kswapd on its own thread: a pass of [`Mem::kswapd_zones`] that takes
     /// at most `SWAP_CLUSTER_MAX` pages from each zone (`shrink_lruvec` reclaims in such
-    /// batches). When the zones up to the classzone it was woken for are balanced, or the
-    /// step freed nothing, kswapd naps (`kswapd_try_to_sleep`); the step at the nap's end
-    /// balances again if some zone is below `high` for its own class
+    /// batches); once the steps since the wake have reclaimed `2 << order` pages, it
+    /// balances at order 0. When the node is balanced for the classzone and order it was
+    /// woken for, or the step freed nothing, kswapd naps (`kswapd_try_to_sleep`); the step
+    /// at the nap's end balances again if the node is not balanced
     /// (`prepare_kswapd_sleep` fails: `KSWAPD_HIGH_WMARK_HIT_QUICKLY`), else kswapd
     /// sleeps until woken. Returns the step's time, which also goes to `kswapd_time`
     /// (zero when there was nothing to do), and what kswapd does next.
@@ -344,24 +368,32 @@ impl Mem<'_> {
             return (Nanos::ZERO, KswapdNext::Sleep);
         };
         let k = &mut zones.kswapd;
-        let class = match (k.woken, k.nap.take()) {
-            (Some(class), _) => class,
-            (None, Some(class)) if !self.pgdat_balanced(class) => {
+        let wake = match (k.woken, k.nap.take()) {
+            (Some(wake), _) => wake,
+            (None, Some(wake)) if !self.pgdat_balanced(wake.class, wake.order) => {
                 let zones = self.zones.as_deref_mut().expect("a machine of zones");
-                zones.kswapd.woken = Some(class);
-                class
+                zones.kswapd.woken = Some(wake);
+                zones.kswapd.reclaimed = 0;
+                wake
             }
             (None, _) => return (Nanos::ZERO, KswapdNext::Sleep),
         };
         let before = self.stats.kswapd_time;
-        let freed = match self.kswapd_end(class) {
-            Some(end) => self.kswapd_pass(end, SWAP_CLUSTER_MAX),
+        let freed = match self.kswapd_end(wake.class, wake.order) {
+            Some(end) => self.kswapd_pass(end, wake.order, SWAP_CLUSTER_MAX),
             None => 0,
         };
-        let next = if freed == 0 || self.pgdat_balanced(class) {
+        let zones = self.zones.as_deref_mut().expect("a machine of zones");
+        zones.kswapd.reclaimed += freed;
+        let mut wake = wake;
+        if wake.order.0 > 0 && zones.kswapd.reclaimed >= 2 << wake.order.0 {
+            wake.order = Order(0);
+        }
+        zones.kswapd.woken = Some(wake);
+        let next = if freed == 0 || self.pgdat_balanced(wake.class, wake.order) {
             let zones = self.zones.as_deref_mut().expect("a machine of zones");
             zones.kswapd.woken = None;
-            zones.kswapd.nap = Some(class);
+            zones.kswapd.nap = Some(wake);
             KswapdNext::Nap
         } else {
             KswapdNext::Step
@@ -369,37 +401,68 @@ impl Mem<'_> {
         (Nanos(self.stats.kswapd_time.0 - before.0), next)
     }
 
-    /// Zone `z` is balanced with `gap` above `high` for classzone `class`.
-    fn zone_balanced(&self, z: usize, gap: u64, class: usize) -> bool {
+    /// Zone `z` is balanced at `order` with `gap` above `high` for classzone `class`.
+    fn zone_balanced(&self, z: usize, order: Order, gap: u64, class: usize) -> bool {
         let zones = self.zones.as_deref().expect("a machine of zones");
         let mark = zones.wmark[z].high + gap;
-        zone_watermark_ok(self.phys, z, Order(0), mark, zones.lowmem_reserve[z][class])
+        zone_watermark_ok(self.phys, z, order, mark, zones.lowmem_reserve[z][class])
     }
 
-    /// The highest zone up to `class` not balanced for its own class, if any: where
-    /// kswapd's passes end.
-    fn kswapd_end(&self, class: usize) -> Option<usize> {
-        (0..=class).rev().find(|&z| !self.zone_balanced(z, 0, z))
+    /// The highest zone up to `class` not balanced at `order` for its own class, if any:
+    /// where kswapd's pass ends.
+    fn kswapd_end(&self, class: usize, order: Order) -> Option<usize> {
+        (0..=class)
+            .rev()
+            .find(|&z| !self.zone_balanced(z, order, 0, z))
     }
 
-    /// `pgdat_balanced`: every zone up to `class` balanced for its own class.
-    fn pgdat_balanced(&self, class: usize) -> bool {
-        self.kswapd_end(class).is_none()
+    /// `pgdat_balanced`: at order 0, every zone up to `class` balanced for its own class;
+    /// above, zones holding at least a quarter of those zones' managed pages.
+    fn pgdat_balanced(&self, class: usize, order: Order) -> bool {
+        if order.0 == 0 {
+            return self.kswapd_end(class, order).is_none();
+        }
+        let zones = self.zones.as_deref().expect("a machine of zones");
+        let (mut managed, mut balanced) = (0, 0);
+        for z in 0..=class {
+            managed += zones.managed[z];
+            if self.zone_balanced(z, order, 0, z) {
+                balanced += zones.managed[z];
+            }
+        }
+        balanced >= managed >> 2
     }
 
-    /// One pass of kswapd over the zones up to `end`: each not balanced with its gap
-    /// for classzone `end` gives what brings it to `high` (at least `SWAP_CLUSTER_MAX`),
-    /// at most `cap`. Returns the frames freed.
-    fn kswapd_pass(&mut self, end: usize, cap: u64) -> u64 {
+    /// One pass of kswapd at `order` over the zones up to `end` (see
+    /// [`Mem::kswapd_zones`]), at most `cap` frames from each. Returns the frames freed.
+    fn kswapd_pass(&mut self, end: usize, order: Order, cap: u64) -> u64 {
         let mut freed = 0;
         for z in 0..=end {
             let zones = self.zones.as_deref().expect("a machine of zones");
             let (gap, high) = (zones.balance_gap(z), zones.wmark[z].high);
-            if self.zone_balanced(z, gap, end) || self.cache.zone_pages(z) == 0 {
+            let test =
+                match order.0 > 0 && !zones.compaction_not_skipped_4_1(self.phys, z, order, end) {
+                    true => order,
+                    false => Order(0),
+                };
+            if self.zone_balanced(z, test, gap, end) || self.cache.zone_pages(z) == 0 {
                 continue;
             }
-            let need = (high + 1).saturating_sub(self.phys.zone_frames_free(z));
-            let got = self.shrink_zone(z, need.max(SWAP_CLUSTER_MAX).min(cap));
+            let got = if test.0 == 0 {
+                let need = (high + 1).saturating_sub(self.phys.zone_frames_free(z));
+                self.shrink_zone(z, need.max(SWAP_CLUSTER_MAX).min(cap))
+            } else {
+                let target = high.max(SWAP_CLUSTER_MAX).min(cap);
+                let mut got = 0;
+                while got < target && !self.zone_balanced(z, test, 0, end) {
+                    let batch = self.shrink_zone(z, SWAP_CLUSTER_MAX.min(target - got));
+                    if batch == 0 {
+                        break;
+                    }
+                    got += batch;
+                }
+                got
+            };
             self.stats.pgsteal_kswapd += got;
             self.stats.kswapd_time += self.reclaim_time(got);
             freed += got;

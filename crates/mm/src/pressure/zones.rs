@@ -29,6 +29,7 @@
 //! x86-64).
 
 use crate::phys::buddy::PhysMem;
+use crate::pressure::compaction::EXTFRAG_THRESHOLD;
 use crate::pressure::reclaim::Watermarks;
 use hugemm_hw::Order;
 use serde::Serialize;
@@ -79,8 +80,9 @@ pub struct Zones {
 /// kswapd on its own thread (`[kernel] kswapd = "async"`, [`crate::Kernel::set_kswapd`]):
 /// the slow path wakes it (`wakeup_kswapd`) and goes on to its walk at `min`; kswapd
 /// then reclaims in steps of `SWAP_CLUSTER_MAX` pages a zone
-/// ([`crate::Kernel::kswapd_step`]), which the engine runs as a daemon, until every zone
-/// up to the classzone it was woken for is balanced (`pgdat_balanced`). Allocations go on
+/// ([`crate::Kernel::kswapd_step`]), which the engine runs as a daemon, until the zones
+/// up to the classzone it was woken for are balanced at the order it was woken for
+/// (`pgdat_balanced`; order 0 once it has reclaimed `2 << order` pages). Allocations go on
 /// meanwhile, so a zone can sit between `min` and `low`, as in Linux. Then it naps for
 /// [`KSWAPD_NAP`] (`kswapd_try_to_sleep`'s short sleep): if a zone fell below `high`
 /// meanwhile it balances again without being woken, else it sleeps until the slow path
@@ -90,13 +92,25 @@ pub struct Zones {
 pub(crate) struct KswapdThread {
     /// kswapd runs on its own thread.
     pub enabled: bool,
-    /// Awake, balancing the zones up to this classzone (`pgdat->classzone_idx`; a wake
-    /// while awake raises it).
-    pub woken: Option<usize>,
-    /// Napping after balancing the zones up to this classzone.
-    pub nap: Option<usize>,
+    /// Awake, balancing the zones up to a classzone at an order (`pgdat->classzone_idx`,
+    /// `kswapd_max_order`; a wake while awake raises both).
+    pub woken: Option<KswapdWake>,
+    /// Napping after balancing the zones up to a classzone at an order.
+    pub nap: Option<KswapdWake>,
+    /// Frames reclaimed since the wake, towards the `2 << order` after which 4.1's
+    /// `balance_pgdat` checks order 0 only.
+    pub reclaimed: u64,
     /// Woken since the engine last looked ([`crate::Kernel::take_kswapd_wake`]).
     pub fresh: bool,
+}
+
+/// What kswapd was woken to balance.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct KswapdWake {
+    /// The zones up to this one.
+    pub class: usize,
+    /// At this order.
+    pub order: Order,
 }
 
 /// kswapd's short sleep after balancing (`kswapd_try_to_sleep`: `HZ/10`).
@@ -187,6 +201,59 @@ impl Zones {
     pub fn balance_gap(&self, z: usize) -> u64 {
         self.wmark[z].low.min(self.managed[z].div_ceil(100))
     }
+
+    /// Linux 4.1's `compaction_suitable` for zone `z` past its first test (the order's
+    /// watermark at `low` met already, `COMPACT_PARTIAL`): more than `low + 2 << order`
+    /// frames free beyond its `lowmem_reserve` for classzone `class`, and the zone's
+    /// fragmentation index outside `0..=500` (the failure is fragmentation, not lack of
+    /// memory).
+    pub(crate) fn compaction_suitable_4_1(
+        &self,
+        phys: &PhysMem,
+        z: usize,
+        order: Order,
+        class: usize,
+    ) -> bool {
+        let mark = self.wmark[z].low + (2u64 << order.0);
+        zone_watermark_ok(phys, z, Order(0), mark, self.lowmem_reserve[z][class])
+            && !(0..=EXTFRAG_THRESHOLD).contains(&zone_fragmentation_index(phys, z, order))
+    }
+
+    /// 4.1's `compaction_suitable` for zone `z` is not `COMPACT_SKIPPED`: the order's
+    /// watermark at `low` is met, or compaction could run
+    /// ([`Zones::compaction_suitable_4_1`]). kswapd then balances the zone at order 0
+    /// and leaves the order to compaction (`kswapd_shrink_zone`'s `testorder`).
+    pub(crate) fn compaction_not_skipped_4_1(
+        &self,
+        phys: &PhysMem,
+        z: usize,
+        order: Order,
+        class: usize,
+    ) -> bool {
+        zone_watermark_ok(
+            phys,
+            z,
+            order,
+            self.wmark[z].low,
+            self.lowmem_reserve[z][class],
+        ) || self.compaction_suitable_4_1(phys, z, order, class)
+    }
+}
+
+/// `__fragmentation_index` of zone `z` for `order`: -1000 when a block of the order is
+/// free there, towards 0 when a failure would be for lack of memory, towards 1000 when it
+/// would be for fragmentation; 0 with nothing free.
+pub(crate) fn zone_fragmentation_index(phys: &PhysMem, z: usize, order: Order) -> i64 {
+    let max = phys.max_order().0;
+    let blocks: u64 = (0..=max).map(|o| phys.zone_free_blocks(z, Order(o))).sum();
+    if blocks == 0 {
+        return 0;
+    }
+    if (order.0..=max).any(|o| phys.zone_free_blocks(z, Order(o)) > 0) {
+        return -1000;
+    }
+    let free = phys.zone_frames_free(z);
+    1000 - ((1000 + free * 1000 / (1u64 << order.0)) / blocks) as i64
 }
 
 /// `setup_per_zone_lowmem_reserve` for one node's zones of `managed[z]` frames.
