@@ -13,7 +13,8 @@ use crate::kernel::Kernel;
 use crate::pressure::compaction::CompactRequest;
 use crate::pressure::pagecache::FileRead;
 use crate::pressure::reclaim::{
-    zone_watermark_ok_4_1, ReclaimOutcome, Watermarks, PAGE_ALLOC_COSTLY_ORDER, SWAP_CLUSTER_MAX,
+    zone_watermark_ok_4_1, Mem, ReclaimOutcome, Watermarks, PAGE_ALLOC_COSTLY_ORDER,
+    SWAP_CLUSTER_MAX,
 };
 use crate::pressure::zones::KswapdNext;
 use hugemm_hw::{Nanos, Order, Pfn};
@@ -53,8 +54,13 @@ impl Kernel {
     /// to cgroup v2's `memory.reclaim`; see `Mem::shrink`), charged to the caller and
     /// counted as direct reclaim.
     pub fn reclaim(&mut self, pages: u64) -> ReclaimOutcome {
+        self.reclaim_with(|mem| mem.shrink(pages))
+    }
+
+    /// Run `shrink` as direct reclaim: its frames and time counted and charged.
+    fn reclaim_with(&mut self, shrink: impl FnOnce(&mut Mem<'_>) -> u64) -> ReclaimOutcome {
         let mut mem = self.mem();
-        let freed = mem.shrink(pages);
+        let freed = shrink(&mut mem);
         let cost = mem.reclaim_time(freed);
         mem.stats.pgsteal_direct += freed;
         mem.stats.direct_reclaim_time += cost;
@@ -81,9 +87,28 @@ impl Kernel {
     ///   freed something).
     ///
     /// At order 3 and below it is one round of `SWAP_CLUSTER_MAX`.
+    ///
+    /// On a machine of zones the zonelist's zones (highest first) are judged apart, as
+    /// `shrink_zones` does: a costly order passes over each zone where compaction is
+    /// ready (progress without reclaim if that is every zone), each round takes
+    /// `SWAP_CLUSTER_MAX` pages from the others in proportion to their LRU pages, and a
+    /// zone leaves the rounds once `2 << order` pages are reclaimed and compaction would
+    /// not be skipped there (`should_continue_reclaim` per zone).
     pub fn direct_reclaim_4_1(&mut self, order: Order, deferred: bool) -> DirectReclaim4_1 {
         let costly = order.0 > PAGE_ALLOC_COSTLY_ORDER;
-        if costly && self.compaction_ready_4_1(order, deferred) {
+        let mut list: Option<Vec<usize>> = self.zones.as_ref().map(|zones| {
+            (0..self.phys.zone_count())
+                .rev()
+                .filter(|&z| {
+                    !(costly && zones.compaction_ready_4_1(&self.phys, z, order, deferred))
+                })
+                .collect()
+        });
+        let ready = match &list {
+            Some(list) => list.is_empty(),
+            None => costly && self.compaction_ready_4_1(order, deferred),
+        };
+        if ready {
             return DirectReclaim4_1 {
                 freed: 0,
                 cost: Nanos::ZERO,
@@ -93,7 +118,10 @@ impl Kernel {
         let pages_for_compaction = 2u64 << order.0;
         let mut out = DirectReclaim4_1::default();
         loop {
-            let r = self.reclaim(SWAP_CLUSTER_MAX);
+            let r = match &list {
+                Some(list) => self.reclaim_zones(list, SWAP_CLUSTER_MAX),
+                None => self.reclaim(SWAP_CLUSTER_MAX),
+            };
             out.freed += r.freed;
             out.cost += r.cost;
             if !costly || r.freed == 0 {
@@ -101,10 +129,25 @@ impl Kernel {
             }
             let more =
                 out.freed < pages_for_compaction && self.page_cache_pages() > pages_for_compaction;
-            if !more && self.compaction_can_run_4_1(order) {
-                return out;
+            if more {
+                continue;
+            }
+            match (list.as_mut(), self.zones.as_ref()) {
+                (Some(list), Some(zones)) => {
+                    list.retain(|&z| !zones.compaction_not_skipped_4_1(&self.phys, z, order, z));
+                    if list.is_empty() {
+                        return out;
+                    }
+                }
+                _ if self.compaction_can_run_4_1(order) => return out,
+                _ => {}
             }
         }
+    }
+
+    /// [`Kernel::reclaim`] from the zones `list` only (`Mem::shrink_zones`).
+    fn reclaim_zones(&mut self, list: &[usize], pages: u64) -> ReclaimOutcome {
+        self.reclaim_with(|mem| mem.shrink_zones(list, pages))
     }
 
     /// 4.1's balance gap above `high` (kswapd's `balance_gap`, `compaction_ready`'s):

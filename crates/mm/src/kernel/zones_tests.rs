@@ -393,3 +393,24 @@ fn kswapd_woken_for_an_order_reclaims_at_it_where_memory_is_too_short_to_compact
     assert!(steps > 1 && k.stats().pgsteal_kswapd - before >= 2 << 9);
     k.check_invariants().unwrap();
 }
+
+#[test]
+fn direct_reclaim_for_a_costly_order_passes_over_zones_where_compaction_is_ready() {
+    let mut k = zoned();
+    k.set_watermark_check(crate::api::WatermarkCheck::Linux4_1);
+    assert!(!k.file_read(FileId(1), 0, 2 * 131_072).oom);
+    // Free much of DMA32 (its oldest pages): compaction is ready there, not in Normal.
+    k.mem().shrink_zone(1, 20_000);
+    let before = cached(&k);
+    let r = k.direct_reclaim_4_1(Order(9), false);
+    let after = cached(&k);
+    assert!(!r.compaction_ready && r.freed >= 2 << 9, "{r:?}");
+    assert_eq!(after[1], before[1], "DMA32, ready for compaction, is passed over");
+    assert!(after[2] < before[2], "Normal gives pages");
+    k.check_invariants().unwrap();
+    // With every zone ready, reclaim stands aside and reports progress all the same.
+    let mut k = zoned_fragmented();
+    k.set_watermark_check(crate::api::WatermarkCheck::Linux4_1);
+    let r = k.direct_reclaim_4_1(Order(9), false);
+    assert!(r.compaction_ready && r.freed == 0 && r.progress() == 1, "{r:?}");
+}

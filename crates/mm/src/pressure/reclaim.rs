@@ -537,12 +537,23 @@ impl Mem<'_> {
     /// On a machine of zones each zone gives its share, in proportion to its LRU pages
     /// (4.1's `shrink_zones` scans every zone of the zonelist so).
     pub fn shrink(&mut self, pages: u64) -> u64 {
-        let (zones, lru) = (self.cache.zones(), self.cache.pages());
-        if zones == 1 || lru == 0 {
+        let zones = self.cache.zones();
+        if zones == 1 || self.cache.pages() == 0 {
             return self.shrink_zone(0, pages);
         }
+        let all: Vec<usize> = (0..zones).rev().collect();
+        self.shrink_zones(&all, pages)
+    }
+
+    /// [`Mem::shrink`] from the zones `list` only, each its share by its LRU pages, in
+    /// the list's order.
+    pub fn shrink_zones(&mut self, list: &[usize], pages: u64) -> u64 {
+        let lru: u64 = list.iter().map(|&z| self.cache.zone_pages(z)).sum();
+        if lru == 0 {
+            return list.first().map_or(0, |&z| self.shrink_zone(z, pages));
+        }
         let mut freed = 0;
-        for z in (0..zones).rev() {
+        for &z in list {
             let share = (pages * self.cache.zone_pages(z)).div_ceil(lru);
             if share > 0 && freed < pages {
                 freed += self.shrink_zone(z, share.min(pages - freed));

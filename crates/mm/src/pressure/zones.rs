@@ -219,6 +219,22 @@ impl Zones {
             && !(0..=EXTFRAG_THRESHOLD).contains(&zone_fragmentation_index(phys, z, order))
     }
 
+    /// 4.1's `compaction_ready` (vmscan.c) for zone `z`: more than `high`, the balance
+    /// gap and `2 << order` frames free, and, unless compaction of the order is
+    /// `deferred`, compaction not skipped there. Direct reclaim for a costly order
+    /// passes over such a zone.
+    pub(crate) fn compaction_ready_4_1(
+        &self,
+        phys: &PhysMem,
+        z: usize,
+        order: Order,
+        deferred: bool,
+    ) -> bool {
+        let mark = self.wmark[z].high + self.balance_gap(z) + (2u64 << order.0);
+        let watermark_ok = zone_watermark_ok(phys, z, Order(0), mark, 0);
+        watermark_ok && (deferred || self.compaction_not_skipped_4_1(phys, z, order, z))
+    }
+
     /// 4.1's `compaction_suitable` for zone `z` is not `COMPACT_SKIPPED`: the order's
     /// watermark at `low` is met, or compaction could run
     /// ([`Zones::compaction_suitable_4_1`]). kswapd then balances the zone at order 0
