@@ -2231,3 +2231,42 @@ fn instructions_per_ref_is_a_count_of_at_least_one_on_access_phases() {
         &["no `instructions_per_ref` for op \"mmap\""],
     );
 }
+
+#[test]
+fn boot_kernel_memory_must_fit_the_machine() {
+    expect_bad(
+        &format!("{BASE}\n[kernel.boot]\nunmovable_pageblocks = 40\n"),
+        "kernel.boot.unmovable_pageblocks",
+        &["from 0 to 32", "40"],
+    );
+    expect_bad(
+        &format!("{BASE}\n[kernel.boot]\nreclaimable_free = [1]\n"),
+        "kernel.boot.reclaimable_free",
+        &["fit in the 0 pageblocks"],
+    );
+    expect_bad(
+        &format!("{BASE}\n[kernel.boot]\nunmovable_pageblocks = 1\nunmovable_free = [0,0,0,0,0,0,0,0,0,0,1]\n"),
+        "kernel.boot.unmovable_free",
+        &["at most 10 counts"],
+    );
+    expect_bad(
+        &format!("{BASE}\n[kernel.boot]\nunmovable_pageblocks = 1\nunmovable_free = [-1]\n"),
+        "kernel.boot.unmovable_free",
+        &["each 0 or more"],
+    );
+    // Listed frames within the pageblocks, but more free blocks of an order than can lie
+    // apart in them (two free halves of one pageblock would be one free pageblock): the
+    // machine refuses to boot, naming the table.
+    let dir = tempfile::tempdir().unwrap();
+    let (_, o) = run_text(
+        &dir,
+        &format!("{BASE}\n[kernel.boot]\nunmovable_pageblocks = 2\nunmovable_free = [0,0,0,0,0,0,0,0,4]\n"),
+    );
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("kernel.boot: the free blocks do not fit"),
+        "{err}"
+    );
+    assert_eq!(err.matches("kernel.boot").count(), 1, "said once: {err}");
+}

@@ -53,6 +53,12 @@ stores = "caching"
 lists = "released"
 stress = false
 
+[kernel.boot]
+unmovable_pageblocks = 4
+unmovable_free = [1, 0, 2]
+reclaimable_pageblocks = 1
+reclaimable_free = []
+
 [sim]
 mode = "sampled"
 seed = 1
@@ -354,6 +360,7 @@ const HEADERS: &[&str] = &[
     "[[app]]",
     "[kernel]",
     "[kernel.prezero]",
+    "[kernel.boot]",
     "[policy.hawkeye]",
     "[policy.hawkeye.bloat]",
     "[[kv_server]]",

@@ -92,6 +92,7 @@ pub use pageblock::MigrateType;
 pub use pagecache::{FileId, FileRead};
 #[doc(no_inline)]
 pub use pcp::{PcpConfig, PcpDrain};
+pub use phys::boot::{BootKernelMemory, BootPageblocks};
 #[doc(no_inline)]
 pub use pte::Pte;
 #[doc(no_inline)]

@@ -354,6 +354,10 @@ impl Engine {
         if exp.kernel.migrate_reserve {
             kernel.set_migrate_reserve()?;
         }
+        if !exp.kernel.boot.is_empty() {
+            let highest_first = exp.kernel.boot_order == hugemm_mm::BootOrder::HighestFirst;
+            kernel.boot_kernel_memory(&exp.kernel.boot, highest_first)?;
+        }
         if exp.kernel.per_cpu_lists {
             kernel.enable_per_cpu_lists_as(exp.kernel.per_cpu_sizes, exp.cores as usize);
         }

@@ -148,6 +148,10 @@ pub struct KernelConfig {
     /// Which free memory a freshly booted kernel allocates first: the lowest addresses
     /// (Linux 5.10+, the default) or the highest (Linux before 5.10, 4.1 included).
     pub boot_order: hugemm_mm::BootOrder,
+    /// Kernel memory the booted kernel already holds: pageblocks typed Unmovable and
+    /// Reclaimable with the free blocks measured in them (`[kernel.boot]`; none by
+    /// default, every pageblock Movable and free).
+    pub boot: hugemm_mm::BootKernelMemory,
     /// When kswapd does its work: at once inside the allocation that woke it (the
     /// default), or on its own thread, a step at a time as a daemon of the engine while
     /// allocations go on (`async`; needs a machine of zones: Linux 4.1's kswapd).
@@ -190,6 +194,7 @@ impl Default for KernelConfig {
             buddy_merge_likely: false,
             migrate_reserve: false,
             boot_order: hugemm_mm::BootOrder::default(),
+            boot: hugemm_mm::BootKernelMemory::default(),
             kswapd: hugemm_mm::KswapdMode::default(),
             watermark_check: hugemm_mm::WatermarkCheck::default(),
             min_free_kbytes: None,

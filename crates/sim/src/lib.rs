@@ -49,11 +49,12 @@ pub use results::{
 /// Errors from running an experiment.
 #[derive(Debug, thiserror::Error)]
 pub enum SimError {
-    /// The kernel model refused to set up the machine.
+    /// The kernel model refused to set up the machine. (Its message is part of this
+    /// one, not a source: an error chain would print it twice.)
     #[error("setting up the machine: {0}")]
-    Setup(#[from] hugemm_mm::MmError),
+    Setup(hugemm_mm::MmError),
     /// The pageblock fallback policy is unknown.
-    #[error("{0}")]
+    #[error(transparent)]
     Fallback(#[from] hugemm_mm::UnknownPolicy),
     /// A process's workload is inconsistent (uses a buffer before mapping it...).
     #[error("process {process}: {what}")]
@@ -69,6 +70,12 @@ pub enum SimError {
     /// Writing the time series as the run went failed.
     #[error("writing the time series")]
     Output(#[source] std::io::Error),
+}
+
+impl From<hugemm_mm::MmError> for SimError {
+    fn from(e: hugemm_mm::MmError) -> SimError {
+        SimError::Setup(e)
+    }
 }
 
 /// Result alias of this crate.

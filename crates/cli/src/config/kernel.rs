@@ -98,6 +98,10 @@ impl Validator<'_> {
             &BootOrder::NAMED,
         )?;
         k.boot_order = Some(boot_order.name().into());
+        let boot = match k.boot.as_mut() {
+            Some(raw) => self.boot(raw, memory_bytes)?,
+            None => hugemm_mm::BootKernelMemory::default(),
+        };
         let kswapd = self.choice(
             "kernel.kswapd",
             k.kswapd.as_deref(),
@@ -158,6 +162,7 @@ impl Validator<'_> {
             buddy_merge_likely,
             migrate_reserve,
             boot_order,
+            boot,
             kswapd,
             watermark_check,
             min_free_kbytes,
@@ -166,6 +171,58 @@ impl Validator<'_> {
             preserve_huge_blocks,
             compaction,
             accessed_bits,
+        })
+    }
+
+    /// `[kernel.boot]`, resolved in place: pageblock counts at most the machine's, free
+    /// blocks listed by order from 0 up to the pageblock order (where they fit is
+    /// checked when the machine boots).
+    fn boot(&self, r: &mut RawBoot, memory_bytes: u64) -> R<hugemm_mm::BootKernelMemory> {
+        let pageblocks = (memory_bytes >> 21) as i64;
+        let side = |name: &str,
+                    blocks: &mut Option<i64>,
+                    free: &mut Option<Vec<i64>>|
+         -> R<hugemm_mm::BootPageblocks> {
+            let key = format!("kernel.boot.{name}_pageblocks");
+            let n = self.int(&key, *blocks, 0, 0, pageblocks)?;
+            *blocks = Some(n);
+            let list = free.get_or_insert_with(Vec::new);
+            let key = format!("kernel.boot.{name}_free");
+            if list.len() > 10 {
+                return Err(self.bad(&key, "at most 10 counts, orders 0 to 9"));
+            }
+            if list.iter().any(|&c| !(0..=1_000_000_000).contains(&c)) {
+                return Err(self.bad(&key, "counts of free blocks, each 0 or more"));
+            }
+            let frames: i64 = list.iter().enumerate().map(|(o, &c)| c << o).sum();
+            if frames > n * 512 {
+                return Err(self.bad(
+                    &key,
+                    &format!(
+                        "free blocks that fit in the {n} pageblocks of `{name}_pageblocks` \
+                         ({frames} frames listed, {} in them)",
+                        n * 512
+                    ),
+                ));
+            }
+            Ok(hugemm_mm::BootPageblocks {
+                pageblocks: n as u32,
+                free: list.iter().map(|&c| c as u64).collect(),
+            })
+        };
+        let unmovable = side(
+            "unmovable",
+            &mut r.unmovable_pageblocks,
+            &mut r.unmovable_free,
+        )?;
+        let reclaimable = side(
+            "reclaimable",
+            &mut r.reclaimable_pageblocks,
+            &mut r.reclaimable_free,
+        )?;
+        Ok(hugemm_mm::BootKernelMemory {
+            unmovable,
+            reclaimable,
         })
     }
 

@@ -281,6 +281,8 @@ pub struct RawKernel {
     /// Which free memory a booted kernel allocates first: "lowest-first" (default, Linux
     /// 5.10+) or "highest-first" (Linux before 5.10).
     pub boot_order: Option<String>,
+    /// `[kernel.boot]`: kernel memory the booted kernel holds.
+    pub boot: Option<RawBoot>,
     /// When kswapd reclaims: "immediate" (default: inside the allocation that woke it)
     /// or "async" (on its own thread; needs `machine.zones`).
     pub kswapd: Option<String>,
@@ -299,6 +301,20 @@ pub struct RawKernel {
     pub compaction: Option<String>,
     /// When references set accessed bits: walk (as x86 does) or every-reference.
     pub accessed_bits: Option<String>,
+}
+
+/// `[kernel.boot]` (see `hugemm_mm::BootKernelMemory`).
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawBoot {
+    /// Unmovable pageblocks the booted kernel holds.
+    pub unmovable_pageblocks: Option<i64>,
+    /// Free blocks in them by order, from order 0 (as `/proc/pagetypeinfo` lists them).
+    pub unmovable_free: Option<Vec<i64>>,
+    /// Reclaimable pageblocks the booted kernel holds.
+    pub reclaimable_pageblocks: Option<i64>,
+    /// Free blocks in them by order, from order 0.
+    pub reclaimable_free: Option<Vec<i64>>,
 }
 
 /// `[kernel.prezero]` (see `hugemm_sim::PrezeroConfig`).

@@ -697,6 +697,17 @@ impl Kernel {
         self.phys.queue_boot_memory_highest_first()
     }
 
+    /// Give the kernel the pageblocks a booted kernel holds
+    /// ([`crate::PhysMem::boot_kernel_memory`]), taken in the boot order
+    /// (`highest_first` for Linux before 5.10). Before any allocation.
+    pub fn boot_kernel_memory(
+        &mut self,
+        boot: &crate::BootKernelMemory,
+        highest_first: bool,
+    ) -> Result<()> {
+        self.phys.boot_kernel_memory(boot, highest_first)
+    }
+
     /// Follow `rules`' common pageblock fallback rules.
     pub fn set_fallback_rules(&mut self, rules: FallbackRules) {
         self.phys.set_fallback_rules(rules);

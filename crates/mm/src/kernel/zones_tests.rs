@@ -405,12 +405,18 @@ fn direct_reclaim_for_a_costly_order_passes_over_zones_where_compaction_is_ready
     let r = k.direct_reclaim_4_1(Order(9), false);
     let after = cached(&k);
     assert!(!r.compaction_ready && r.freed >= 2 << 9, "{r:?}");
-    assert_eq!(after[1], before[1], "DMA32, ready for compaction, is passed over");
+    assert_eq!(
+        after[1], before[1],
+        "DMA32, ready for compaction, is passed over"
+    );
     assert!(after[2] < before[2], "Normal gives pages");
     k.check_invariants().unwrap();
     // With every zone ready, reclaim stands aside and reports progress all the same.
     let mut k = zoned_fragmented();
     k.set_watermark_check(crate::api::WatermarkCheck::Linux4_1);
     let r = k.direct_reclaim_4_1(Order(9), false);
-    assert!(r.compaction_ready && r.freed == 0 && r.progress() == 1, "{r:?}");
+    assert!(
+        r.compaction_ready && r.freed == 0 && r.progress() == 1,
+        "{r:?}"
+    );
 }

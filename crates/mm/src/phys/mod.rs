@@ -8,6 +8,7 @@
 //! or mechanism above. Frames name their owners (a process and page, a file and index)
 //! only as plain ids.
 
+pub mod boot;
 pub mod buddy;
 pub mod fallback;
 pub mod frame;
