@@ -54,10 +54,10 @@
 //! Direct runs resume from the cached scanner positions of the previous direct run in
 //! the same zone (`compact_cached_migrate_pfn` / `compact_cached_free_pfn`; one migrate
 //! position, not one per sync mode); whole-zone runs start at the zone's ends. Positions
-//! reset when the scanners meet. Deferral after failures (`compaction_deferred`) is the caller's, in the
-//! engine (`hugemm-sim`'s `compaction.rs`). Skip hints (`PB_migrate_skip`) and
-//! `fast_find_migrateblock` are not modelled. Cost: `FragCosts::compact_scan` per frame
-//! either scanner examines, plus each migration. This module owns the scanners and the
+//! reset when the scanners meet. Deferral after failures (`compaction_deferred`) is the
+//! caller's, in the engine (`hugemm-sim`'s `compaction.rs`). Skip hints
+//! (`PB_migrate_skip`) and `fast_find_migrateblock` are not modelled. Cost:
+//! `FragCosts::compact_scan` per frame either scanner examines, plus each migration. This module owns the scanners and the
 //! stopping rules (their vocabulary and the state kept between runs are
 //! `pressure/compaction.rs`'s); when to compact is a policy's decision.
 //!
