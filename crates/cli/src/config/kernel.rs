@@ -198,7 +198,7 @@ impl Validator<'_> {
             if frames > n * 512 {
                 return Err(self.bad(
                     &key,
-                    &format!(
+                    format!(
                         "free blocks that fit in the {n} pageblocks of `{name}_pageblocks` \
                          ({frames} frames listed, {} in them)",
                         n * 512

@@ -75,7 +75,7 @@ use crate::pressure::compaction::{
     EXTFRAG_THRESHOLD,
 };
 use crate::pressure::reclaim::{zone_watermark_ok_4_1, PAGE_ALLOC_COSTLY_ORDER};
-use crate::pressure::zones::{zone_fragmentation_index, zone_watermark_ok};
+use crate::pressure::zones::{fragmentation_index, zone_fragmentation_index, zone_watermark_ok};
 use hugemm_hw::{Nanos, Order, Pfn};
 
 /// One run's scanners and tallies.
@@ -386,15 +386,12 @@ impl Kernel {
     /// `__fragmentation_index`: -1000 when a block of `order` is free, towards 0 when a
     /// failure is for lack of memory, towards 1000 when it is for fragmentation.
     pub fn fragmentation_index(&self, order: Order) -> i64 {
-        let blocks: u64 = self.phys.free_blocks_by_order().iter().sum();
-        if blocks == 0 {
-            return 0;
-        }
-        if self.phys.has_free_block(order) {
-            return -1000;
-        }
-        let free = self.phys.frames_free();
-        1000 - ((1000 + free * 1000 / (1u64 << order.0)) / blocks) as i64
+        fragmentation_index(
+            self.phys.frames_free(),
+            |o| self.phys.free_blocks(o),
+            self.phys.max_order(),
+            order,
+        )
     }
 
     /// A scope's ends as scanner positions.

@@ -698,11 +698,11 @@ impl Kernel {
     }
 
     /// Give the kernel the pageblocks a booted kernel holds
-    /// ([`crate::PhysMem::boot_kernel_memory`]), taken in the boot order
+    /// ([`crate::phys::buddy::PhysMem::boot_kernel_memory`]), taken in the boot order
     /// (`highest_first` for Linux before 5.10). Before any allocation.
     pub fn boot_kernel_memory(
         &mut self,
-        boot: &crate::BootKernelMemory,
+        boot: &crate::phys::boot::BootKernelMemory,
         highest_first: bool,
     ) -> Result<()> {
         self.phys.boot_kernel_memory(boot, highest_first)

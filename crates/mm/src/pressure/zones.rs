@@ -256,20 +256,34 @@ impl Zones {
     }
 }
 
-/// `__fragmentation_index` of zone `z` for `order`: -1000 when a block of the order is
-/// free there, towards 0 when a failure would be for lack of memory, towards 1000 when it
-/// would be for fragmentation; 0 with nothing free.
+/// `__fragmentation_index` of zone `z` for `order` ([`fragmentation_index`]).
 pub(crate) fn zone_fragmentation_index(phys: &PhysMem, z: usize, order: Order) -> i64 {
-    let max = phys.max_order().0;
-    let blocks: u64 = (0..=max).map(|o| phys.zone_free_blocks(z, Order(o))).sum();
-    if blocks == 0 {
+    fragmentation_index(
+        phys.zone_frames_free(z),
+        |o| phys.zone_free_blocks(z, o),
+        phys.max_order(),
+        order,
+    )
+}
+
+/// `__fragmentation_index` for `order` over `free` frames in `blocks(o)` free blocks of
+/// each order `o` up to `max_order`: -1000 when a block of the order is free, towards 0
+/// when a failure would be for lack of memory, towards 1000 when it would be for
+/// fragmentation; 0 with nothing free.
+pub(crate) fn fragmentation_index(
+    free: u64,
+    blocks: impl Fn(Order) -> u64,
+    max_order: Order,
+    order: Order,
+) -> i64 {
+    let total: u64 = (0..=max_order.0).map(|o| blocks(Order(o))).sum();
+    if total == 0 {
         return 0;
     }
-    if (order.0..=max).any(|o| phys.zone_free_blocks(z, Order(o)) > 0) {
+    if (order.0..=max_order.0).any(|o| blocks(Order(o)) > 0) {
         return -1000;
     }
-    let free = phys.zone_frames_free(z);
-    1000 - ((1000 + free * 1000 / (1u64 << order.0)) / blocks) as i64
+    1000 - ((1000 + free * 1000 / (1u64 << order.0)) / total) as i64
 }
 
 /// `setup_per_zone_lowmem_reserve` for one node's zones of `managed[z]` frames.
