@@ -147,7 +147,7 @@ impl Kernel {
 
     /// [`Kernel::reclaim`] from the zones `list` only (`Mem::shrink_zones`).
     fn reclaim_zones(&mut self, list: &[usize], pages: u64) -> ReclaimOutcome {
-        self.reclaim_with(|mem| mem.shrink_zones(list, pages))
+        self.reclaim_with(|mem| mem.shrink_zones(list.iter().copied(), pages))
     }
 
     /// 4.1's balance gap above `high` (kswapd's `balance_gap`, `compaction_ready`'s):

@@ -541,19 +541,19 @@ impl Mem<'_> {
         if zones == 1 || self.cache.pages() == 0 {
             return self.shrink_zone(0, pages);
         }
-        let all: Vec<usize> = (0..zones).rev().collect();
-        self.shrink_zones(&all, pages)
+        self.shrink_zones((0..zones).rev(), pages)
     }
 
     /// [`Mem::shrink`] from the zones `list` only, each its share by its LRU pages, in
     /// the list's order.
-    pub fn shrink_zones(&mut self, list: &[usize], pages: u64) -> u64 {
-        let lru: u64 = list.iter().map(|&z| self.cache.zone_pages(z)).sum();
+    pub fn shrink_zones(&mut self, list: impl Iterator<Item = usize> + Clone, pages: u64) -> u64 {
+        let lru: u64 = list.clone().map(|z| self.cache.zone_pages(z)).sum();
         if lru == 0 {
-            return list.first().map_or(0, |&z| self.shrink_zone(z, pages));
+            let first = list.clone().next();
+            return first.map_or(0, |z| self.shrink_zone(z, pages));
         }
         let mut freed = 0;
-        for &z in list {
+        for z in list {
             let share = (pages * self.cache.zone_pages(z)).div_ceil(lru);
             if share > 0 && freed < pages {
                 freed += self.shrink_zone(z, share.min(pages - freed));
