@@ -60,7 +60,7 @@ pub use api::{
 #[doc(no_inline)]
 pub use buddy::{AllocRequest, Block, PhysMem, PrezeroScope, ZeroedFirst};
 #[doc(no_inline)]
-pub use compaction::{CompactMode, CompactOutcome, CompactRequest};
+pub use compaction::{CompactMode, CompactOutcome, CompactRequest, Deferral};
 #[doc(no_inline)]
 pub use content::WriteContent;
 pub use costs::{FragCosts, MmCosts};

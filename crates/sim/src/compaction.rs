@@ -4,82 +4,27 @@
 //! failed huge-page faults under `defrag=defer`, and proactive compaction every 500 ms
 //! while the fragmentation score is above its high watermark).
 //!
-//! Owns the timing and the deferral state; the compaction mechanism itself is the kernel
-//! model's ([`Kernel::compact`]). It must not decide page sizes or promotions.
+//! Owns the timing; the compaction mechanism itself, and each zone's deferral state as
+//! Linux keeps it in `struct zone`, are the kernel model's ([`Kernel::compact`],
+//! [`Kernel::compaction_deferral`]). It must not decide page sizes or promotions.
+//!
+//! Linux 4.1's slow path ([`alloc_4_1`]) defers zone by zone, as 4.1 does. The modern
+//! path ([`direct_compact`]) keeps one deferral, its classzone's (the highest zone; the
+//! only one without zones), and defers after any run that left no free block of the
+//! order, where 6.x defers a zone only after a synchronous run: the model's direct
+//! compaction for faults is asynchronous only.
 
 use hugemm_hw::{Nanos, Order, Pfn};
-use hugemm_mm::reclaim::PAGE_ALLOC_COSTLY_ORDER;
 use hugemm_mm::zones::Mark;
 use hugemm_mm::{AllocRequest, CompactRequest, Kernel, MigrateType, OwnerKind};
 use serde::Serialize;
-
-/// Linux's `COMPACT_MAX_DEFER_SHIFT`: after repeated failures, direct compaction is
-/// skipped for up to 2^6 = 64 attempts.
-const MAX_DEFER_SHIFT: u32 = 6;
-
-/// Direct-compaction deferral of the (single) zone.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Deferral {
-    considered: u32,
-    defer_shift: u32,
-    order_failed: u8,
-}
-
-impl Default for Deferral {
-    fn default() -> Self {
-        Deferral {
-            considered: 0,
-            defer_shift: 0,
-            order_failed: u8::MAX,
-        }
-    }
-}
-
-impl Deferral {
-    /// `compaction_deferred`: whether an attempt of `order` is skipped.
-    pub fn deferred(&mut self, order: Order) -> bool {
-        if order.0 < self.order_failed {
-            return false;
-        }
-        let limit = 1u32 << self.defer_shift;
-        self.considered = (self.considered + 1).min(limit);
-        self.considered < limit
-    }
-
-    /// `defer_compaction` after a failure, `compaction_defer_reset` after a success.
-    pub fn record(&mut self, order: Order, success: bool) {
-        match success {
-            true => self.reset(order, true),
-            false => self.defer(order),
-        }
-    }
-
-    /// `defer_compaction`: skip more of the next attempts of `order` and above.
-    pub fn defer(&mut self, order: Order) {
-        self.considered = 0;
-        self.defer_shift = (self.defer_shift + 1).min(MAX_DEFER_SHIFT);
-        self.order_failed = self.order_failed.min(order.0);
-    }
-
-    /// `compaction_defer_reset`: `order` no longer fails; after an allocation that
-    /// succeeded, stop skipping attempts too.
-    pub fn reset(&mut self, order: Order, alloc_success: bool) {
-        if alloc_success {
-            self.considered = 0;
-            self.defer_shift = 0;
-        }
-        if order.0 >= self.order_failed {
-            self.order_failed = order.0.saturating_add(1);
-        }
-    }
-}
 
 /// Direct compaction for a failed allocation of `order`, unless deferred, after reclaiming
 /// page cache if free memory is too low for compaction to run. Returns the time it took
 /// (charged to the allocating task). Success, for the deferral, is a free block of
 /// `order` afterwards (`COMPACT_SUCCESS`); the caller then retries its allocation.
-pub(crate) fn direct_compact(kernel: &mut Kernel, deferral: &mut Deferral, order: Order) -> Nanos {
-    if deferral.deferred(order) {
+pub(crate) fn direct_compact(kernel: &mut Kernel, order: Order) -> Nanos {
+    if kernel.compaction_classzone_deferral().deferred(order) {
         return Nanos::ZERO;
     }
     // `__alloc_pages_slowpath` reclaims when compaction cannot run for want of free
@@ -91,7 +36,10 @@ pub(crate) fn direct_compact(kernel: &mut Kernel, deferral: &mut Deferral, order
         cost += kernel.reclaim(want - free).cost;
     }
     cost += kernel.compact(CompactRequest::Direct { order }).cost;
-    deferral.record(order, kernel.phys().has_free_block(order));
+    let success = kernel.phys().has_free_block(order);
+    kernel
+        .compaction_classzone_deferral()
+        .record(order, success);
     cost
 }
 
@@ -125,12 +73,7 @@ pub(crate) struct Attempt {
 /// request, so kswapd does not run in between), and the difference between
 /// asynchronous and synchronous migration, which never fails in the model (the mode
 /// only decides when compaction is deferred).
-pub(crate) fn alloc_4_1(
-    kernel: &mut Kernel,
-    deferral: &mut Deferral,
-    req: &AllocRequest,
-    repeat: bool,
-) -> Attempt {
+pub(crate) fn alloc_4_1(kernel: &mut Kernel, req: &AllocRequest, repeat: bool) -> Attempt {
     let order = req.order();
     let mut out = Attempt {
         block: take(kernel, req, Mark::Low),
@@ -140,14 +83,12 @@ pub(crate) fn alloc_4_1(
     while out.block.is_none() {
         kernel.kswapd_4_1(order);
         out.block = take(kernel, req, Mark::Min)
-            .or_else(|| compact_4_1(kernel, deferral, req, sync, &mut out.compaction));
+            .or_else(|| compact_4_1(kernel, req, sync, &mut out.compaction));
         if out.block.is_some() {
             break;
         }
         sync = true;
-        // `compaction_ready` asks `compaction_deferred`, which counts the attempt.
-        let deferred = order.0 > PAGE_ALLOC_COSTLY_ORDER && deferral.deferred(order);
-        let r = kernel.direct_reclaim_4_1(order, deferred);
+        let r = kernel.direct_reclaim_4_1(order);
         out.reclaim += r.cost;
         reclaimed += r.progress();
         out.block = take(kernel, req, Mark::Min);
@@ -156,7 +97,7 @@ pub(crate) fn alloc_4_1(
             break;
         }
         if !(repeat && reclaimed < 1u64 << order.0) {
-            out.block = compact_4_1(kernel, deferral, req, true, &mut out.compaction);
+            out.block = compact_4_1(kernel, req, true, &mut out.compaction);
             break;
         }
     }
@@ -177,40 +118,27 @@ fn take(kernel: &mut Kernel, req: &AllocRequest, mark: Mark) -> Option<Pfn> {
     Some(block.pfn)
 }
 
-/// Linux 4.1's `__alloc_pages_direct_compact` and `try_to_compact_pages` (on a machine of
-/// zones `hugemm_mm`'s compaction walks the zonelist), with one deferral for the node:
-/// nothing if the order is deferred (`compaction_deferred`); else a direct run (4.1's
-/// `compaction_suitable` and `compact_finished`, [`hugemm_mm::WatermarkCheck::Linux4_1`]).
-/// If the run left a zone ready for the order (its watermark at `low` met:
-/// `CompactOutcome::ready`, the zone the walk stopped in) the deferral forgets the order's
-/// failures (`compaction_defer_reset(.., false)`); if not, and a synchronous run ended
-/// with the scanners meeting in every zone it ran in, it is deferred (`defer_compaction`;
-/// asynchronous runs never defer). A run that started is followed by the check at `min`,
-/// and the allocation it lets through resets the deferral
+/// Linux 4.1's `__alloc_pages_direct_compact`: `try_to_compact_pages`
+/// ([`CompactRequest::Deferred`]: `hugemm_mm` walks the zonelist with each zone's
+/// deferral, passing over zones where the order is deferred, forgetting the order's
+/// failures in a zone the walk leaves ready, deferring a zone where a synchronous run's
+/// scanners met; asynchronous runs never defer), then, if a run started, the check at
+/// `min`; the allocation it lets through resets its zone's deferral
 /// (`compaction_defer_reset(.., true)`).
 fn compact_4_1(
     kernel: &mut Kernel,
-    deferral: &mut Deferral,
     req: &AllocRequest,
     sync: bool,
     time: &mut Nanos,
 ) -> Option<Pfn> {
     let order = req.order();
-    if deferral.deferred(order) {
-        return None;
-    }
-    let run = kernel.compact(CompactRequest::Direct { order });
+    let run = kernel.compact(CompactRequest::Deferred { order, sync });
     *time += run.cost;
-    if run.ready {
-        deferral.reset(order, false);
-    } else if sync && run.complete {
-        deferral.defer(order);
-    }
     if !run.ran {
         return None;
     }
     let pfn = take(kernel, req, Mark::Min)?;
-    deferral.reset(order, true);
+    kernel.compaction_deferral(pfn).reset(order, true);
     Some(pfn)
 }
 
@@ -262,6 +190,7 @@ impl Kcompactd {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hugemm_mm::compaction::MAX_DEFER_SHIFT;
     use hugemm_mm::{FileId, WatermarkCheck};
 
     /// 64 MB on Linux 4.1's watermark check, empty.
@@ -295,15 +224,15 @@ mod tests {
             !k.zone_watermark_ok_4_1(Order(9), low),
             "the fast path refuses"
         );
-        let (wakes, mut deferral) = (k.stats().kswapd_wakes, Deferral::default());
-        let a = alloc_4_1(&mut k, &mut deferral, &huge_request(), false);
+        let wakes = k.stats().kswapd_wakes;
+        let a = alloc_4_1(&mut k, &huge_request(), false);
         let pfn = a.block.expect("the slow path found a block");
         assert!(
             k.stats().kswapd_wakes > wakes,
             "kswapd was woken for order 9"
         );
         assert!(
-            !deferral.deferred(Order(9)),
+            !k.compaction_deferral(pfn).deferred(Order(9)),
             "nothing failed, nothing deferred"
         );
         assert_eq!(
@@ -325,8 +254,7 @@ mod tests {
             let req = AllocRequest::new(Order(0)).owner(OwnerKind::KernelUnmovable);
             k.alloc_pages(&req).unwrap();
         }
-        let mut deferral = Deferral::default();
-        let a = alloc_4_1(&mut k, &mut deferral, &huge_request(), false);
+        let a = alloc_4_1(&mut k, &huge_request(), false);
         assert!(a.block.is_none());
         assert_eq!(a.reclaim, Nanos::ZERO, "nothing was reclaimable");
         k.check_invariants().unwrap();
@@ -350,44 +278,24 @@ mod tests {
             k.file_delete(FileId(f as u32));
         }
         assert!(!k.phys().has_free_block(Order(9)));
-        let mut deferral = Deferral::default();
         for _ in 0..MAX_DEFER_SHIFT {
-            deferral.defer(Order(9));
+            k.compaction_deferral(Pfn(0)).defer(Order(9));
         }
         // GFP_HIGHUSER_MOVABLE: compaction deferred, reclaim stands aside for it
         // (`compaction_ready`), one last compaction deferred too: the request fails.
-        let (mut plain, mut d) = (k.clone(), deferral);
-        let a = alloc_4_1(&mut plain, &mut d, &huge_request(), false);
+        let mut plain = k.clone();
+        let a = alloc_4_1(&mut plain, &huge_request(), false);
         assert!(a.block.is_none());
         assert_eq!((a.compaction, a.reclaim), (Nanos::ZERO, Nanos::ZERO));
         // __GFP_REPEAT: reclaim's progress (1 a round, standing aside) stays below 512,
         // so the request retries, each round counting against the deferral, until
         // compaction may run again and makes the huge page.
-        let (mut repeat, mut d) = (k, deferral);
-        let a = alloc_4_1(&mut repeat, &mut d, &huge_request(), true);
+        let mut repeat = k;
+        let a = alloc_4_1(&mut repeat, &huge_request(), true);
         let pfn = a.block.expect("compaction ran once the deferral expired");
         assert!(a.compaction > Nanos::ZERO);
         assert_eq!(a.reclaim, Nanos::ZERO, "reclaim stood aside every round");
         repeat.free_pages(pfn, Order(9)).unwrap();
         repeat.check_invariants().unwrap();
-    }
-
-    #[test]
-    fn repeated_failures_defer_up_to_sixty_four_attempts() {
-        let mut d = Deferral::default();
-        let o = Order(9);
-        assert!(!d.deferred(o));
-        d.record(o, false); // shift 1: skip 1 of 2
-        assert!(d.deferred(o));
-        assert!(!d.deferred(o));
-        for _ in 0..10 {
-            d.record(o, false);
-        }
-        let skipped = (0..64).take_while(|_| d.deferred(o)).count();
-        assert_eq!(skipped, 63);
-        // Lower orders than the failed one are never deferred.
-        assert!(!d.deferred(Order(3)));
-        d.record(o, true);
-        assert!(!d.deferred(o));
     }
 }

@@ -9,7 +9,7 @@
 //! cores, each by index.
 
 use crate::bandwidth::Bandwidth;
-use crate::compaction::{Deferral, Kcompactd, KCOMPACTD_PERIOD};
+use crate::compaction::{Kcompactd, KCOMPACTD_PERIOD};
 use crate::experiment::{Experiment, Mode};
 use crate::kactivity::KmemLedger;
 use crate::ops::{EngineOps, LiveProc, Procs};
@@ -187,7 +187,6 @@ pub struct Engine {
     pub(crate) cycles_per_ps: f64,
     pub(crate) scan_cost: Picos,
     pub(crate) ledger: KmemLedger,
-    pub(crate) deferral: Deferral,
     pub(crate) kcompactd: Kcompactd,
     pub(crate) highalloc: Vec<HighAllocResult>,
     /// Kernel frees the model refused (a bug if ever non-zero; reported).
@@ -233,7 +232,6 @@ pub struct Detached {
     cycles_per_ps: f64,
     scan_cost: Picos,
     ledger: KmemLedger,
-    deferral: Deferral,
     kcompactd: Kcompactd,
     highalloc: Vec<HighAllocResult>,
     kmem_errors: u64,
@@ -466,7 +464,6 @@ impl Engine {
             cycles_per_ps,
             scan_cost,
             ledger: KmemLedger::default(),
-            deferral: Deferral::default(),
             kcompactd: Kcompactd::default(),
             highalloc: Vec::new(),
             kmem_errors: 0,
@@ -709,7 +706,6 @@ impl Engine {
             cycles_per_ps: self.cycles_per_ps,
             scan_cost: self.scan_cost,
             ledger: self.ledger.clone(),
-            deferral: self.deferral,
             kcompactd: self.kcompactd,
             highalloc: self.highalloc.clone(),
             kmem_errors: self.kmem_errors,
@@ -744,7 +740,6 @@ impl Engine {
             cycles_per_ps: d.cycles_per_ps,
             scan_cost: d.scan_cost,
             ledger: d.ledger,
-            deferral: d.deferral,
             kcompactd: d.kcompactd,
             highalloc: d.highalloc,
             kmem_errors: d.kmem_errors,
@@ -887,7 +882,6 @@ impl Engine {
             procs: Procs::All(&mut self.procs),
             now: t.to_nanos(),
             scan_cost: self.scan_cost,
-            deferral: &mut self.deferral,
         };
         (self.policy.as_mut(), ops)
     }
@@ -947,7 +941,6 @@ impl Engine {
                 procs: Procs::All(&mut self.procs),
                 now: t.to_nanos(),
                 scan_cost: self.scan_cost,
-                deferral: &mut self.deferral,
             };
             tiering.run(&mut ops)
         };

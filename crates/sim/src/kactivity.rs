@@ -266,19 +266,14 @@ impl Engine {
         let mut cost = self.kernel.costs().alloc;
         pass.made += 1;
         let got = if self.kernel.watermark_check() == WatermarkCheck::Linux4_1 {
-            let a = alloc_4_1(
-                &mut self.kernel,
-                &mut self.deferral,
-                &req,
-                pass.gfp.repeat(),
-            );
+            let a = alloc_4_1(&mut self.kernel, &req, pass.gfp.repeat());
             cost += a.reclaim + a.compaction;
             pass.compaction += a.compaction;
             a.block
         } else {
             let mut got = self.kernel.alloc_pages(&req).ok();
             if got.is_none() {
-                let t = direct_compact(&mut self.kernel, &mut self.deferral, huge);
+                let t = direct_compact(&mut self.kernel, huge);
                 cost += t;
                 pass.compaction += t;
                 got = self.kernel.alloc_pages(&req).ok();

@@ -2,7 +2,7 @@
 //! model. Observing a region first applies any accessed bits that skipped references would
 //! have set (sampled mode, see [`crate::coverage`]).
 
-use crate::compaction::{direct_compact, Deferral};
+use crate::compaction::direct_compact;
 use crate::process::Proc;
 use crate::results::{PhaseTwo, TlbWindow};
 use crate::tlbsample::TlbSampler;
@@ -39,7 +39,6 @@ pub(crate) struct EngineOps<'a> {
     pub procs: Procs<'a>,
     pub now: Nanos,
     pub scan_cost: Picos,
-    pub deferral: &'a mut Deferral,
 }
 
 impl EngineOps<'_> {
@@ -242,7 +241,7 @@ impl MemoryOps for EngineOps<'_> {
     }
 
     fn compact_for(&mut self, order: Order) -> Nanos {
-        direct_compact(self.kernel, self.deferral, order)
+        direct_compact(self.kernel, order)
     }
 
     fn huge_order(&self) -> Order {

@@ -20,7 +20,7 @@
 //! of sweeps do so here, one coin each; skipped random references do so lazily, when
 //! their region is observed (`coverage.rs`, which gives the reasoning and its bias).
 
-use crate::compaction::{direct_compact, Deferral, Kcompactd};
+use crate::compaction::{direct_compact, Kcompactd};
 use crate::coverage::{coin, key, skipped_touch, LazyCoverage};
 use crate::engine::{Core, Engine, SLICE};
 use crate::experiment::Mode;
@@ -58,7 +58,6 @@ pub(crate) struct Ctx<'a> {
     pub policy: &'a mut dyn Policy,
     pub core: &'a mut Core,
     pub cycles_per_ps: f64,
-    pub deferral: &'a mut Deferral,
     pub kcompactd: &'a mut Kcompactd,
     /// The live processes, for the policy's direct reclaim.
     pub live: &'a [LiveProc],
@@ -211,7 +210,6 @@ impl Ctx<'_> {
             procs: Procs::Live(self.live),
             now,
             scan_cost: self.scan_cost,
-            deferral: self.deferral,
         };
         self.policy
             .reclaim(&mut ops, DIRECT_RECLAIM_BATCH, Pressure::Direct)
@@ -225,7 +223,7 @@ impl Ctx<'_> {
             return Nanos::ZERO;
         }
         match self.policy.fault_defrag(info) {
-            Defrag::Direct => direct_compact(self.kernel, self.deferral, order),
+            Defrag::Direct => direct_compact(self.kernel, order),
             Defrag::Wake => {
                 self.kcompactd.wake = Some(order);
                 Nanos::ZERO
@@ -598,7 +596,6 @@ impl Engine {
             policy: self.policy.as_mut(),
             core: &mut self.cores[c],
             cycles_per_ps: self.cycles_per_ps,
-            deferral: &mut self.deferral,
             kcompactd: &mut self.kcompactd,
             live: &self.live,
             scan_cost: self.scan_cost,

@@ -54,8 +54,11 @@
 //! Direct runs resume from the cached scanner positions of the previous direct run in
 //! the same zone (`compact_cached_migrate_pfn` / `compact_cached_free_pfn`; one migrate
 //! position, not one per sync mode); whole-zone runs start at the zone's ends. Positions
-//! reset when the scanners meet. Deferral after failures (`compaction_deferred`) is the
-//! caller's, in the engine (`hugemm-sim`'s `compaction.rs`). Skip hints
+//! reset when the scanners meet. Each zone keeps its deferral after failures
+//! (`compaction_deferred`, [`Deferral`]): [`CompactRequest::Deferred`] reads and updates
+//! it zone by zone as 4.1's `try_to_compact_pages` does; for [`CompactRequest::Direct`]
+//! the caller decides (`hugemm-sim`'s `compaction.rs`, through
+//! [`Kernel::compaction_deferral`]). Skip hints
 //! (`PB_migrate_skip`) and `fast_find_migrateblock` are not modelled. Cost:
 //! `FragCosts::compact_scan` per frame either scanner examines, plus each migration. This module owns the scanners and the
 //! stopping rules (their vocabulary and the state kept between runs are
@@ -71,7 +74,7 @@ use crate::kernel::Kernel;
 use crate::phys::frame::{FrameState, OwnerKind};
 use crate::phys::pageblock::MigrateType;
 use crate::pressure::compaction::{
-    CompactMode, CompactOutcome, CompactRequest, ScanPositions, COMPACT_CLUSTER_MAX,
+    CompactMode, CompactOutcome, CompactRequest, Deferral, ScanPositions, COMPACT_CLUSTER_MAX,
     EXTFRAG_THRESHOLD,
 };
 use crate::pressure::reclaim::{zone_watermark_ok_4_1, PAGE_ALLOC_COSTLY_ORDER};
@@ -122,10 +125,14 @@ impl Kernel {
         // Per-CPU pages go back to the buddy allocator first, where they can merge and
         // the free scanner can see them (`drain_all_pages`; a simplification: Linux
         // drains only the local CPU's lists, and only as `compact_zone` leaves a block
-        // it migrated from, which direct runs also do below).
-        self.stats.internal_errors += self.phys.drain_per_cpu_lists().is_err() as u64;
+        // it migrated from, which direct runs also do below). A deferred request drains
+        // them once a zone's deferral lets it in (`compact_direct`).
+        if !matches!(req, CompactRequest::Deferred { .. }) {
+            self.drain_for_compaction();
+        }
         let out = match req {
-            CompactRequest::Direct { order } => self.compact_direct(order),
+            CompactRequest::Direct { order } => self.compact_direct(order, None),
+            CompactRequest::Deferred { order, sync } => self.compact_direct(order, Some(sync)),
             CompactRequest::Full => self.compact_whole(None),
             CompactRequest::Proactive => self.compact_proactive(),
         };
@@ -161,6 +168,42 @@ impl Kernel {
         self.compact.mode
     }
 
+    /// The deferral of the zone compaction works in that holds `pfn` (on a node split
+    /// into zones, the frame's zone; else node 0's one range).
+    pub fn compaction_deferral(&mut self, pfn: Pfn) -> &mut Deferral {
+        let index = match self.compacts_by_zone() {
+            true => self.phys.zone_of(pfn),
+            false => 0,
+        };
+        self.compact.deferral(index)
+    }
+
+    /// The deferral of the highest zone compaction works in (a request's classzone):
+    /// the one deferral a caller that keeps one for the node uses.
+    pub fn compaction_classzone_deferral(&mut self) -> &mut Deferral {
+        let index = match self.compacts_by_zone() {
+            true => (0..self.phys.zone_count())
+                .rev()
+                .find(|&z| self.phys.zone_frames(z).is_some_and(|(a, b)| b.0 > a.0))
+                .unwrap_or(0),
+            false => 0,
+        };
+        self.compact.deferral(index)
+    }
+
+    /// Whether compaction works zone by zone (a node split into zones, Linux's
+    /// scanners), or in node 0 as one range.
+    pub(crate) fn compacts_by_zone(&self) -> bool {
+        self.zones.is_some()
+            && self.compact.mode == CompactMode::Linux
+            && self.phys.zone_count() >= 2
+    }
+
+    /// Return every per-CPU list to the buddy allocator before compacting.
+    fn drain_for_compaction(&mut self) {
+        self.stats.internal_errors += self.phys.drain_per_cpu_lists().is_err() as u64;
+    }
+
     /// The proactive compaction marks (low, high) of `fragmentation_score_wmark`.
     pub fn proactive_wmarks(&self) -> (u64, u64) {
         let low = 100u64
@@ -173,9 +216,8 @@ impl Kernel {
     /// a direct request, as its zonelist; lowest first for a whole-node run, as
     /// `compact_node`); else node 0 as one range. Hole-aware runs keep the one range.
     fn scopes(&self, highest_first: bool) -> Vec<Scope> {
-        let zoned = self.zones.is_some() && self.compact.mode == CompactMode::Linux;
         let count = self.phys.zone_count();
-        if !zoned || count < 2 {
+        if !self.compacts_by_zone() {
             return vec![Scope {
                 zone: None,
                 index: 0,
@@ -204,9 +246,11 @@ impl Kernel {
     /// until one has what the request needs. A zone that has it already ends the walk
     /// (`COMPACT_PARTIAL`); one where `compaction_suitable` says no is passed over
     /// (`COMPACT_SKIPPED`); else a run there, which ends the walk if it made the zone
-    /// ready. Without zones, one range, as before. Deferral (`compaction_deferred`) is the
-    /// engine's and counts the whole walk, where 4.1 keeps it per zone.
-    fn compact_direct(&mut self, order: Order) -> CompactOutcome {
+    /// ready. Without zones, one range, as before. With `deferral` (the request's sync
+    /// mode: [`CompactRequest::Deferred`]) each zone's deferral passes over the zone,
+    /// forgets the order's failures when the walk ends ready there, and defers the zone
+    /// after a synchronous run whose scanners met.
+    fn compact_direct(&mut self, order: Order, deferral: Option<bool>) -> CompactOutcome {
         let free = self.phys.has_free_block(order);
         if order > self.phys.max_order() {
             return CompactOutcome {
@@ -220,9 +264,20 @@ impl Kernel {
             complete: true,
             ..CompactOutcome::default()
         };
+        let mut drained = deferral.is_none();
         for scope in scopes {
+            if deferral.is_some() && self.compact.deferral(scope.index).deferred(order) {
+                continue;
+            }
+            if !drained {
+                self.drain_for_compaction();
+                drained = true;
+            }
             if self.direct_done(scope, order, class) {
                 out.ready = true;
+                if deferral.is_some() {
+                    self.compact.deferral(scope.index).reset(order, false);
+                }
                 break;
             }
             if !self.compaction_suitable(scope, order, class) {
@@ -251,7 +306,13 @@ impl Kernel {
             out.ran = true;
             if self.direct_done(scope, order, class) {
                 out.ready = true;
+                if deferral.is_some() {
+                    self.compact.deferral(scope.index).reset(order, false);
+                }
                 break;
+            }
+            if deferral == Some(true) && run.complete {
+                self.compact.deferral(scope.index).defer(order);
             }
         }
         if !out.ran {

@@ -68,13 +68,15 @@ impl Kernel {
     }
 
     /// Linux 4.1's direct reclaim for an allocation of `order` that failed
-    /// (`try_to_free_pages` for one zone), counted and charged as [`Kernel::reclaim`];
-    /// `deferred` says whether compaction of `order` is deferred now. 4.1 does three
+    /// (`try_to_free_pages` for one zone), counted and charged as [`Kernel::reclaim`].
+    /// 4.1 does three
     /// things a plain 32-page reclaim does not:
     /// - above `PAGE_ALLOC_COSTLY_ORDER` it reclaims nothing when compaction is ready
     ///   (`shrink_zones`' `compaction_ready`: more than `high`, the balance gap
     ///   (`min(low, 1% of the zone)`) and `2 << order` frames free, and compaction not
-    ///   skipped, or only the first if compaction is deferred), and the caller sees
+    ///   skipped, or only the first if the zone's compaction of the order is deferred:
+    ///   `compaction_deferred`, asked once per zone and call, where 4.1 asks it on each
+    ///   of `do_try_to_free_pages`' passes), and the caller sees
     ///   progress all the same (`do_try_to_free_pages` returns 1 then:
     ///   [`DirectReclaim4_1::progress`]);
     /// - above `PAGE_ALLOC_COSTLY_ORDER` reclaim goes on in 32-page rounds
@@ -94,19 +96,30 @@ impl Kernel {
     /// `SWAP_CLUSTER_MAX` pages from the others in proportion to their LRU pages, and a
     /// zone leaves the rounds once `2 << order` pages are reclaimed and compaction would
     /// not be skipped there (`should_continue_reclaim` per zone).
-    pub fn direct_reclaim_4_1(&mut self, order: Order, deferred: bool) -> DirectReclaim4_1 {
+    pub fn direct_reclaim_4_1(&mut self, order: Order) -> DirectReclaim4_1 {
         let costly = order.0 > PAGE_ALLOC_COSTLY_ORDER;
+        let by_zone = self.compacts_by_zone();
         let mut list: Option<Vec<usize>> = self.zones.as_ref().map(|zones| {
             (0..self.phys.zone_count())
                 .rev()
                 .filter(|&z| {
-                    !(costly && zones.compaction_ready_4_1(&self.phys, z, order, deferred))
+                    // `compaction_ready` asks `compaction_deferred`, which counts.
+                    !(costly && {
+                        let deferral = self.compact.deferral(if by_zone { z } else { 0 });
+                        let deferred = deferral.deferred(order);
+                        zones.compaction_ready_4_1(&self.phys, z, order, deferred)
+                    })
                 })
                 .collect()
         });
         let ready = match &list {
             Some(list) => list.is_empty(),
-            None => costly && self.compaction_ready_4_1(order, deferred),
+            None => {
+                costly && {
+                    let deferred = self.compact.deferral(0).deferred(order);
+                    self.compaction_ready_4_1(order, deferred)
+                }
+            }
         };
         if ready {
             return DirectReclaim4_1 {

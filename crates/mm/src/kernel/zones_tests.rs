@@ -402,7 +402,7 @@ fn direct_reclaim_for_a_costly_order_passes_over_zones_where_compaction_is_ready
     // Free much of DMA32 (its oldest pages): compaction is ready there, not in Normal.
     k.mem().shrink_zone(1, 20_000);
     let before = cached(&k);
-    let r = k.direct_reclaim_4_1(Order(9), false);
+    let r = k.direct_reclaim_4_1(Order(9));
     let after = cached(&k);
     assert!(!r.compaction_ready && r.freed >= 2 << 9, "{r:?}");
     assert_eq!(
@@ -414,9 +414,60 @@ fn direct_reclaim_for_a_costly_order_passes_over_zones_where_compaction_is_ready
     // With every zone ready, reclaim stands aside and reports progress all the same.
     let mut k = zoned_fragmented();
     k.set_watermark_check(crate::api::WatermarkCheck::Linux4_1);
-    let r = k.direct_reclaim_4_1(Order(9), false);
+    let r = k.direct_reclaim_4_1(Order(9));
     assert!(
         r.compaction_ready && r.freed == 0 && r.progress() == 1,
         "{r:?}"
     );
+}
+
+#[test]
+fn compaction_is_deferred_zone_by_zone() {
+    use crate::phys::buddy::AllocRequest;
+    use crate::phys::frame::OwnerKind;
+    use crate::phys::pageblock::MigrateType;
+    use crate::pressure::compaction::CompactRequest;
+    let order = Order(9);
+    // Normal full of pinned pages, every other one freed: half free, in single frames
+    // nothing can move, so compaction there runs to the scanners' meeting and fails.
+    // DMA32 is empty.
+    let mut k = zoned();
+    k.set_watermark_check(crate::api::WatermarkCheck::Linux4_1);
+    let pinned = AllocRequest::new(Order(0))
+        .migrate(MigrateType::Movable)
+        .owner(OwnerKind::KernelUnmovable);
+    let mut held = Vec::new();
+    while let Ok(b) = k.phys.alloc_in_zone(&pinned, 2) {
+        held.push(b.pfn);
+    }
+    for pfn in held.iter().step_by(2) {
+        k.phys.free(*pfn, Order(0)).unwrap();
+    }
+    let normal = k.phys.zone_frames(2).unwrap().0;
+    let dma32 = k.phys.zone_frames(1).unwrap().0;
+
+    // Asynchronous: Normal's run fails but is not deferred; DMA32 ends the walk.
+    let out = k.compact(CompactRequest::Deferred { order, sync: false });
+    assert!(out.ran && out.ready, "{out:?}");
+    assert!(!k.compaction_deferral(normal).deferred(order));
+
+    // Synchronous: the failed run defers Normal, and only Normal.
+    let out = k.compact(CompactRequest::Deferred { order, sync: true });
+    assert!(out.ran && out.ready, "{out:?}");
+    assert!(
+        k.compaction_deferral(normal).deferred(order),
+        "Normal deferred"
+    );
+    assert!(!k.compaction_deferral(dma32).deferred(order), "DMA32 not");
+
+    // Deferred, Normal is passed over: no scanning there, DMA32 still serves the walk.
+    k.compaction_deferral(normal).defer(order);
+    let scanned = k.stats().compact_migrate_scanned;
+    let out = k.compact(CompactRequest::Deferred { order, sync: true });
+    assert!(out.ready && !out.ran, "{out:?}");
+    assert_eq!(k.stats().compact_migrate_scanned, scanned);
+    // Without the deferral the same request scans Normal again.
+    k.compact(CompactRequest::Direct { order });
+    assert!(k.stats().compact_migrate_scanned > scanned);
+    k.check_invariants().unwrap();
 }

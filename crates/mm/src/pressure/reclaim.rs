@@ -763,7 +763,7 @@ mod tests {
         assert!(before < 2 * 384, "memory is full: {before} frames free");
         // Order 9: reclaim/compaction mode reclaims in 32-page rounds until 2 << 9 pages
         // are freed (the page cache holds more), and then on while compaction is skipped.
-        let r = k.direct_reclaim_4_1(Order(9), false);
+        let r = k.direct_reclaim_4_1(Order(9));
         assert!(!r.compaction_ready);
         assert!(r.freed >= 1024, "{} pages", r.freed);
         assert_eq!(r.freed % SWAP_CLUSTER_MAX, 0, "whole rounds: {}", r.freed);
@@ -774,11 +774,11 @@ mod tests {
         k.reclaim(512);
         let w = k.watermarks();
         assert!(k.phys().frames_free() > w.high + 164 + 1024);
-        let again = k.direct_reclaim_4_1(Order(9), false);
+        let again = k.direct_reclaim_4_1(Order(9));
         assert!(again.compaction_ready);
         assert_eq!((again.freed, again.progress()), (0, 1));
         // At order 3 and below: one round of 32, whatever compaction could do.
-        let small = k.direct_reclaim_4_1(Order(3), false);
+        let small = k.direct_reclaim_4_1(Order(3));
         assert!(!small.compaction_ready);
         assert_eq!(small.freed, SWAP_CLUSTER_MAX);
         k.check_invariants().unwrap();
