@@ -2245,9 +2245,9 @@ fn boot_kernel_memory_must_fit_the_machine() {
         &["fit in the 0 pageblocks"],
     );
     expect_bad(
-        &format!("{BASE}\n[kernel.boot]\nunmovable_pageblocks = 1\nunmovable_free = [0,0,0,0,0,0,0,0,0,0,1]\n"),
+        &format!("{BASE}\n[kernel.boot]\nunmovable_pageblocks = 1\nunmovable_free = [0,0,0,0,0,0,0,0,0,0,0,1]\n"),
         "kernel.boot.unmovable_free",
-        &["at most 10 counts"],
+        &["at most 11 counts"],
     );
     expect_bad(
         &format!("{BASE}\n[kernel.boot]\nunmovable_pageblocks = 1\nunmovable_free = [-1]\n"),

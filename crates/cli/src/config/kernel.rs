@@ -175,8 +175,8 @@ impl Validator<'_> {
     }
 
     /// `[kernel.boot]`, resolved in place: pageblock counts at most the machine's, free
-    /// blocks listed by order from 0 up to the pageblock order (where they fit is
-    /// checked when the machine boots).
+    /// blocks listed by order from 0 up to the largest, 10 (where they fit is checked
+    /// when the machine boots).
     fn boot(&self, r: &mut RawBoot, memory_bytes: u64) -> R<hugemm_mm::BootKernelMemory> {
         let pageblocks = (memory_bytes >> 21) as i64;
         let side = |name: &str,
@@ -188,8 +188,8 @@ impl Validator<'_> {
             *blocks = Some(n);
             let list = free.get_or_insert_with(Vec::new);
             let key = format!("kernel.boot.{name}_free");
-            if list.len() > 10 {
-                return Err(self.bad(&key, "at most 10 counts, orders 0 to 9"));
+            if list.len() > 11 {
+                return Err(self.bad(&key, "at most 11 counts, orders 0 to 10"));
             }
             if list.iter().any(|&c| !(0..=1_000_000_000).contains(&c)) {
                 return Err(self.bad(&key, "counts of free blocks, each 0 or more"));

@@ -16,8 +16,9 @@
 //! where in its pageblocks a free block lies; the model places them largest first,
 //! spread over the pageblocks in turn (round robin, first pageblock first), each at the
 //! top of what is left of its pageblock below a gap of its own size, so that no two
-//! merge and each stays on the list of the order measured. A whole free pageblock (an
-//! order-9 block) goes where the pageblock it would merge with is kept by the kernel.
+//! merge and each stays on the list of the order measured. A free block of whole
+//! pageblocks (order 9 or 10 on x86-64) goes to an aligned run of untouched pageblocks
+//! whose buddy run the kernel keeps a frame of (none is needed at the largest order).
 
 use super::buddy::PhysMem;
 use super::frame::OwnerKind;
@@ -31,7 +32,7 @@ use serde::Serialize;
 pub struct BootPageblocks {
     /// How many pageblocks.
     pub pageblocks: u32,
-    /// Free blocks left in them, by order (index = order, up to the pageblock order).
+    /// Free blocks left in them, by order (index = order, up to the largest order).
     pub free: Vec<u64>,
 }
 
@@ -66,7 +67,6 @@ impl PhysMem {
                 what: "kernel.boot: boot kernel memory must be set up before any allocation",
             });
         }
-        let pb_order = self.pageblock_order().0;
         for (spec, mt, owner) in [
             (
                 &boot.unmovable,
@@ -79,9 +79,9 @@ impl PhysMem {
                 OwnerKind::KernelReclaimable,
             ),
         ] {
-            if spec.free.len() > pb_order as usize + 1 {
+            if spec.free.len() > self.max_order().0 as usize + 1 {
                 return Err(MmError::InvalidConfig {
-                    what: "kernel.boot: free blocks are listed by order up to the pageblock order",
+                    what: "kernel.boot: free blocks are listed by order up to the largest order",
                 });
             }
             if spec.pageblocks == 0 {
@@ -164,28 +164,36 @@ impl PhysMem {
     /// as the module doc says).
     fn boot_free(&mut self, starts: &[u32], free: &[u64]) -> Result<()> {
         let pb_order = self.pageblock_order().0;
+        let max_order = self.max_order().0 as usize;
         let pb = 1u32 << pb_order;
-        let chosen = |s: u32| starts.contains(&s);
         // Below this offset each pageblock is still all the kernel's.
         let mut tops = vec![pb; starts.len()];
         let mut whole = vec![false; starts.len()];
         let mut next = 0usize;
         for order in (0..free.len()).rev() {
             for _ in 0..free[order] {
-                let (i, offset) = if order == pb_order as usize {
+                let (i, offset) = if order >= pb_order as usize {
+                    // Whole pageblocks: an aligned run of them, each untouched, whose
+                    // buddy run (below the top order) the kernel keeps a frame of.
+                    let span = 1u32 << order;
+                    let run = |head: u32| (head..head + span).step_by(pb as usize);
+                    let index = |s: u32| starts.iter().position(|&t| t == s);
+                    let untouched = |s: u32| index(s).is_some_and(|j| tops[j] == pb && !whole[j]);
+                    let kept = |s: u32| index(s).is_some_and(|j| !whole[j]);
                     let i = (0..starts.len())
                         .find(|&i| {
-                            let buddy = starts[i] ^ pb;
-                            let buddy_whole = starts
-                                .iter()
-                                .position(|&s| s == buddy)
-                                .is_some_and(|j| whole[j]);
-                            tops[i] == pb && chosen(buddy) && !buddy_whole
+                            let head = starts[i];
+                            head % span == 0
+                                && run(head).all(untouched)
+                                && (order == max_order || run(head ^ span).any(kept))
                         })
                         .ok_or(MmError::InvalidConfig {
                             what: "kernel.boot: too many whole free pageblocks for the pageblocks kept",
                         })?;
-                    whole[i] = true;
+                    for s in run(starts[i]) {
+                        let j = index(s).expect("the run's pageblocks were found above");
+                        whole[j] = true;
+                    }
                     (i, 0)
                 } else {
                     let size = 1u32 << order;
@@ -239,14 +247,7 @@ mod tests {
         m.boot_kernel_memory(&boot, true).unwrap();
         assert_eq!(m.pageblocks(MigrateType::Unmovable), 71);
         assert_eq!(m.pageblocks(MigrateType::Reclaimable), 6);
-        for (spec, mt) in [
-            (&boot.unmovable, MigrateType::Unmovable),
-            (&boot.reclaimable, MigrateType::Reclaimable),
-        ] {
-            for (o, &n) in spec.free.iter().enumerate() {
-                assert_eq!(m.free_blocks_of(Order(o as u8), mt), n, "{mt:?} order {o}");
-            }
-        }
+        assert_free_lists_as_listed(&m, &boot);
         // 27,663 Unmovable and 1,146 Reclaimable frames held (the guest: 32,369 frames
         // in use at boot, 3,563 of them page cache).
         let held = m.frames_total() - m.frames_free();
@@ -258,6 +259,54 @@ mod tests {
             .all(|s| m.blocks.type_of(s) != MigrateType::Movable));
         assert_eq!(m.blocks.type_of(top - 512), MigrateType::Movable);
         m.check_counters().unwrap();
+    }
+
+    /// Every free list of the kernel types holds what `boot` lists, order by order.
+    fn assert_free_lists_as_listed(m: &PhysMem, boot: &BootKernelMemory) {
+        for (spec, mt) in [
+            (&boot.unmovable, MigrateType::Unmovable),
+            (&boot.reclaimable, MigrateType::Reclaimable),
+        ] {
+            for o in 0..=m.max_order().0 {
+                let n = spec.free.get(o as usize).copied().unwrap_or(0);
+                assert_eq!(m.free_blocks_of(Order(o), mt), n, "{mt:?} order {o}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_free_block_of_two_pageblocks_is_recreated_whole() {
+        // The 2 GB Linux 4.1 guest's boot without page_owner
+        // (`docs/linux-4.1-data/2026-11-29-boot/no-page-owner-2048/`): one free order-10
+        // Unmovable block, two whole pageblocks of the 11.
+        let mut m = PhysMem::new(1 << 19, Geometry::X86_64).unwrap();
+        m.queue_boot_memory_highest_first().unwrap();
+        let boot = BootKernelMemory {
+            unmovable: BootPageblocks {
+                pageblocks: 11,
+                free: vec![12, 5, 3, 0, 0, 0, 1, 0, 1, 0, 1],
+            },
+            reclaimable: BootPageblocks {
+                pageblocks: 6,
+                free: vec![1, 1, 2, 2, 2, 1, 1, 2, 2, 2],
+            },
+        };
+        m.boot_kernel_memory(&boot, true).unwrap();
+        assert_eq!(m.pageblocks(MigrateType::Unmovable), 11);
+        assert_eq!(m.pageblocks(MigrateType::Reclaimable), 6);
+        assert_free_lists_as_listed(&m, &boot);
+        m.check_counters().unwrap();
+        // A whole pageblock with no pageblock left for it (or for a buddy the kernel
+        // keeps): refused.
+        let mut m = PhysMem::new(1 << 19, Geometry::X86_64).unwrap();
+        let whole = BootKernelMemory {
+            unmovable: BootPageblocks {
+                pageblocks: 3,
+                free: vec![0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1],
+            },
+            ..BootKernelMemory::default()
+        };
+        assert!(m.boot_kernel_memory(&whole, true).is_err());
     }
 
     #[test]
