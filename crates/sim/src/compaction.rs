@@ -23,6 +23,13 @@ use serde::Serialize;
 /// page cache if free memory is too low for compaction to run. Returns the time it took
 /// (charged to the allocating task). Success, for the deferral, is a free block of
 /// `order` afterwards (`COMPACT_SUCCESS`); the caller then retries its allocation.
+///
+/// Cold and out of line: the fault path calls it only when a huge-page fault finds no
+/// free huge block, and kept apart it leaves that path's code as it was before the
+/// deferral moved into the kernel (`kbuild_16gib_s`, alternated with 608179c: 2.178 s
+/// against 2.181 s, medians of 6; 2.1% slower inline).
+#[cold]
+#[inline(never)]
 pub(crate) fn direct_compact(kernel: &mut Kernel, order: Order) -> Nanos {
     if kernel.compaction_classzone_deferral().deferred(order) {
         return Nanos::ZERO;
