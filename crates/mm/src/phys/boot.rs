@@ -183,7 +183,7 @@ impl PhysMem {
                     let i = (0..starts.len())
                         .find(|&i| {
                             let head = starts[i];
-                            head % span == 0
+                            head.is_multiple_of(span)
                                 && run(head).all(untouched)
                                 && (order == max_order || run(head ^ span).any(kept))
                         })
