@@ -48,24 +48,21 @@ def parse(text):
     return out
 
 
-def as_args(state):
-    args = []
+def settings(state, sep):
+    """The four `kernel.boot` keys and their values, orders joined by `sep`."""
     for t in TYPES:
         n, orders = state[t]
         key = t.lower()
-        args.append(f"--set kernel.boot.{key}_pageblocks={n}")
-        args.append(f"--set kernel.boot.{key}_free=[{','.join(map(str, orders))}]")
-    return " ".join(args)
+        yield f"{key}_pageblocks", str(n)
+        yield f"{key}_free", "[" + sep.join(map(str, orders)) + "]"
+
+
+def as_args(state):
+    return " ".join(f"--set kernel.boot.{k}={v}" for k, v in settings(state, ","))
 
 
 def as_toml(state):
-    lines = ["[kernel.boot]"]
-    for t in TYPES:
-        n, orders = state[t]
-        key = t.lower()
-        lines.append(f"{key}_pageblocks = {n}")
-        lines.append(f"{key}_free = [{', '.join(map(str, orders))}]")
-    return "\n".join(lines)
+    return "\n".join(["[kernel.boot]"] + [f"{k} = {v}" for k, v in settings(state, ", ")])
 
 
 def main():
