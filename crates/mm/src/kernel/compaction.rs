@@ -181,13 +181,7 @@ impl Kernel {
     /// The deferral of the highest zone compaction works in (a request's classzone):
     /// the one deferral a caller that keeps one for the node uses.
     pub fn compaction_classzone_deferral(&mut self) -> &mut Deferral {
-        let index = match self.compacts_by_zone() {
-            true => (0..self.phys.zone_count())
-                .rev()
-                .find(|&z| self.phys.zone_frames(z).is_some_and(|(a, b)| b.0 > a.0))
-                .unwrap_or(0),
-            false => 0,
-        };
+        let index = self.scopes(true)[0].index;
         self.compact.deferral(index)
     }
 
