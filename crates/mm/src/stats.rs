@@ -212,6 +212,8 @@ pub struct FallbackStats {
     /// Where the kernel's own pageblocks' frames were each time a kernel request fell back
     /// below a pageblock (the fallbacks that can taint a user pageblock).
     pub kernel_census: KernelFallbackCensuses,
+    /// Where the zone's free memory was each time a movable request fell back.
+    pub movable_census: MovableFallbackCensus,
     /// Every fallback by what was asked, what was taken and whether the pageblock
     /// changed owner: the fields of Linux's `kmem:mm_page_alloc_extfrag` tracepoint, so
     /// that a model run compares event for event with a real kernel's trace
@@ -262,6 +264,21 @@ pub struct KernelFallbackCensus {
     pub other_kernel_largest: Vec<u64>,
     /// The moments by the order of the block taken.
     pub taken_order: Vec<u64>,
+}
+
+/// The free frames of the zone a movable request fell back in, on each type's buddy
+/// lists, summed over those moments (counted before the fallback takes anything; the
+/// per-CPU lists' frames are not free to the buddy allocator and are not counted). A
+/// movable request falls back only when the Movable lists hold no block of its order or
+/// more, so this says where the zone's free memory was instead: on the kernel types'
+/// lists (pages freed in kernel pageblocks) or in the reserve. Divide by `fallbacks` for
+/// the mean at one moment.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct MovableFallbackCensus {
+    /// The moments counted.
+    pub fallbacks: u64,
+    /// Free frames on each type's lists (unmovable, movable, reclaimable, reserve).
+    pub free_on: [u64; MigrateType::COUNT],
 }
 
 /// Fallbacks of one kind (one row of [`FallbackStats::events`]).

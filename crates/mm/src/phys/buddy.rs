@@ -756,6 +756,9 @@ impl PhysMem {
         if !(order..=self.max_order).any(|o| area.count_order(o) > 0) {
             return Err(MmError::OutOfMemory);
         }
+        if mt == MigrateType::Movable {
+            self.count_movable_census();
+        }
         if let Err(e) = self.rmqueue_fallback(order, mt) {
             // 4.1's `__rmqueue`: "Use MIGRATE_RESERVE rather than fail an allocation".
             let reserve = self.reserve_blocks.get(self.zone).copied().unwrap_or(0);

@@ -55,6 +55,19 @@ impl PhysMem {
         Ok(())
     }
 
+    /// Add the zone's free frames on each type's lists to
+    /// [`MovableFallbackCensus`](crate::stats::MovableFallbackCensus): a movable request
+    /// is about to fall back (constant time: a count per order and type).
+    pub(crate) fn count_movable_census(&mut self) {
+        let (area, orders) = (&self.areas[self.zone], 0..=self.max_order().0);
+        let c = &mut self.fallback_stats.movable_census;
+        c.fallbacks += 1;
+        for mt in MigrateType::ALL {
+            let free: u64 = orders.clone().map(|o| area.count(o, mt) << o).sum();
+            c.free_on[mt.index()] += free;
+        }
+    }
+
     /// Add where the kernel pageblocks' frames are now to
     /// [`KernelFallbackCensus`](crate::stats::KernelFallbackCensus) (linear in the
     /// pageblocks and the per-CPU lists; run only on a kernel fallback below a pageblock).
@@ -232,6 +245,22 @@ mod tests {
             (MigrateType::Unmovable, MigrateType::Movable)
         );
         assert_eq!((e.order, e.claimed, e.count), (10, true, 1));
+    }
+
+    #[test]
+    fn a_movable_fallback_counts_where_the_zones_free_memory_was() {
+        let mut m = PhysMem::new(512, Geometry::X86_64).unwrap();
+        // The kernel page claims the one pageblock: its 511 free frames go to the
+        // Unmovable lists, the Movable lists are empty.
+        m.alloc(&kernel_page()).unwrap();
+        assert_eq!(m.fallback_stats().movable_census.fallbacks, 0);
+        m.alloc(&AllocRequest::new(Order(0))).unwrap();
+        let c = m.fallback_stats().movable_census;
+        assert_eq!((c.fallbacks, c.free_on), (1, [511, 0, 0, 0]));
+        // Its steal claimed the pageblock back (511 free >= 256): the next movable page
+        // is on its own lists, no fallback.
+        m.alloc(&AllocRequest::new(Order(0))).unwrap();
+        assert_eq!(m.fallback_stats().movable_census.fallbacks, 1);
     }
 
     #[test]
