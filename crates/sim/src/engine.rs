@@ -352,6 +352,9 @@ impl Engine {
         if exp.kernel.migrate_reserve {
             kernel.set_migrate_reserve()?;
         }
+        if exp.kernel.buffer_heads {
+            kernel.set_buffer_heads()?;
+        }
         if !exp.kernel.boot.is_empty() {
             let highest_first = exp.kernel.boot_order == hugemm_mm::BootOrder::HighestFirst;
             kernel.boot_kernel_memory(&exp.kernel.boot, highest_first)?;

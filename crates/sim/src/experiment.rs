@@ -145,6 +145,9 @@ pub struct KernelConfig {
     /// only when a request's own lists and its fallbacks are empty
     /// (`hugemm_mm::PhysMem::set_migrate_reserve`). Off by default (Linux 4.4 and later).
     pub migrate_reserve: bool,
+    /// Give every page-cache page a buffer head, a reclaimable slab object that lives and
+    /// dies with its page (`hugemm_mm::Kernel::set_buffer_heads`). Off by default.
+    pub buffer_heads: bool,
     /// Which free memory a freshly booted kernel allocates first: the lowest addresses
     /// (Linux 5.10+, the default) or the highest (Linux before 5.10, 4.1 included).
     pub boot_order: hugemm_mm::BootOrder,
@@ -193,6 +196,7 @@ impl Default for KernelConfig {
             watermark_scale_factor: hugemm_mm::WATERMARK_SCALE_FACTOR,
             buddy_merge_likely: false,
             migrate_reserve: false,
+            buffer_heads: false,
             boot_order: hugemm_mm::BootOrder::default(),
             boot: hugemm_mm::BootKernelMemory::default(),
             kswapd: hugemm_mm::KswapdMode::default(),

@@ -91,6 +91,7 @@ impl Validator<'_> {
         k.watermark_scale_factor = Some(i64::from(watermark_scale_factor));
         let buddy_merge_likely = *k.buddy_merge_likely.get_or_insert(false);
         let migrate_reserve = *k.migrate_reserve.get_or_insert(false);
+        let buffer_heads = *k.buffer_heads.get_or_insert(false);
         let boot_order = self.choice(
             "kernel.boot_order",
             k.boot_order.as_deref(),
@@ -161,6 +162,7 @@ impl Validator<'_> {
             watermark_scale_factor,
             buddy_merge_likely,
             migrate_reserve,
+            buffer_heads,
             boot_order,
             boot,
             kswapd,

@@ -278,6 +278,8 @@ pub struct RawKernel {
     pub buddy_merge_likely: Option<bool>,
     /// Keep Linux 4.1's `MIGRATE_RESERVE` pageblocks (default false: Linux 4.4+).
     pub migrate_reserve: Option<bool>,
+    /// Give every page-cache page a buffer head (default false).
+    pub buffer_heads: Option<bool>,
     /// Which free memory a booted kernel allocates first: "lowest-first" (default, Linux
     /// 5.10+) or "highest-first" (Linux before 5.10).
     pub boot_order: Option<String>,

@@ -17,6 +17,7 @@ use crate::kernel::Kernel;
 use crate::phys::buddy::AllocRequest;
 use crate::phys::frame::FrameState;
 use crate::pressure::kmem::{KmemCache, KmemHandle, KmemKind};
+use crate::pressure::reclaim::Mem;
 use crate::pressure::slab::Release;
 use hugemm_hw::{Nanos, Order, Pfn};
 
@@ -35,26 +36,12 @@ impl Kernel {
     /// allocation, plus any direct reclaim a new slab needed.
     pub fn kmem_cache_alloc(&mut self, cache: KmemCache) -> Result<(KmemHandle, Nanos)> {
         let c = self.slab.cache(cache, self.layout.base_bytes())?;
-        let (pfn, reclaim) = match self.slab.slab_with_room(c) {
-            Some(pfn) => (pfn, Nanos::ZERO),
-            None => {
-                let req = AllocRequest::new(cache.order)
-                    .migrate(cache.kind.migrate())
-                    .owner(cache.kind.owner());
-                let (block, reclaim) = self.mem().alloc(&req)?;
-                if let Some((old, order)) = self.slab.add_slab(c, block.pfn) {
-                    self.free_slab(old, order);
-                }
-                (block.pfn, reclaim)
-            }
-        };
-        self.kmem_id += 1;
-        self.slab.place(c, pfn, self.kmem_id);
+        let (id, pfn, reclaim) = self.mem().slab_alloc(c)?;
         self.sync_kmem_stats();
         let handle = KmemHandle {
             pfn,
             order: cache.order,
-            id: self.kmem_id,
+            id,
         };
         let evacuate = self.drain_evacuations();
         Ok((handle, self.costs.alloc + reclaim + evacuate))
@@ -111,6 +98,45 @@ impl Kernel {
     fn sync_kmem_stats(&mut self) {
         self.stats.kmem_unmovable_pages = self.slab.frames(KmemKind::Unmovable);
         self.stats.kmem_reclaimable_pages = self.slab.frames(KmemKind::Reclaimable);
+    }
+}
+
+impl Mem<'_> {
+    /// Place a new object in slab cache `c`: its CPU slab or oldest partial slab, else a
+    /// new slab from the buddy allocator (with reclaim). Returns the object's id, its
+    /// slab and the direct-reclaim time a new slab needed.
+    pub(crate) fn slab_alloc(&mut self, c: usize) -> Result<(u64, Pfn, Nanos)> {
+        let (pfn, reclaim) = match self.slab.slab_with_room(c) {
+            Some(pfn) => (pfn, Nanos::ZERO),
+            None => {
+                let spec = self.slab.spec(c);
+                let req = AllocRequest::new(spec.order)
+                    .migrate(spec.kind.migrate())
+                    .owner(spec.kind.owner());
+                let (block, reclaim) = self.alloc(&req)?;
+                if let Some((old, order)) = self.slab.add_slab(c, block.pfn) {
+                    self.free_slab(old, order);
+                }
+                (block.pfn, reclaim)
+            }
+        };
+        let id = self.slab.next_id();
+        self.slab.place(c, pfn, id);
+        Ok((id, pfn, reclaim))
+    }
+
+    /// Free object `id`, which its holder owns outright (never shrunk: a buffer head),
+    /// and its slab if it was the last.
+    pub(crate) fn slab_free(&mut self, id: u64) {
+        if let Some((pfn, order)) = self.slab.release(id) {
+            self.free_slab(pfn, order);
+        }
+    }
+
+    fn free_slab(&mut self, pfn: Pfn, order: Order) {
+        if self.phys.free(pfn, order).is_err() {
+            self.stats.internal_errors += 1;
+        }
     }
 }
 

@@ -95,8 +95,6 @@ pub struct Kernel {
     /// Every live kernel allocation, in its slab cache; the reclaimable ones are shrunk
     /// under memory pressure.
     pub(crate) slab: SlabCaches,
-    /// The id of the last kernel allocation (ids start at 1).
-    pub(crate) kmem_id: u64,
     /// Seed of the page-content draws (`content.rs`).
     pub(crate) content_seed: u64,
     /// Quantile tables of first non-zero bytes, one per mean in use.
@@ -210,7 +208,6 @@ impl Kernel {
             compact,
             reserv,
             slab: SlabCaches::default(),
-            kmem_id: 0,
             content_seed: 0,
             quantiles: Vec::new(),
             clear_pages: true,
@@ -622,6 +619,21 @@ impl Kernel {
     /// The zones' watermarks and `lowmem_reserve`, on a machine of zones.
     pub fn zones(&self) -> Option<&Zones> {
         self.zones.as_ref()
+    }
+
+    /// Give every page-cache page a buffer head from then on: a reclaimable slab object
+    /// of [`BUFFER_HEAD_BYTES`](crate::slab::BUFFER_HEAD_BYTES) (39 to an order-0 slab),
+    /// allocated when the page enters the cache and freed when it leaves it (reclaim,
+    /// deletion, `drop_caches`), never by the slab shrinker. That is what a file system
+    /// of 4 KiB blocks that keeps buffer heads (ext4's buffered writes:
+    /// `create_empty_buffers`; freed by `try_to_free_buffers`) adds to every page it
+    /// writes: 2.5% of the page cache in reclaimable slab, which lives and dies with the
+    /// cache rather than with the files' dentries and inodes. Every cached page gets one,
+    /// read or written (ext4 reads through `mpage_readpages` attach none; the model's
+    /// files do not say which pages were written). Off by default.
+    pub fn set_buffer_heads(&mut self) -> Result<()> {
+        self.slab.buffer_heads(self.layout.base_bytes())?;
+        Ok(())
     }
 
     /// Keep Linux 4.1's `MIGRATE_RESERVE` pageblocks (`setup_zone_migrate_reserve`):

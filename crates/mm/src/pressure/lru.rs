@@ -79,6 +79,9 @@ pub(crate) struct PageCache {
     zone_starts: Vec<u32>,
     /// Pages on every zone's lists.
     total: u64,
+    /// The kernel object each node's page carries (its buffer head's slab id; 0: none),
+    /// by node id; empty while no page carries one.
+    objects: Vec<u64>,
 }
 
 impl Default for PageCache {
@@ -90,6 +93,7 @@ impl Default for PageCache {
             lru: vec![Lru::default()],
             zone_starts: Vec::new(),
             total: 0,
+            objects: Vec::new(),
         }
     }
 }
@@ -182,8 +186,9 @@ impl PageCache {
         }
     }
 
-    /// Drop page `index` of `file` from the cache; returns its frame.
-    pub fn remove(&mut self, file: FileId, index: u32) -> Option<Pfn> {
+    /// Drop page `index` of `file` from the cache; returns its frame and the kernel
+    /// object it carried ([`PageCache::attach`]; 0: none), which the caller frees.
+    pub fn remove(&mut self, file: FileId, index: u32) -> Option<(Pfn, u64)> {
         let pages = self.files.get_mut(&file.0)?;
         let id = pages.remove(&index)?;
         if pages.is_empty() {
@@ -191,7 +196,21 @@ impl PageCache {
         }
         self.unlink(id);
         self.spare.push(id);
-        Some(self.pfn(id))
+        let object = self.objects.get_mut(id as usize).map_or(0, std::mem::take);
+        Some((self.pfn(id), object))
+    }
+
+    /// Page `index` of `file` now carries kernel object `object` (a buffer head), freed
+    /// with it; false if the page is not cached.
+    pub fn attach(&mut self, file: FileId, index: u32, object: u64) -> bool {
+        let Some(id) = self.lookup(file, index) else {
+            return false;
+        };
+        if self.objects.len() <= id as usize {
+            self.objects.resize(self.nodes.len(), 0);
+        }
+        self.objects[id as usize] = object;
+        true
     }
 
     /// Every cached page of `file`, by index.
@@ -373,7 +392,7 @@ mod tests {
         let mut c = cache(3);
         assert_eq!(c.list_lens(0), (3, 0));
         assert_eq!(c.inactive_tail(0).map(|p| p.index), Some(0));
-        assert_eq!(c.remove(FileId(1), 0), Some(Pfn(100)));
+        assert_eq!(c.remove(FileId(1), 0), Some((Pfn(100), 0)));
         assert_eq!(c.inactive_tail(0).map(|p| p.index), Some(1));
         assert!(c.lists_consistent());
     }

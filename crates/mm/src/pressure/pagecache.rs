@@ -7,7 +7,10 @@
 //! reverse map (file, index: see `frame.rs`) and puts the page at the inactive LRU head.
 //! A hit marks the page accessed. Cost: every page read is copied to the reader
 //! (`copy_time` of a base page); a miss adds `FragCosts::page_cache_read` and any direct
-//! reclaim. All cached pages are clean: files are only read. Page indices at or above
+//! reclaim. All cached pages are clean: files are only read. With buffer heads on
+//! (`Kernel::set_buffer_heads`) a page is given its buffer head once it is cached, and the
+//! buffer head is freed before the page whenever the page leaves the cache (reclaim,
+//! deletion, `drop_caches`: [`Mem::uncache_page`]). Page indices at or above
 //! 2^32 are beyond the model's files and are not read (the frame packs the index in 32
 //! bits). This module owns these mechanisms, on the borrow of allocation with reclaim
 //! (`Mem`; the kernel's entry points are `kernel/pressure.rs`'s); the index and LRU are
@@ -19,6 +22,7 @@ pub use crate::api::FileId;
 use crate::phys::buddy::AllocRequest;
 use crate::phys::frame::OwnerKind;
 use crate::phys::pageblock::MigrateType;
+use crate::pressure::kmem::KmemKind;
 use crate::pressure::lru::Cached;
 use crate::pressure::reclaim::Mem;
 use hugemm_hw::{Nanos, Order};
@@ -83,7 +87,38 @@ impl Mem<'_> {
             f.set_zeroed(false);
         });
         self.cache.insert(file, index, block.pfn);
-        Some(reclaim + self.frag.page_cache_read)
+        let buffers = self.attach_buffer_head(file, index);
+        Some(reclaim + buffers + self.frag.page_cache_read)
+    }
+
+    /// With buffer heads on ([`Kernel::set_buffer_heads`](crate::Kernel::set_buffer_heads)),
+    /// give the page just cached at `index` of `file` its buffer head, as ext4's buffered
+    /// write attaches one to each block of a page it writes (`create_empty_buffers`, after
+    /// the page is allocated). Returns the direct-reclaim time a new slab needed. If no
+    /// slab can be had, or reclaim meanwhile took the page, the page goes without.
+    fn attach_buffer_head(&mut self, file: FileId, index: u32) -> Nanos {
+        let Some(c) = self.slab.buffer_head_cache() else {
+            return Nanos::ZERO;
+        };
+        let Ok((id, _, reclaim)) = self.slab_alloc(c) else {
+            return Nanos::ZERO;
+        };
+        if !self.cache.attach(file, index, id) {
+            self.slab_free(id);
+        }
+        self.stats.kmem_reclaimable_pages = self.slab.frames(KmemKind::Reclaimable);
+        reclaim
+    }
+
+    /// Drop page `index` of `file` from the cache and free the buffer head it carried
+    /// (`try_to_release_page`, before the page itself); the caller frees the page's frame.
+    pub(crate) fn uncache_page(&mut self, file: FileId, index: u32) {
+        if let Some((_, object)) = self.cache.remove(file, index) {
+            if object != 0 {
+                self.slab_free(object);
+                self.stats.kmem_reclaimable_pages = self.slab.frames(KmemKind::Reclaimable);
+            }
+        }
     }
 
     /// Delete `file`: free every page it has cached. Returns the pages freed.
@@ -101,7 +136,7 @@ impl Mem<'_> {
 
     fn uncache(&mut self, pages: &[Cached]) -> u64 {
         for p in pages {
-            self.cache.remove(p.file, p.index);
+            self.uncache_page(p.file, p.index);
             if self.phys.free(p.pfn, Order(0)).is_err() {
                 self.stats.internal_errors += 1;
             }
@@ -113,6 +148,7 @@ impl Mem<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pressure::kmem::KmemCache;
     use crate::testutil::kernel;
 
     #[test]
@@ -143,6 +179,53 @@ mod tests {
         assert_eq!(k.file_delete(FileId(1)), 30);
         assert_eq!(k.file_delete(FileId(1)), 0);
         assert_eq!(k.drop_caches(), 20);
+        assert_eq!(k.phys().frames_free(), free);
+        k.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn buffer_heads_live_and_die_with_their_pages_and_are_never_shrunk() {
+        let mut k = kernel(64);
+        let free = k.phys().frames_free();
+        let reclaimable = |k: &crate::Kernel| k.stats().kmem_reclaimable_pages;
+        k.file_read(FileId(1), 0, 100);
+        assert_eq!(reclaimable(&k), 0, "off by default");
+        k.file_delete(FileId(1));
+        k.set_buffer_heads().unwrap();
+        // 39 buffer heads (104 B) to a 4 KiB slab: 100 pages, 3 slabs.
+        k.file_read(FileId(1), 0, 100);
+        assert_eq!(reclaimable(&k), 3);
+        assert_eq!(k.phys().frames_free(), free - 103);
+        // A reclaimable object of a workload's, shrunk under pressure; the buffer heads
+        // are not: reclaim frees them only with their pages.
+        let dentry = KmemCache {
+            kind: KmemKind::Reclaimable,
+            order: Order(0),
+            object_bytes: 192,
+        };
+        k.kmem_cache_alloc(dentry).unwrap();
+        let out = k.reclaim(60);
+        assert!(out.freed >= 60);
+        assert_eq!(
+            k.page_cache_pages(),
+            40,
+            "reclaim takes the inactive tail, oldest first"
+        );
+        assert_eq!(k.stats().slab_shrunk_objects, 1, "the dentry is shrunk");
+        // 40 buffer heads left: the slab of the first 39 pages went with them (its last
+        // object freed); the second slab keeps 18, the CPU slab 22; the dentry's emptied
+        // CPU slab stays, as SLUB keeps it.
+        assert_eq!(reclaimable(&k), 2 + 1);
+        k.check_invariants().unwrap();
+        // Deleting the file frees its buffer heads and the slabs they emptied but the CPU
+        // slab, until `kmem_cache_shrink`.
+        assert_eq!(k.file_delete(FileId(1)), 40);
+        assert_eq!(reclaimable(&k), 1 + 1);
+        assert_eq!(
+            k.kmem_cache_shrink(),
+            2,
+            "the buffer heads' and the dentry's CPU slabs"
+        );
         assert_eq!(k.phys().frames_free(), free);
         k.check_invariants().unwrap();
     }

@@ -585,7 +585,7 @@ impl Mem<'_> {
                 let Some(page) = self.cache.inactive_tail(zone) else {
                     break;
                 };
-                self.cache.remove(page.file, page.index);
+                self.uncache_page(page.file, page.index);
                 if self.phys.free(page.pfn, Order(0)).is_err() {
                     self.stats.internal_errors += 1;
                 }

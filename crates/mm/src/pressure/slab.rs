@@ -30,6 +30,11 @@
 //! lists empty, reclaim shrinks the slab alone (Linux's priority falls to 0 and shrinkers
 //! scan their whole cache).
 //!
+//! **Buffer heads.** The page cache's buffer heads ([`SlabCaches::buffer_heads`], on with
+//! `Kernel::set_buffer_heads`) are a reclaimable cache the shrinker passes over: a buffer
+//! head is freed with its page (`try_to_free_buffers` in reclaim, truncation), not by a
+//! shrinker, so it is neither counted in [`SlabCaches::shrinkable`] nor scanned.
+//!
 //! An object the shrinker freed while a workload still holds its handle is remembered, so
 //! the holder's later `kfree` is a no-op rather than a double free (in Linux the object is
 //! simply gone: its owner, a dentry or inode, would be looked up again). This module owns
@@ -41,6 +46,10 @@ use crate::error::MmError;
 use crate::pressure::kmem::{KmemCache, KmemKind};
 use hugemm_hw::{Order, Pfn};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// Bytes of a `struct buffer_head` (`/proc/slabinfo`'s `objsize` of `buffer_head`: 104
+/// on x86-64 in Linux 4.1 as in 6.18), 39 to a 4 KiB slab.
+pub const BUFFER_HEAD_BYTES: u64 = 104;
 
 /// `4 / DEFAULT_SEEKS`: cache scanned per LRU scanned.
 pub const SHRINK_RATIO: u64 = 2;
@@ -71,9 +80,17 @@ struct Cache {
     live: BTreeSet<u64>,
     /// Shrinker work owed, in thousandths of an object (`nr_deferred`).
     debt: u64,
+    /// Whether the slab shrinker frees this cache's objects: every reclaimable cache a
+    /// workload allocates from, not the page cache's buffer heads
+    /// ([`SlabCaches::buffer_heads`]), which go with their pages.
+    shrinker: bool,
 }
 
 impl Cache {
+    fn shrunk_by_reclaim(&self) -> bool {
+        self.shrinker && self.spec.kind == KmemKind::Reclaimable
+    }
+
     fn frames(&self) -> u64 {
         (self.slabs.len() as u64) << self.spec.order.0
     }
@@ -113,6 +130,10 @@ pub(crate) struct SlabCaches {
     shrunk_objects: u64,
     /// Placement sequence of the partial lists.
     seq: u64,
+    /// The last object id handed out ([`SlabCaches::next_id`]).
+    last_id: u64,
+    /// The buffer-head cache, once created.
+    buffer_heads: Option<usize>,
 }
 
 fn kind_index(kind: KmemKind) -> usize {
@@ -128,19 +149,31 @@ impl SlabCaches {
         self.frames[kind_index(kind)]
     }
 
-    /// Frames reclaim could free by shrinking: those of the reclaimable caches, while
+    /// Frames reclaim could free by shrinking: those of the shrinkable caches, while
     /// any of them holds an object (an emptied CPU slab alone is not shrinkable).
     pub fn shrinkable(&self) -> u64 {
-        let reclaimable = || {
-            self.caches
-                .iter()
-                .filter(|c| c.spec.kind == KmemKind::Reclaimable)
-        };
-        if reclaimable().any(|c| !c.live.is_empty()) {
-            self.frames(KmemKind::Reclaimable)
+        let shrunk = || self.caches.iter().filter(|c| c.shrunk_by_reclaim());
+        if shrunk().any(|c| !c.live.is_empty()) {
+            shrunk().map(Cache::frames).sum()
         } else {
             0
         }
+    }
+
+    /// The buffer-head cache, if buffer heads are on.
+    pub fn buffer_head_cache(&self) -> Option<usize> {
+        self.buffer_heads
+    }
+
+    /// The shape of cache `c`.
+    pub fn spec(&self, c: usize) -> KmemCache {
+        self.caches[c].spec
+    }
+
+    /// A fresh object id (ids are never reused).
+    pub fn next_id(&mut self) -> u64 {
+        self.last_id += 1;
+        self.last_id
     }
 
     /// Objects the shrinker has freed so far.
@@ -154,6 +187,34 @@ impl SlabCaches {
         if let Some(&c) = self.by_spec.get(&spec) {
             return Ok(c);
         }
+        let c = self.new_cache(spec, base_bytes, true)?;
+        self.by_spec.insert(spec, c);
+        Ok(c)
+    }
+
+    /// The page cache's buffer heads (`buffer_head`: [`BUFFER_HEAD_BYTES`], reclaimable,
+    /// order-0 slabs): a cache of its own, never merged with a workload's and never
+    /// shrunk (a buffer head goes with its page: `try_to_free_buffers`).
+    pub fn buffer_heads(&mut self, base_bytes: u64) -> Result<usize, MmError> {
+        if let Some(c) = self.buffer_heads {
+            return Ok(c);
+        }
+        let spec = KmemCache {
+            kind: KmemKind::Reclaimable,
+            order: Order(0),
+            object_bytes: BUFFER_HEAD_BYTES,
+        };
+        let c = self.new_cache(spec, base_bytes, false)?;
+        self.buffer_heads = Some(c);
+        Ok(c)
+    }
+
+    fn new_cache(
+        &mut self,
+        spec: KmemCache,
+        base_bytes: u64,
+        shrinker: bool,
+    ) -> Result<usize, MmError> {
         let per_slab = spec.objects_per_slab(base_bytes)?;
         self.caches.push(Cache {
             spec,
@@ -164,8 +225,8 @@ impl SlabCaches {
             current: None,
             live: BTreeSet::new(),
             debt: 0,
+            shrinker,
         });
-        self.by_spec.insert(spec, self.caches.len() - 1);
         Ok(self.caches.len() - 1)
     }
 
@@ -327,7 +388,7 @@ impl SlabCaches {
     fn reclaimable_mut(&mut self) -> impl Iterator<Item = &mut Cache> {
         self.caches
             .iter_mut()
-            .filter(|c| c.spec.kind == KmemKind::Reclaimable && !c.live.is_empty())
+            .filter(|c| c.shrunk_by_reclaim() && !c.live.is_empty())
     }
 
     /// Free every object the shrinkers' work covers, oldest first in each cache; returns
@@ -335,7 +396,7 @@ impl SlabCaches {
     pub fn shrink_due(&mut self) -> Vec<(Pfn, Order)> {
         let mut emptied = Vec::new();
         for c in 0..self.caches.len() {
-            if self.caches[c].spec.kind != KmemKind::Reclaimable {
+            if !self.caches[c].shrunk_by_reclaim() {
                 continue;
             }
             while self.caches[c].debt >= MILLI {
