@@ -902,6 +902,35 @@ fn kernel_alloc_with_a_bad_lifetime_is_refused() {
 }
 
 #[test]
+fn kernel_memory_held_until_a_deletion_needs_its_file_and_only_then() {
+    let phase = |extra: &str| {
+        format!("{BASE}\n[[process.phase]]\nop = \"kernel_alloc\"\nsize = \"1MiB\"\n{extra}")
+    };
+    expect_bad(
+        &phase("lifetime = \"until-deleted\"\n"),
+        "process[0].phase[3].file",
+        &["the name of a file"],
+    );
+    expect_bad(
+        &phase("lifetime = \"forever\"\nfile = \"a.o\"\n"),
+        "process[0].phase[3].file",
+        &["no file for lifetime \"forever\""],
+    );
+}
+
+#[test]
+fn kernel_build_memory_until_clean_has_no_lifetime_of_its_own() {
+    let text = format!(
+        "{BASE}\n[[kernel_build]]\nname = \"make\"\nreclaimable_until_clean = true\nreclaimable_lifetime_s = 60\n"
+    );
+    expect_bad(
+        &text,
+        "kernel_build[0].reclaimable_lifetime_s",
+        &["no lifetime with reclaimable_until_clean = true"],
+    );
+}
+
+#[test]
 fn a_reproduction_file_is_refused_by_run() {
     let text = format!("[reproduce]\nkind = \"apsys16-table2\"\n\n{BASE}");
     expect_bad(&text, "reproduce", &["hugemm reproduce"]);

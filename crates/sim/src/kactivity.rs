@@ -15,7 +15,7 @@ use hugemm_mm::{KernelStats, KmemCache, KmemHandle, KmemKind, WatermarkCheck};
 use hugemm_workload::{FileId, HighAllocGfp, KernelMem, Lifetime, Phase};
 use rand::Rng;
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, HashMap};
 
 /// Kernel blocks waiting to be freed: at a time, or when their process exits.
 #[derive(Clone, Debug, Default)]
@@ -25,6 +25,8 @@ pub(crate) struct KmemLedger {
     timed: BinaryHeap<Reverse<(Picos, u64, KmemHandle)>>,
     /// Blocks freed at exit, per process index.
     at_exit: Vec<Vec<KmemHandle>>,
+    /// Blocks freed when a file is deleted, by file, in allocation order.
+    with_file: HashMap<FileId, Vec<KmemHandle>>,
     seq: u64,
 }
 
@@ -41,6 +43,7 @@ impl KmemLedger {
                 return self.at_exit[proc].push(h);
             }
             Lifetime::Forever => return,
+            Lifetime::UntilDeleted(file) => return self.with_file.entry(file).or_default().push(h),
         };
         self.seq += 1;
         self.timed.push(Reverse((at, self.seq, h)));
@@ -57,6 +60,11 @@ impl KmemLedger {
             out.push(h);
         }
         out
+    }
+
+    /// Blocks to free now that `file` is deleted.
+    pub fn take_file(&mut self, file: FileId) -> Vec<KmemHandle> {
+        self.with_file.remove(&file).unwrap_or_default()
     }
 
     /// Blocks to free when process `proc` exits.
@@ -113,6 +121,11 @@ impl Engine {
             } => self.file_read(*file, *offset, *bytes),
             Phase::FileDelete { file } => {
                 let pages = self.kernel.file_delete(mm_file(*file));
+                for h in self.ledger.take_file(*file) {
+                    if self.kernel.kfree(h).is_err() {
+                        self.kmem_errors += 1;
+                    }
+                }
                 Ok(self.freeing_cost(pages))
             }
             Phase::KernelAlloc {

@@ -101,6 +101,43 @@ fn kernel_memory_is_freed_when_its_lifetime_ends() {
     assert_eq!(r.summary.system.kmem_free_errors, 0);
 }
 
+/// Memory held until a file is deleted goes with the file's deletion (by any process)
+/// and not before; that of a file never deleted stays.
+#[test]
+fn kernel_memory_held_until_a_file_is_deleted_goes_with_it() {
+    use hugemm_workload::{FileId, KernelMem, Lifetime};
+    let alloc = |bytes, file| Phase::KernelAlloc {
+        kind: KernelMem::Reclaimable,
+        order: 0,
+        object_bytes: None,
+        bytes,
+        lifetime: Lifetime::UntilDeleted(FileId(file)),
+    };
+    let holder = ProcessSpec {
+        name: "holder".into(),
+        start: Nanos::ZERO,
+        core: None,
+        phases: vec![
+            alloc(3 * MIB, 7),
+            alloc(MIB, 8),
+            Phase::Sleep(Nanos::from_millis(50)),
+        ],
+    };
+    let deleter = ProcessSpec {
+        name: "deleter".into(),
+        start: Nanos::from_millis(10),
+        core: None,
+        phases: vec![Phase::FileDelete { file: FileId(7) }],
+    };
+    let r = Scenario::new(64 * MIB, ThpMode::Never)
+        .process(holder)
+        .process(deleter)
+        .run();
+    let held = r.summary.system.frames_total - r.summary.system.frames_free_end;
+    assert_eq!(held, MIB / 4096, "file 8's megabyte stays; file 7's went");
+    assert_eq!(r.summary.system.kmem_free_errors, 0);
+}
+
 /// Slab objects share pages: a page holding seven short-lived objects and one long-lived
 /// one stays allocated after the seven are freed, so 16 long-lived 512-byte objects hold
 /// 16 pages (64 KiB), where as whole blocks they would hold 2 (8 KiB).

@@ -316,6 +316,9 @@ pub enum Lifetime {
     Process,
     /// Never, within the run.
     Forever,
+    /// When the file is deleted (a [`Phase::FileDelete`] of it, by any process); never if
+    /// it is not: the dentry, inode and other objects a file system keeps for a file.
+    UntilDeleted(FileId),
 }
 
 /// A process: a name, when it starts, and what it does.

@@ -450,6 +450,25 @@ impl Validator<'_> {
             &key("reclaimable_object_sizes"),
             &mut b.reclaimable_object_sizes,
         )?;
+        let reclaimable_until_clean = *b.reclaimable_until_clean.get_or_insert(false);
+        // Objects that live until `make clean` have no lifetime of their own; the resolved
+        // configuration leaves the key out rather than show one that does nothing.
+        let reclaimable_lifetime = if reclaimable_until_clean {
+            if b.reclaimable_lifetime_s.is_some() {
+                return Err(self.bad(
+                    &key("reclaimable_lifetime_s"),
+                    "no lifetime with reclaimable_until_clean = true (the memory lives \
+                     until its unit's object file is deleted)",
+                ));
+            }
+            d.reclaimable_lifetime
+        } else {
+            self.seconds(
+                &key("reclaimable_lifetime_s"),
+                &mut b.reclaimable_lifetime_s,
+                d.reclaimable_lifetime,
+            )?
+        };
         let build = KernelBuild {
             jobs,
             builds,
@@ -513,11 +532,8 @@ impl Validator<'_> {
             reclaimable_order_percent,
             unmovable_object: (unmovable_slab_order, unmovable_object_size),
             reclaimable_object_bytes,
-            reclaimable_lifetime: self.seconds(
-                &key("reclaimable_lifetime_s"),
-                &mut b.reclaimable_lifetime_s,
-                d.reclaimable_lifetime,
-            )?,
+            reclaimable_lifetime,
+            reclaimable_until_clean,
             seed: seed.wrapping_add(i as u64),
         };
         Ok(build.processes(&name, start, ids))
@@ -663,6 +679,7 @@ impl Phases<'_, '_> {
                 "size",
                 "lifetime",
                 "lifetime_ms",
+                "file",
             ],
         )?;
         let kind = self.v.choice(
@@ -720,8 +737,14 @@ impl Phases<'_, '_> {
                 .float(&self.key(j, "lifetime_ms"), Some(v), 0.0, 0.0, 1e12)?;
             Ok::<Nanos, super::ConfigError>(Nanos((ms * 1e6) as u64))
         };
+        if name != "until-deleted" && ph.file.is_some() {
+            return Err(self.v.bad(
+                &self.key(j, "file"),
+                format!("no file for lifetime \"{name}\" (only \"until-deleted\" names one)"),
+            ));
+        }
         let life = match name.as_str() {
-            "process" | "forever" if ph.lifetime_ms.is_some() => {
+            "process" | "forever" | "until-deleted" if ph.lifetime_ms.is_some() => {
                 return Err(self.v.bad(
                     &self.key(j, "lifetime_ms"),
                     format!("no lifetime_ms for lifetime \"{name}\""),
@@ -731,10 +754,14 @@ impl Phases<'_, '_> {
             "forever" => Lifetime::Forever,
             "fixed" => Lifetime::Fixed(ms(ph)?),
             "exponential" => Lifetime::Exponential(ms(ph)?),
+            "until-deleted" => Lifetime::UntilDeleted(self.file(j, ph)?),
             other => {
                 return Err(self.v.bad(
                     &self.key(j, "lifetime"),
-                    format!("one of process, forever, fixed, exponential, found \"{other}\""),
+                    format!(
+                        "one of process, forever, fixed, exponential, until-deleted, \
+                         found \"{other}\""
+                    ),
                 ))
             }
         };

@@ -394,6 +394,8 @@ pub struct RawKernelBuild {
     pub reclaimable_order_percent: Option<Vec<i64>>,
     /// Mean lifetime of reclaimable memory (s).
     pub reclaimable_lifetime_s: Option<f64>,
+    /// Free a unit's reclaimable memory when its object file is deleted (default false).
+    pub reclaimable_until_clean: Option<bool>,
     /// Buddy order of the slabs of the unit's unmovable objects.
     pub unmovable_slab_order: Option<i64>,
     /// Bytes of one unmovable object.
