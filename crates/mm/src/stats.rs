@@ -275,7 +275,9 @@ pub struct KernelFallbackCensus {
 /// the mean at one moment.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct MovableFallbackCensus {
-    /// The moments counted.
+    /// The moments counted: every movable request that found its lists empty with free
+    /// memory in the zone, also one its fallback then served from the reserve (so this
+    /// can exceed [`FallbackStats::fallbacks`]' movable share).
     pub fallbacks: u64,
     /// Free frames on each type's lists (unmovable, movable, reclaimable, reserve).
     pub free_on: [u64; MigrateType::COUNT],
