@@ -686,7 +686,7 @@ impl PhysMem {
 
     /// The zones an allocation with preference `pref` tries, in order (the zonelist:
     /// nodes nearest first, each node's zones highest first).
-    pub(crate) fn zonelist(&self, pref: NodePref) -> Vec<usize> {
+    pub(crate) fn zonelist(&self, pref: NodePref) -> crate::phys::node::ZoneList {
         self.nodes.order(pref, self.home)
     }
 
