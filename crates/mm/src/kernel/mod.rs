@@ -815,13 +815,13 @@ impl Kernel {
             }
             return Ok(self.phys.alloc(req).ok());
         }
-        let list = self.phys.zonelist(req.node_pref());
-        let Some(&class) = list.first() else {
+        let list = req.node_pref();
+        let Some(class) = self.phys.zonelist_zone(list, 0) else {
             return Ok(None);
         };
         Ok(self
             .mem()
-            .zone_walk(req, &list, class, mark, false)
+            .zone_walk(req, list, class, mark, false)
             .ok()
             .flatten())
     }

@@ -673,7 +673,9 @@ impl PhysMem {
             return self.alloc_on_node(req);
         }
         let mut result = Err(MmError::OutOfMemory);
-        for z in self.nodes.order(req.node, self.home) {
+        let mut next = 0;
+        while let Some(z) = self.zonelist_zone(req.node, next) {
+            next += 1;
             self.zone = z;
             result = self.alloc_on_node(req);
             if !matches!(result, Err(MmError::OutOfMemory)) {
@@ -686,8 +688,14 @@ impl PhysMem {
 
     /// The zones an allocation with preference `pref` tries, in order (the zonelist:
     /// nodes nearest first, each node's zones highest first).
-    pub(crate) fn zonelist(&self, pref: NodePref) -> crate::phys::node::ZoneList {
+    pub(crate) fn zonelist(&self, pref: NodePref) -> &[usize] {
         self.nodes.order(pref, self.home)
+    }
+
+    /// Entry `i` of [`PhysMem::zonelist`] (`None` past its end): for a walk that
+    /// allocates as it goes, and so cannot hold the list.
+    pub(crate) fn zonelist_zone(&self, pref: NodePref, i: usize) -> Option<usize> {
+        self.zonelist(pref).get(i).copied()
     }
 
     /// Allocate a block from zone `zone` only, whatever the request's node preference

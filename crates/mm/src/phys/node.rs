@@ -23,7 +23,6 @@
 
 use crate::error::{MmError, Result};
 use serde::{Deserialize, Serialize};
-use smallvec::SmallVec;
 use std::fmt;
 
 /// A memory node's number (0: the local DRAM; higher: slower tiers).
@@ -59,6 +58,9 @@ pub(crate) struct NodeMap {
     /// First zone of each node, then the zone count: node `n` holds zones
     /// `node_zones[n]..node_zones[n+1]`.
     node_zones: Vec<usize>,
+    /// The zonelists [`NodeMap::order`] gives, built once: entry `2 n` for node `n`
+    /// first then the others, `2 n + 1` for node `n` only.
+    zonelists: Vec<Vec<usize>>,
 }
 
 impl NodeMap {
@@ -71,10 +73,7 @@ impl NodeMap {
             });
         }
         let bounds = zone_bounds(frames, max_order)?;
-        Ok(NodeMap {
-            bounds,
-            node_zones: (0..=frames.len()).collect(),
-        })
+        Ok(NodeMap::with_lists(bounds, (0..=frames.len()).collect()))
     }
 
     /// One node of zones of `frames[z]` frames each, lowest addresses first, each a
@@ -86,10 +85,7 @@ impl NodeMap {
             });
         }
         let bounds = zone_bounds(frames, max_order)?;
-        Ok(NodeMap {
-            bounds,
-            node_zones: vec![0, frames.len()],
-        })
+        Ok(NodeMap::with_lists(bounds, vec![0, frames.len()]))
     }
 
     /// Number of zones (of every node).
@@ -134,37 +130,48 @@ impl NodeMap {
         (self.bounds[zones.start], self.bounds[zones.end])
     }
 
+    fn with_lists(bounds: Vec<u32>, node_zones: Vec<usize>) -> NodeMap {
+        let mut map = NodeMap {
+            bounds,
+            node_zones,
+            zonelists: Vec::new(),
+        };
+        map.zonelists = (0..map.nodes())
+            .flat_map(|first| [(first, false), (first, true)])
+            .map(|(first, only)| map.build_order(first, only))
+            .collect();
+        map
+    }
+
     /// The zones an allocation with preference `pref` tries, in order, `home` being the
     /// home node: the nodes nearest first, each node's zones highest first; empty if the
-    /// preferred node does not exist. Built on every zoned allocation, so kept off the
-    /// heap for up to two nodes of [`MAX_ZONES`] zones.
-    pub fn order(&self, pref: NodePref, home: usize) -> ZoneList {
+    /// preferred node does not exist. Asked on every zoned allocation, so built once.
+    pub fn order(&self, pref: NodePref, home: usize) -> &[usize] {
         let (first, only) = match pref {
             NodePref::Home => (home, false),
             NodePref::Prefer(n) => (n.0 as usize, false),
             NodePref::Only(n) => (n.0 as usize, true),
         };
-        let mut list = ZoneList::new();
-        if first >= self.nodes() {
-            return list;
-        }
-        let mut nodes: SmallVec<[usize; 2]> = match only {
-            true => smallvec::smallvec![first],
+        self.zonelists
+            .get(2 * first + usize::from(only))
+            .map_or(&[], Vec::as_slice)
+    }
+
+    fn build_order(&self, first: usize, only: bool) -> Vec<usize> {
+        let mut nodes: Vec<usize> = match only {
+            true => vec![first],
             false => (0..self.nodes()).collect(),
         };
         nodes.sort_by_key(|&n| (n.abs_diff(first), n));
-        for n in nodes {
-            list.extend(self.zones_of(n).rev());
-        }
-        list
+        nodes
+            .into_iter()
+            .flat_map(|n| self.zones_of(n).rev())
+            .collect()
     }
 }
 
 /// Most zones a node has (`MAX_NR_ZONES` on x86-64: DMA, DMA32, Normal, Movable).
 pub const MAX_ZONES: usize = 4;
-
-/// A zonelist: zone indices in the order an allocation tries them.
-pub type ZoneList = SmallVec<[usize; 2 * MAX_ZONES]>;
 
 /// The first frame of each of consecutive ranges of `frames[i]` frames, then the end.
 fn zone_bounds(frames: &[u64], max_order: u8) -> Result<Vec<u32>> {
@@ -209,12 +216,12 @@ mod tests {
     #[test]
     fn allocation_tries_the_preferred_node_then_the_nearest() {
         let m = NodeMap::new(&[1024, 1024, 1024], 10).unwrap();
-        assert_eq!(m.order(NodePref::default(), 0).to_vec(), vec![0, 1, 2]);
-        assert_eq!(m.order(NodePref::Prefer(NodeId(1)), 0).to_vec(), vec![1, 0, 2]);
-        assert_eq!(m.order(NodePref::Prefer(NodeId(2)), 0).to_vec(), vec![2, 1, 0]);
-        assert_eq!(m.order(NodePref::Only(NodeId(2)), 0).to_vec(), vec![2]);
+        assert_eq!(m.order(NodePref::default(), 0), vec![0, 1, 2]);
+        assert_eq!(m.order(NodePref::Prefer(NodeId(1)), 0), vec![1, 0, 2]);
+        assert_eq!(m.order(NodePref::Prefer(NodeId(2)), 0), vec![2, 1, 0]);
+        assert_eq!(m.order(NodePref::Only(NodeId(2)), 0), vec![2]);
         assert!(m.order(NodePref::Only(NodeId(3)), 0).is_empty());
-        assert_eq!(m.order(NodePref::Home, 1).to_vec(), vec![1, 0, 2]);
+        assert_eq!(m.order(NodePref::Home, 1), vec![1, 0, 2]);
     }
 
     #[test]
@@ -235,8 +242,8 @@ mod tests {
         assert_eq!((m.node_of_zone(0), m.node_of_zone(2)), (0, 0));
         assert_eq!(m.node_range(0), (0, 6144));
         assert_eq!(m.range(2), (4096, 6144));
-        assert_eq!(m.order(NodePref::Home, 0).to_vec(), vec![2, 1, 0]);
-        assert_eq!(m.order(NodePref::Only(NodeId(0)), 0).to_vec(), vec![2, 1, 0]);
+        assert_eq!(m.order(NodePref::Home, 0), vec![2, 1, 0]);
+        assert_eq!(m.order(NodePref::Only(NodeId(0)), 0), vec![2, 1, 0]);
         assert!(m.order(NodePref::Only(NodeId(1)), 0).is_empty());
         assert!(NodeMap::with_zones(&[1024, 1000], 10).is_err());
         assert!(NodeMap::with_zones(&[1024; 5], 10).is_err());

@@ -63,6 +63,7 @@
 use crate::costs::{FragCosts, MmCosts};
 use crate::error::{MmError, Result};
 use crate::phys::buddy::{AllocRequest, Block, PhysMem};
+use crate::phys::node::NodePref;
 use crate::phys::reserv::{break_cost, break_reservation, ReservTable};
 use crate::pressure::kmem::KmemKind;
 use crate::pressure::lru::{int_sqrt, PageCache};
@@ -223,15 +224,15 @@ impl Mem<'_> {
     /// `low` while the others serve requests, as in 4.1 (without zones the model's
     /// kswapd runs after every allocation that leaves free memory below `low`).
     fn alloc_zoned(&mut self, req: &AllocRequest) -> Result<(Block, Nanos)> {
-        let list = self.phys.zonelist(req.node_pref());
-        let Some(&class) = list.first() else {
+        let list = req.node_pref();
+        let Some(class) = self.phys.zonelist_zone(list, 0) else {
             return Err(MmError::OutOfMemory);
         };
-        if let Some(b) = self.zone_walk(req, &list, class, Mark::Low, true)? {
+        if let Some(b) = self.zone_walk(req, list, class, Mark::Low, true)? {
             return Ok((b, Nanos::ZERO));
         }
         self.kswapd_zones(class, req.order());
-        if let Some(b) = self.zone_walk(req, &list, class, Mark::Min, false)? {
+        if let Some(b) = self.zone_walk(req, list, class, Mark::Min, false)? {
             return Ok((b, Nanos::ZERO));
         }
         let (mut spent, mut stalled) = (Nanos::ZERO, false);
@@ -244,26 +245,28 @@ impl Mem<'_> {
             } else {
                 break;
             }
-            if let Some(b) = self.zone_walk(req, &list, class, Mark::Min, false)? {
+            if let Some(b) = self.zone_walk(req, list, class, Mark::Min, false)? {
                 return Ok((b, spent));
             }
         }
         Err(MmError::OutOfMemory)
     }
 
-    /// `get_page_from_freelist` over the zones `list` for a request of classzone
+    /// `get_page_from_freelist` over the zonelist of `list` for a request of classzone
     /// `class`, checking `mark`, with the fair policy when `fair`.
     pub(crate) fn zone_walk(
         &mut self,
         req: &AllocRequest,
-        list: &[usize],
+        list: NodePref,
         class: usize,
         mark: Mark,
         fair: bool,
     ) -> Result<Option<Block>> {
         let order = req.order();
         let mut skipped = false;
-        for &z in list {
+        let mut next = 0;
+        while let Some(z) = self.phys.zonelist_zone(list, next) {
+            next += 1;
             let zones = self.zones.as_deref_mut().expect("a machine of zones");
             if fair && zones.depleted(z) {
                 skipped = true;
