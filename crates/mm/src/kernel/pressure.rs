@@ -330,8 +330,15 @@ impl Kernel {
     }
 
     /// Read pages `first_page..first_page + pages` of `file` through the page cache.
+    /// With buffer heads on, their slabs are kernel allocations: AAF's evacuations of the
+    /// pageblocks they claimed are carried out and charged to the read, as after any
+    /// kernel allocation.
     pub fn file_read(&mut self, file: FileId, first_page: u64, pages: u64) -> FileRead {
-        self.mem().file_read(file, first_page, pages)
+        let mut out = self.mem().file_read(file, first_page, pages);
+        let evacuate = self.drain_evacuations();
+        out.cost += evacuate;
+        self.stats.file_read_time += evacuate;
+        out
     }
 
     /// Delete `file`: free every page it has cached. Returns the pages freed.

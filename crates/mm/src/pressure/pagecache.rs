@@ -150,6 +150,7 @@ mod tests {
     use super::*;
     use crate::pressure::kmem::KmemCache;
     use crate::testutil::kernel;
+    use hugemm_hw::Pfn;
 
     #[test]
     fn a_second_read_hits_and_costs_only_the_copy() {
@@ -227,6 +228,36 @@ mod tests {
             "the buffer heads' and the dentry's CPU slabs"
         );
         assert_eq!(k.phys().frames_free(), free);
+        k.check_invariants().unwrap();
+    }
+
+    /// A buffer head's slab is a kernel allocation like any other: under AAF its fallback
+    /// claims a pageblock and queues its evacuation, which the read carries out.
+    #[test]
+    fn a_buffer_heads_fallback_under_aaf_evacuates_within_the_read() {
+        let mut k = kernel(4);
+        // Page cache in both pageblocks of the 1,024 frames, with room in each for the
+        // other's: 612 pages cached, then 256 of them deleted.
+        k.file_read(FileId(10), 0, 256);
+        k.file_read(FileId(11), 0, 256);
+        k.file_read(FileId(1), 0, 100);
+        k.file_delete(FileId(10));
+        k.set_fallback_policy(Box::new(crate::fallback::Aaf));
+        k.set_buffer_heads().unwrap();
+        let out = k.file_read(FileId(2), 0, 1);
+        assert_eq!(k.phys().fallback_stats().evacuations_requested, 1);
+        assert!(k.stats().evacuations > 0, "evacuated within the read");
+        // The buffer head's pageblock holds its slab and no page cache any more.
+        let slab = (0..k.phys().frames_total())
+            .map(Pfn)
+            .find(|&p| k.phys().frame(p).unwrap().owner() == Some(OwnerKind::KernelReclaimable))
+            .expect("the buffer heads' slab");
+        let lo = slab.0 & !511;
+        let cached = (lo..lo + 512)
+            .filter(|&p| k.phys().frame(Pfn(p)).unwrap().owner() == Some(OwnerKind::PageCache))
+            .count();
+        assert_eq!(cached, 0);
+        assert!(out.cost > Nanos::ZERO);
         k.check_invariants().unwrap();
     }
 
