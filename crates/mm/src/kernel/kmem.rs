@@ -70,7 +70,7 @@ impl Kernel {
             _ => return Err(bad("its frames are not the kernel block it names")),
         }
         if let Some((pfn, order)) = self.slab.release(h.id) {
-            self.free_slab(pfn, order);
+            self.mem().free_slab(pfn, order);
         }
         self.sync_kmem_stats();
         Ok(())
@@ -82,16 +82,10 @@ impl Kernel {
         let mut frames = 0;
         for (pfn, order) in self.slab.release_empty() {
             frames += 1 << order.0;
-            self.free_slab(pfn, order);
+            self.mem().free_slab(pfn, order);
         }
         self.sync_kmem_stats();
         frames
-    }
-
-    fn free_slab(&mut self, pfn: Pfn, order: Order) {
-        if self.phys.free(pfn, order).is_err() {
-            self.stats.internal_errors += 1;
-        }
     }
 
     /// The kernel-memory counters follow the slabs.
@@ -133,7 +127,8 @@ impl Mem<'_> {
         }
     }
 
-    fn free_slab(&mut self, pfn: Pfn, order: Order) {
+    /// Return a slab's frames to the buddy allocator.
+    pub(crate) fn free_slab(&mut self, pfn: Pfn, order: Order) {
         if self.phys.free(pfn, order).is_err() {
             self.stats.internal_errors += 1;
         }

@@ -10,7 +10,7 @@
 //! reclaim. All cached pages are clean: files are only read. With buffer heads on
 //! (`Kernel::set_buffer_heads`) a page is given its buffer head once it is cached, and the
 //! buffer head is freed before the page whenever the page leaves the cache (reclaim,
-//! deletion, `drop_caches`: [`Mem::uncache_page`]). Page indices at or above
+//! deletion, `drop_caches`: [`Mem::evict_page`]). Page indices at or above
 //! 2^32 are beyond the model's files and are not read (the frame packs the index in 32
 //! bits). This module owns these mechanisms, on the borrow of allocation with reclaim
 //! (`Mem`; the kernel's entry points are `kernel/pressure.rs`'s); the index and LRU are
@@ -110,14 +110,18 @@ impl Mem<'_> {
         reclaim
     }
 
-    /// Drop page `index` of `file` from the cache and free the buffer head it carried
-    /// (`try_to_release_page`, before the page itself); the caller frees the page's frame.
-    pub(crate) fn uncache_page(&mut self, file: FileId, index: u32) {
-        if let Some((_, object)) = self.cache.remove(file, index) {
-            if object != 0 {
-                self.slab_free(object);
-                self.stats.kmem_reclaimable_pages = self.slab.frames(KmemKind::Reclaimable);
-            }
+    /// Drop page `index` of `file` from the cache and free it: the buffer head it
+    /// carried first (`try_to_release_page`), then its frame.
+    pub(crate) fn evict_page(&mut self, file: FileId, index: u32) {
+        let Some((pfn, object)) = self.cache.remove(file, index) else {
+            return;
+        };
+        if object != 0 {
+            self.slab_free(object);
+            self.stats.kmem_reclaimable_pages = self.slab.frames(KmemKind::Reclaimable);
+        }
+        if self.phys.free(pfn, Order(0)).is_err() {
+            self.stats.internal_errors += 1;
         }
     }
 
@@ -136,10 +140,7 @@ impl Mem<'_> {
 
     fn uncache(&mut self, pages: &[Cached]) -> u64 {
         for p in pages {
-            self.uncache_page(p.file, p.index);
-            if self.phys.free(p.pfn, Order(0)).is_err() {
-                self.stats.internal_errors += 1;
-            }
+            self.evict_page(p.file, p.index);
         }
         pages.len() as u64
     }

@@ -588,10 +588,7 @@ impl Mem<'_> {
                 let Some(page) = self.cache.inactive_tail(zone) else {
                     break;
                 };
-                self.uncache_page(page.file, page.index);
-                if self.phys.free(page.pfn, Order(0)).is_err() {
-                    self.stats.internal_errors += 1;
-                }
+                self.evict_page(page.file, page.index);
                 scanned += 1;
             }
             freed += scanned;
