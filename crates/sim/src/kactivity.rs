@@ -89,7 +89,13 @@ fn mm_file(f: FileId) -> hugemm_mm::FileId {
 impl Engine {
     /// Free kernel blocks whose lifetime ended by `now`.
     pub(crate) fn expire_kmem(&mut self, now: Picos) {
-        for h in self.ledger.due(now) {
+        let due = self.ledger.due(now);
+        self.kfree_all(due);
+    }
+
+    /// Free the ledger's blocks `blocks`, counting the frees the kernel refuses.
+    fn kfree_all(&mut self, blocks: Vec<KmemHandle>) {
+        for h in blocks {
             if self.kernel.kfree(h).is_err() {
                 self.kmem_errors += 1;
             }
@@ -98,11 +104,8 @@ impl Engine {
 
     /// Free the kernel blocks process `i` held until its exit.
     pub(crate) fn free_exit_kmem(&mut self, i: usize) {
-        for h in self.ledger.take_exit(i) {
-            if self.kernel.kfree(h).is_err() {
-                self.kmem_errors += 1;
-            }
-        }
+        let held = self.ledger.take_exit(i);
+        self.kfree_all(held);
     }
 
     /// Carry out a kernel-side phase of process `i` on core `c`; returns its cost.
@@ -121,11 +124,8 @@ impl Engine {
             } => self.file_read(*file, *offset, *bytes),
             Phase::FileDelete { file } => {
                 let pages = self.kernel.file_delete(mm_file(*file));
-                for h in self.ledger.take_file(*file) {
-                    if self.kernel.kfree(h).is_err() {
-                        self.kmem_errors += 1;
-                    }
-                }
+                let held = self.ledger.take_file(*file);
+                self.kfree_all(held);
                 Ok(self.freeing_cost(pages))
             }
             Phase::KernelAlloc {
