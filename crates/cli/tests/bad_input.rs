@@ -2202,11 +2202,6 @@ fn zones_must_be_known_and_fit_the_machine() {
         &["invalid type: integer `3`"],
     );
     expect_bad(
-        &format!("{}\n[kernel]\nfallback = \"kml\"\n", zoned("")),
-        "machine.zones",
-        &["places blocks by address", "\"kml\""],
-    );
-    expect_bad(
         &format!("{}\n[kernel]\nwatermark_boost_factor = 15000\n", zoned("")),
         "machine.zones",
         &["watermark_boost_factor"],
@@ -2225,22 +2220,6 @@ fn zones_must_be_known_and_fit_the_machine() {
         &edit("cores = 1", "cores = 1\n[kernel]\nkswapd = \"async\""),
         "kernel.kswapd",
         &["needs machine.zones"],
-    );
-}
-
-#[test]
-fn an_address_placing_variant_is_refused_on_a_machine_of_zones() {
-    let dir = tempfile::tempdir().unwrap();
-    let text = format!(
-        "[reproduce]\nkind = \"apsys16-table2\"\nvariants = [\"default\", \"kmu\"]\n\n{}",
-        edit("cores = 1", "cores = 1\nzones = \"linux-x86\"")
-    );
-    let (_, o) = reproduce_text(&dir, &text);
-    let err = stderr(&o);
-    assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(
-        err.contains("key `machine.zones`") && err.contains("\"kmu\""),
-        "{err}"
     );
 }
 

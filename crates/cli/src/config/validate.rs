@@ -575,7 +575,8 @@ impl Validator<'_> {
     }
 
     /// What a machine of several nodes does not model: per-CPU page lists (one set of
-    /// lists would mix nodes) and placement fallback policies (one address index).
+    /// lists would mix nodes) and placement fallback policies (KML/KMU: where a kernel
+    /// layout puts each node's kernel pages is not modelled).
     fn one_node_features(&self, k: &hugemm_sim::KernelConfig) -> R<()> {
         if k.per_cpu_lists {
             return Err(self.bad(
@@ -616,12 +617,6 @@ impl Validator<'_> {
             return Err(self.bad(
                 KEY,
                 "\"none\" on a machine of several memory nodes (zones are modelled for one node)",
-            ));
-        }
-        if hugemm_mm::fallback::places_by_address(&k.fallback) {
-            return Err(self.bad(
-                KEY,
-                format!("\"none\" with a fallback policy that places blocks by address (\"{}\": its address index spans every zone)", k.fallback),
             ));
         }
         if k.watermark_boost_factor > 0 {

@@ -543,15 +543,6 @@ pub fn load_with(path: &Path, overrides: &[config::Override]) -> Result<Reproduc
             ));
         }
     }
-    let by_address = variants
-        .iter()
-        .find(|v| hugemm_mm::fallback::places_by_address(v));
-    if let (Some(v), false) = (by_address, loaded.experiment.zone_bytes.is_empty()) {
-        return Err(bad(
-            "machine.zones",
-            format!("\"none\" with the variant \"{v}\" (a fallback policy that places blocks by address: its address index spans every zone)"),
-        ));
-    }
     let sets = r.sets.clone().unwrap_or_default();
     r.sets = (!sets.is_empty()).then(|| sets.clone());
     if hawkeye || end_to_end || combined || sysmon || (zeroing && !sets.is_empty()) {

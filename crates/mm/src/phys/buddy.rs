@@ -168,8 +168,9 @@ pub struct PhysMem {
     pub(crate) policy: Box<dyn FallbackPolicy>,
     /// Per-pageblock free / pinned / listed counters, kept by the hooks below.
     pub(crate) counters: PageblockCounters,
-    /// Free heads by address, kept only while `placement` is not all `ListHead`.
-    pub(crate) index: Option<AddrIndex>,
+    /// Free heads by address, one index per zone, kept only while `placement` is not all
+    /// `ListHead`.
+    pub(crate) index: Option<Vec<AddrIndex>>,
     /// The policy's placement per migrate type, read when it was installed.
     pub(crate) placement: [Placement; MigrateType::COUNT],
     /// Per migrate type: whether `__rmqueue_smallest` leaves Linux's list-head search (a
@@ -530,7 +531,11 @@ impl PhysMem {
         self.index = match (placed, self.index.take()) {
             (false, _) => None,
             (true, Some(index)) => Some(index),
-            (true, None) => Some(AddrIndex::build(self)),
+            (true, None) => Some(
+                (0..self.nodes.count())
+                    .map(|zone| AddrIndex::build(self, zone))
+                    .collect(),
+            ),
         };
     }
 
@@ -573,7 +578,7 @@ impl PhysMem {
     fn note_pushed(&mut self, pfn: u32, order: u8, mt: MigrateType) {
         self.counters.on_push(pfn, order, mt);
         if let Some(index) = &mut self.index {
-            index.insert(pfn, order, mt);
+            index[self.nodes.of(pfn)].insert(pfn, order, mt);
         }
     }
 
@@ -595,7 +600,7 @@ impl PhysMem {
     pub(crate) fn note_removed(&mut self, pfn: u32, order: u8, mt: MigrateType) {
         self.counters.on_remove(pfn, order, mt);
         if let Some(index) = &mut self.index {
-            index.remove(pfn, order, mt);
+            index[self.nodes.of(pfn)].remove(pfn, order, mt);
         }
     }
 
@@ -604,10 +609,13 @@ impl PhysMem {
     #[cfg_attr(not(test), allow(dead_code))] // for tests and debug checks
     pub(crate) fn check_counters(&self) -> Result<()> {
         self.counters.check(&self.frames)?;
-        match &self.index {
-            Some(index) => index.check(&self.frames, |o, mt| self.areas[0].count(o, mt)),
-            None => Ok(()),
-        }
+        let Some(index) = &self.index else {
+            return Ok(());
+        };
+        index
+            .iter()
+            .zip(&self.areas)
+            .try_for_each(|(index, area)| index.check(&self.frames, |o, mt| area.count(o, mt)))
     }
 
     /// `vm.watermark_boost_factor` from now on (Linux 5.0+; its default there is 15000,
@@ -1216,7 +1224,7 @@ impl PhysMem {
             &self.areas[self.zone],
             &self.blocks,
             &self.counters,
-            self.index.as_ref(),
+            self.index.as_ref().map(|index| &index[self.zone]),
             self.max_order,
             self.rules,
             self.zone_range(),

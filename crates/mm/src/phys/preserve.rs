@@ -125,7 +125,7 @@ impl PhysMem {
         at: Placement,
     ) -> Option<u32> {
         if at != Placement::ListHead {
-            let (head, cur) = self.index.as_ref()?.extreme_in(orders, mt, at)?;
+            let (head, cur) = self.index.as_ref()?[self.zone].extreme_in(orders, mt, at)?;
             self.list_remove(head);
             return Some(self.expand_toward(head, order, cur, mt, at == Placement::Highest));
         }

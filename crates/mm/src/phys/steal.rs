@@ -25,7 +25,7 @@ impl PhysMem {
             &self.areas[self.zone],
             &self.blocks,
             &self.counters,
-            self.index.as_ref(),
+            self.index.as_ref().map(|index| &index[self.zone]),
             self.max_order().0,
             self.rules,
             self.zone_range(),

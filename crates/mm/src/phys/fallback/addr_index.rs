@@ -10,6 +10,10 @@
 //! by frame, so a search over all orders (an order-0 request) is one descent. Memory:
 //! about 3 bits per frame per list.
 //!
+//! `PhysMem` keeps one index per zone (each zone has its own free lists), over the zone's
+//! frames: the extremes a policy reads are the zone's, so a request served from a zone
+//! is placed at that zone's end, never pointed at a block on another zone's lists.
+//!
 //! This is allocator mechanism kept by `PhysMem` (the hooks are in `buddy.rs`); it lives
 //! beside the policies only because they alone need it. It must not decide which end a
 //! request is served from: [`FallbackPolicy::placement`](super::FallbackPolicy) does.
@@ -66,6 +70,11 @@ impl BitTree {
         }
     }
 
+    /// How many members it can hold (`0..n`, rounded up to a word).
+    fn capacity(&self) -> usize {
+        self.levels[0].len() * 64
+    }
+
     fn contains(&self, i: usize) -> bool {
         self.levels[0]
             .get(i / 64)
@@ -96,9 +105,13 @@ impl BitTree {
     }
 }
 
-/// Free-block heads by address, per order per migrate type.
+/// Free-block heads by address, per order per migrate type, of one zone's frames.
 #[derive(Clone, Debug)]
 pub(crate) struct AddrIndex {
+    /// The zone's first frame: bit `i` of order `o` stands for frame `base + (i << o)`.
+    /// Zones of a machine with several start at multiples of `2^max_order` frames
+    /// (`NodeMap`), so a block's alignment is the same counted from here.
+    base: u32,
     sets: Vec<[BitTree; MigrateType::COUNT]>,
     /// Every order's heads together, by frame: bit `p` set iff a free head at frame `p`
     /// is on that list at some order (blocks never overlap, so a frame heads at most one).
@@ -108,20 +121,20 @@ pub(crate) struct AddrIndex {
 }
 
 impl AddrIndex {
-    /// An index of every block on `p`'s free lists (O(frames / 64 + free blocks)).
-    pub fn build(p: &PhysMem) -> AddrIndex {
-        let n = p.frames_total() as usize;
+    /// An index of every block on zone `zone`'s free lists (O(zone frames / 64 + free
+    /// blocks)).
+    pub fn build(p: &PhysMem, zone: usize) -> AddrIndex {
+        let (base, end) = p.nodes.range(zone);
+        let n = (end - base) as usize;
         let sets = (0..=p.max_order().0)
             .map(|o| std::array::from_fn(|_| BitTree::new(n >> o)))
             .collect();
         let any = std::array::from_fn(|_| BitTree::new(n));
-        let mut index = AddrIndex { sets, any };
-        for area in &p.areas {
-            for order in 0..=p.max_order().0 {
-                for mt in MigrateType::ALL {
-                    for pfn in area.iter(&p.frames, order, mt) {
-                        index.insert(pfn, order, mt);
-                    }
+        let mut index = AddrIndex { base, sets, any };
+        for order in 0..=p.max_order().0 {
+            for mt in MigrateType::ALL {
+                for pfn in p.areas[zone].iter(&p.frames, order, mt) {
+                    index.insert(pfn, order, mt);
                 }
             }
         }
@@ -129,34 +142,37 @@ impl AddrIndex {
     }
 
     pub fn insert(&mut self, pfn: u32, order: u8, mt: MigrateType) {
-        self.sets[order as usize][mt.index()].insert((pfn >> order) as usize);
-        self.any[mt.index()].insert(pfn as usize);
+        let i = pfn - self.base;
+        self.sets[order as usize][mt.index()].insert((i >> order) as usize);
+        self.any[mt.index()].insert(i as usize);
     }
 
     pub fn remove(&mut self, pfn: u32, order: u8, mt: MigrateType) {
-        self.sets[order as usize][mt.index()].remove((pfn >> order) as usize);
-        self.any[mt.index()].remove(pfn as usize);
+        let i = pfn - self.base;
+        self.sets[order as usize][mt.index()].remove((i >> order) as usize);
+        self.any[mt.index()].remove(i as usize);
     }
 
     pub fn lowest(&self, order: u8, mt: MigrateType) -> Option<u32> {
         let set = &self.sets.get(order as usize)?[mt.index()];
-        set.extreme(false).map(|i| (i as u32) << order)
+        set.extreme(false)
+            .map(|i| self.base + ((i as u32) << order))
     }
 
     pub fn highest(&self, order: u8, mt: MigrateType) -> Option<u32> {
         let set = &self.sets.get(order as usize)?[mt.index()];
-        set.extreme(true).map(|i| (i as u32) << order)
+        set.extreme(true).map(|i| self.base + ((i as u32) << order))
     }
 
     /// The lowest or highest block on `mt`'s lists of order `>= min`: (head, order).
     pub fn extreme(&self, min: u8, mt: MigrateType, at: Placement) -> Option<(u32, u8)> {
         let top = self.sets.len().saturating_sub(1) as u8;
         if min == 0 {
-            let pfn = self.any[mt.index()].extreme(at == Placement::Highest)?;
+            let i = self.any[mt.index()].extreme(at == Placement::Highest)?;
             let order = (0..=top).find(|&o| {
-                pfn.is_multiple_of(1 << o) && self.sets[o as usize][mt.index()].contains(pfn >> o)
+                i.is_multiple_of(1 << o) && self.sets[o as usize][mt.index()].contains(i >> o)
             })?;
-            return Some((pfn as u32, order));
+            return Some((self.base + i as u32, order));
         }
         self.extreme_in(min..=top, mt, at)
     }
@@ -202,15 +218,15 @@ impl AddrIndex {
                     order: hugemm_hw::Order(o as u8),
                     migrate: mt,
                 };
-                let bad = (0..frames.len() >> o).find(|&i| {
+                let bad = (0..self.any[0].capacity() >> o).find(|&i| {
                     set.contains(i)
-                        && (frames.at((i << o) as u32).state() != expect
+                        && (frames.at(self.base + (i << o) as u32).state() != expect
                             || !self.any[mt.index()].contains(i << o))
                 });
                 if let Some(i) = bad {
                     return Err(MmError::Invariant {
                         what: "address index names a block not on its list",
-                        at: (i << o) as u64,
+                        at: u64::from(self.base) + (i << o) as u64,
                     });
                 }
             }
@@ -238,7 +254,7 @@ impl PhysMem {
         mt: MigrateType,
         at: Placement,
     ) -> Option<u32> {
-        let (head, cur) = self.index.as_ref()?.extreme(order, mt, at)?;
+        let (head, cur) = self.index.as_ref()?[self.zone].extreme(order, mt, at)?;
         self.list_remove(head);
         Some(self.expand_toward(head, order, cur, mt, at == Placement::Highest))
     }

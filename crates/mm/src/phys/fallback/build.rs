@@ -48,7 +48,7 @@ pub fn build(name: &str, seed: u64) -> Result<Box<dyn FallbackPolicy>, UnknownPo
 }
 
 /// Whether the policy called `name` places blocks by address, so that the allocator keeps
-/// an address index of free blocks spanning the whole node ([`FallbackPolicy::placement`]:
+/// an address index of each zone's free blocks ([`FallbackPolicy::placement`]:
 /// `kml`, `kmu`); false for a name [`build`] does not know.
 pub fn places_by_address(name: &str) -> bool {
     build(name, 0).is_ok_and(|p| {

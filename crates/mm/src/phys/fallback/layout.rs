@@ -14,6 +14,13 @@
 //!
 //! Both read the address index the allocator keeps while this policy is installed:
 //! O(orders x log64 frames) per allocation. Must not mutate the allocator.
+//!
+//! On a machine of zones (Linux 4.1's DMA, DMA32 and Normal) the layout holds within each
+//! zone: a request is served from the zone its zonelist walk reached, at that zone's end.
+//! The paper does not say how its bank allocator met the zones; kernel requests walk
+//! from Normal down like user ones, so a per-zone layout keeps each zone's kernel pages
+//! together at one end, which is what the paper's layouts are for. A single layout across
+//! the zones would have to give up either the zone order or the address order.
 
 use super::{FallbackChoice, FallbackPolicy, FreeAreaView, LinuxDefault, Placement, FALLBACKS};
 use crate::phys::pageblock::MigrateType;

@@ -343,6 +343,29 @@ fn kml_falls_back_to_the_lowest_pageblock() {
     m.check_counters().unwrap();
 }
 
+/// On a machine of zones each zone has its own lists and its own address index: a request
+/// served from a zone is placed at that zone's end, its fallback steals the zone's extreme
+/// pageblock (before the index was per zone, the extreme of the whole machine was chosen,
+/// a block on another zone's lists, and the allocation failed).
+#[test]
+fn kml_and_kmu_place_at_the_ends_of_the_zone_allocated_from() {
+    for (name, kernel_end, user_end) in [("kml", 0, 4095), ("kmu", 4095, 0)] {
+        let mut m = PhysMem::with_zones(&[4096, 4096, 4096], Geometry::X86_64).unwrap();
+        m.set_fallback_policy(build(name, 0).unwrap());
+        for zone in [1u64, 2, 0] {
+            let base = zone * 4096;
+            let kernel = m.alloc_in_zone(&kernel_page(), zone as usize).unwrap();
+            let user = m.alloc_in_zone(&user_page(), zone as usize).unwrap();
+            assert_eq!(
+                (kernel.pfn, user.pfn),
+                (Pfn(base + kernel_end), Pfn(base + user_end)),
+                "{name}, zone {zone}"
+            );
+        }
+        m.check_counters().unwrap();
+    }
+}
+
 #[test]
 fn switching_back_to_a_list_head_policy_drops_the_index() {
     let mut m = mem(2048);
@@ -377,7 +400,7 @@ fn the_index_check_catches_drift() {
     let mut m = opbs_machine();
     m.set_fallback_policy(Box::new(KernelLayout::kml()));
     m.check_counters().unwrap();
-    if let Some(index) = m.index.as_mut() {
+    if let Some(index) = m.index.as_mut().map(|zones| &mut zones[0]) {
         index.remove(1536, 0, MigrateType::Movable);
         index.insert(1537, 0, MigrateType::Movable);
     }

@@ -1,6 +1,6 @@
 //! [`FreeAreaView`]: what a fallback policy may read of the allocator, in O(1) per query:
 //! free-list heads and counts, pageblock types, the per-pageblock counters and, when a
-//! placement policy is installed, the address-ordered index of free blocks.
+//! placement policy is installed, the address-ordered index of the zone's free blocks.
 //!
 //! Owns nothing; it must not offer any way to change the allocator.
 
