@@ -733,6 +733,26 @@ fn per_cpu_sizes_without_the_lists_or_not_a_known_one() {
 }
 
 #[test]
+fn a_shrinker_must_be_one_the_model_has() {
+    expect_bad(
+        &format!("{BASE}\n[kernel]\nshrinker = \"linux-6\"\n"),
+        "kernel.shrinker",
+        &["\"linux-6\"", "upper-bound", "linux-4.1"],
+    );
+    expect_bad(
+        &format!("{BASE}\n[kernel]\nshrinker = true\n"),
+        "kernel.shrinker",
+        &["invalid type: boolean `true`"],
+    );
+    let text = format!("{BASE}\n[kernel]\nshrinker = \"linux-4.1\"\n");
+    let exp = hugemm_cli::config::parse(&text, "s.toml", Path::new(".")).expect("a known one");
+    assert_eq!(
+        exp.experiment.kernel.shrinker,
+        hugemm_mm::Shrinker::Linux4_1
+    );
+}
+
+#[test]
 fn clear_pages_of_wrong_type() {
     expect_bad(
         &format!("{BASE}\n[kernel]\nclear_pages = \"no\"\n"),

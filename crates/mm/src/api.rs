@@ -153,6 +153,42 @@ impl KswapdMode {
     }
 }
 
+/// What the slab shrinker does to a reclaimable object it scans (`[kernel] shrinker` in
+/// experiment files; `slab.rs`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Shrinker {
+    /// Frees it: an upper bound on slab reclaim. The default.
+    #[default]
+    #[serde(rename = "upper-bound")]
+    UpperBound,
+    /// Linux 4.1's dentry and inode LRUs: an object enters its cache's LRU referenced
+    /// (`dput` sets `DCACHE_REFERENCED`, `iput_final` `I_REFERENCED` as it adds the
+    /// inode), and a scan of a referenced object clears the flag and rotates it to the
+    /// LRU's tail (`LRU_ROTATE` in `dentry_lru_isolate` and `inode_lru_isolate`), costing
+    /// the scan as a free would; scanned again, it is freed. Not modelled: a lookup that
+    /// references an object again (the model's objects are not looked up), and an inode
+    /// reaching its LRU only when its dentry is freed (the model's objects are not
+    /// dentries and inodes one by one, only sizes of slab object per unit).
+    #[serde(rename = "linux-4.1")]
+    Linux4_1,
+}
+
+impl Shrinker {
+    /// Every setting with its name in experiment files.
+    pub const NAMED: [(&'static str, Shrinker); 2] = [
+        ("upper-bound", Shrinker::UpperBound),
+        ("linux-4.1", Shrinker::Linux4_1),
+    ];
+
+    /// The setting's name in experiment files.
+    pub fn name(self) -> &'static str {
+        match self {
+            Shrinker::UpperBound => "upper-bound",
+            Shrinker::Linux4_1 => "linux-4.1",
+        }
+    }
+}
+
 /// Which Linux the per-CPU page lists' sizes follow (`[kernel] per_cpu_sizes` in
 /// experiment files; `pcp.rs`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -55,7 +55,7 @@ pub use space::{content, pte, vma};
 pub use api::{
     AccessedBits, BootOrder, CollapseOutcome, FaultInfo, FaultKind, FaultOutcome, FaultRequest,
     HugeAdvice, KswapdMode, Madvise, PerCpuSizes, RegionInfo, RegionState, ReservationCensus,
-    ReservationInfo, TlbFlush, Touch, Translation, WatermarkCheck,
+    ReservationInfo, Shrinker, TlbFlush, Touch, Translation, WatermarkCheck,
 };
 #[doc(no_inline)]
 pub use buddy::{AllocRequest, Block, PhysMem, PrezeroScope, ZeroedFirst};

@@ -98,6 +98,9 @@ pub struct KernelStats {
     /// Reclaimable objects the slab shrinker freed; their slabs' frames are in
     /// `slab_reclaimed_pages` once the last object of each is gone.
     pub slab_shrunk_objects: u64,
+    /// Reclaimable objects the slab shrinker scanned and rotated to its LRU's tail
+    /// instead, referenced (`[kernel] shrinker = "linux-4.1"`; 0 otherwise).
+    pub slab_rotated_objects: u64,
     /// Page-cache reads that found the page cached.
     pub page_cache_hits: u64,
     /// Pages read into the page cache (misses; Linux `pgpgin` in pages).

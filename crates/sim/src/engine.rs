@@ -355,6 +355,7 @@ impl Engine {
         if exp.kernel.buffer_heads {
             kernel.set_buffer_heads()?;
         }
+        kernel.set_shrinker(exp.kernel.shrinker);
         if !exp.kernel.boot.is_empty() {
             let highest_first = exp.kernel.boot_order == hugemm_mm::BootOrder::HighestFirst;
             kernel.boot_kernel_memory(&exp.kernel.boot, highest_first)?;

@@ -148,6 +148,10 @@ pub struct KernelConfig {
     /// Give every page-cache page a buffer head, a reclaimable slab object that lives and
     /// dies with its page (`hugemm_mm::Kernel::set_buffer_heads`). Off by default.
     pub buffer_heads: bool,
+    /// What the slab shrinker does to a reclaimable object it scans
+    /// (`hugemm_mm::Shrinker`: frees it, by default, or rotates it once first as Linux
+    /// 4.1's dentry and inode LRUs do).
+    pub shrinker: hugemm_mm::Shrinker,
     /// Which free memory a freshly booted kernel allocates first: the lowest addresses
     /// (Linux 5.10+, the default) or the highest (Linux before 5.10, 4.1 included).
     pub boot_order: hugemm_mm::BootOrder,
@@ -197,6 +201,7 @@ impl Default for KernelConfig {
             buddy_merge_likely: false,
             migrate_reserve: false,
             buffer_heads: false,
+            shrinker: hugemm_mm::Shrinker::default(),
             boot_order: hugemm_mm::BootOrder::default(),
             boot: hugemm_mm::BootKernelMemory::default(),
             kswapd: hugemm_mm::KswapdMode::default(),

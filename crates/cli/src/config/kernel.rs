@@ -6,7 +6,9 @@
 use super::raw::*;
 use super::validate::{Phases, Validator, R};
 use hugemm_hw::Nanos;
-use hugemm_mm::{AccessedBits, BootOrder, CompactMode, KswapdMode, PerCpuSizes, WatermarkCheck};
+use hugemm_mm::{
+    AccessedBits, BootOrder, CompactMode, KswapdMode, PerCpuSizes, Shrinker, WatermarkCheck,
+};
 use hugemm_sim::{KcompactdConfig, KernelConfig, PrezeroConfig, Stores, ZeroLists};
 use hugemm_workload::kbuild::{self, FileIds, KernelBuild};
 use hugemm_workload::{HighAllocGfp, KernelMem, Lifetime, Phase, ProcessSpec};
@@ -92,6 +94,13 @@ impl Validator<'_> {
         let buddy_merge_likely = *k.buddy_merge_likely.get_or_insert(false);
         let migrate_reserve = *k.migrate_reserve.get_or_insert(false);
         let buffer_heads = *k.buffer_heads.get_or_insert(false);
+        let shrinker = self.choice(
+            "kernel.shrinker",
+            k.shrinker.as_deref(),
+            Shrinker::default().name(),
+            &Shrinker::NAMED,
+        )?;
+        k.shrinker = Some(shrinker.name().into());
         let boot_order = self.choice(
             "kernel.boot_order",
             k.boot_order.as_deref(),
@@ -163,6 +172,7 @@ impl Validator<'_> {
             buddy_merge_likely,
             migrate_reserve,
             buffer_heads,
+            shrinker,
             boot_order,
             boot,
             kswapd,

@@ -280,6 +280,9 @@ pub struct RawKernel {
     pub migrate_reserve: Option<bool>,
     /// Give every page-cache page a buffer head (default false).
     pub buffer_heads: Option<bool>,
+    /// What the slab shrinker does to an object it scans: "upper-bound" (default: frees
+    /// it) or "linux-4.1" (a referenced object is rotated once first).
+    pub shrinker: Option<String>,
     /// Which free memory a booted kernel allocates first: "lowest-first" (default, Linux
     /// 5.10+) or "highest-first" (Linux before 5.10).
     pub boot_order: Option<String>,

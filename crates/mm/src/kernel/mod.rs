@@ -621,6 +621,12 @@ impl Kernel {
         self.zones.as_ref()
     }
 
+    /// What the slab shrinker does to the reclaimable objects it scans from now on
+    /// ([`Shrinker`](crate::Shrinker); the default frees every one).
+    pub fn set_shrinker(&mut self, shrinker: crate::api::Shrinker) {
+        self.slab.set_shrinker(shrinker);
+    }
+
     /// Give every page-cache page a buffer head from then on: a reclaimable slab object
     /// of [`BUFFER_HEAD_BYTES`](crate::slab::BUFFER_HEAD_BYTES) (39 to an order-0 slab),
     /// allocated when the page enters the cache and freed when it leaves it (reclaim,

@@ -609,6 +609,7 @@ impl Mem<'_> {
             freed += 1u64 << order.0;
         }
         self.stats.slab_shrunk_objects = self.slab.shrunk_objects();
+        self.stats.slab_rotated_objects = self.slab.rotated_objects();
         self.stats.slab_reclaimed_pages += freed;
         self.stats.kmem_reclaimable_pages = self.slab.frames(KmemKind::Reclaimable);
         freed

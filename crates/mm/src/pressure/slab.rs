@@ -24,8 +24,10 @@
 //! each has its own shrinker), oldest object first (a cache's LRU is roughly its
 //! allocation order). Work below an object is carried over, as Linux carries
 //! `nr_deferred`, and the carried work never exceeds twice the cache (`do_shrink_slab`'s
-//! cap on `total_scan`). A scanned object is freed: real shrinkers skip referenced ones
-//! once, so this is an upper bound on slab reclaim. A slab's pages return to the buddy
+//! cap on `total_scan`). What a scan does to an object is [`Shrinker`]'s: by default it
+//! is freed, an upper bound on slab reclaim; under [`Shrinker::Linux4_1`] an object enters
+//! its LRU referenced, as a dentry and an inode do, and its first scan only clears that
+//! and rotates it to the tail (its second frees it). A slab's pages return to the buddy
 //! allocator only when its last object goes, shrunk or freed by its holder. With the LRU
 //! lists empty, reclaim shrinks the slab alone (Linux's priority falls to 0 and shrinkers
 //! scan their whole cache).
@@ -42,6 +44,7 @@
 //! frame: it names the slabs to allocate and free, the kernel does both. How much to
 //! reclaim is `reclaim.rs`'s.
 
+use crate::api::Shrinker;
 use crate::error::MmError;
 use crate::pressure::kmem::{KmemCache, KmemKind};
 use hugemm_hw::{Order, Pfn};
@@ -76,8 +79,11 @@ struct Cache {
     partial: BTreeMap<u64, Pfn>,
     /// The slab being filled (SLUB's CPU slab); never set for a direct cache.
     current: Option<Pfn>,
-    /// Live objects, oldest first (the shrinker's LRU; kept for every cache).
-    live: BTreeSet<u64>,
+    /// Live objects by their place on the shrinker's LRU, oldest first (kept for every
+    /// cache): key -> id. An object enters at its id (ids grow with time); one rotated
+    /// by a scan ([`Shrinker::Linux4_1`]) is re-entered at a fresh id, so `key != id`
+    /// marks it scanned once, no longer referenced.
+    live: BTreeMap<u64, u64>,
     /// Shrinker work owed, in thousandths of an object (`nr_deferred`).
     debt: u64,
     /// Whether the slab shrinker frees this cache's objects: every reclaimable cache a
@@ -119,21 +125,25 @@ pub(crate) enum Release {
 pub(crate) struct SlabCaches {
     caches: Vec<Cache>,
     by_spec: BTreeMap<KmemCache, usize>,
-    /// Live objects: their cache and slab. Looked up only, never iterated in an order
-    /// that matters.
-    objects: HashMap<u64, (usize, Pfn)>,
+    /// Live objects: their cache, slab and key on the cache's LRU. Looked up only, never
+    /// iterated in an order that matters.
+    objects: HashMap<u64, (usize, Pfn, u64)>,
     /// Ids shrunk while their holder still had the handle.
     shrunk: BTreeSet<u64>,
     /// Frames held by slabs of each kind (index: unmovable, reclaimable).
     frames: [u64; 2],
     /// Objects freed by the shrinker so far.
     shrunk_objects: u64,
+    /// Objects the shrinker scanned and rotated, referenced ([`Shrinker::Linux4_1`]).
+    rotated_objects: u64,
     /// Placement sequence of the partial lists.
     seq: u64,
     /// The last object id handed out ([`SlabCaches::next_id`]).
     last_id: u64,
     /// The buffer-head cache, once created.
     buffer_heads: Option<usize>,
+    /// What a scan does to an object.
+    shrinker: Shrinker,
 }
 
 fn kind_index(kind: KmemKind) -> usize {
@@ -160,6 +170,11 @@ impl SlabCaches {
         }
     }
 
+    /// What the shrinker does to the objects it scans, from now on.
+    pub fn set_shrinker(&mut self, shrinker: Shrinker) {
+        self.shrinker = shrinker;
+    }
+
     /// The buffer-head cache, if buffer heads are on.
     pub fn buffer_head_cache(&self) -> Option<usize> {
         self.buffer_heads
@@ -179,6 +194,11 @@ impl SlabCaches {
     /// Objects the shrinker has freed so far.
     pub fn shrunk_objects(&self) -> u64 {
         self.shrunk_objects
+    }
+
+    /// Objects the shrinker has scanned and rotated so far ([`Shrinker::Linux4_1`]).
+    pub fn rotated_objects(&self) -> u64 {
+        self.rotated_objects
     }
 
     /// The cache of shape `spec` with base pages of `base_bytes` (created on first use);
@@ -223,7 +243,7 @@ impl SlabCaches {
             slabs: BTreeMap::new(),
             partial: BTreeMap::new(),
             current: None,
-            live: BTreeSet::new(),
+            live: BTreeMap::new(),
             debt: 0,
             shrinker,
         });
@@ -280,14 +300,14 @@ impl SlabCaches {
         let cache = &mut self.caches[c];
         let slab = cache.slabs.get_mut(&pfn).expect("placed in a live slab");
         slab.inuse += 1;
-        cache.live.insert(id);
-        self.objects.insert(id, (c, pfn));
+        cache.live.insert(id, id);
+        self.objects.insert(id, (c, pfn, id));
     }
 
     /// What a free of `id`'s handle (naming `pfn` and `order`) would find. Changes nothing.
     pub fn state(&self, id: u64, pfn: Pfn, order: Order) -> Release {
         match self.objects.get(&id) {
-            Some(&(c, slab)) if slab == pfn && self.caches[c].spec.order == order => {
+            Some(&(c, slab, _)) if slab == pfn && self.caches[c].spec.order == order => {
                 Release::Live(self.caches[c].spec.kind)
             }
             Some(_) => Release::Unknown,
@@ -302,8 +322,8 @@ impl SlabCaches {
         if self.shrunk.remove(&id) {
             return None;
         }
-        let (c, pfn) = self.objects.remove(&id)?;
-        self.caches[c].live.remove(&id);
+        let (c, pfn, key) = self.objects.remove(&id)?;
+        self.caches[c].live.remove(&key);
         self.unplace(c, pfn)
     }
 
@@ -391,8 +411,10 @@ impl SlabCaches {
             .filter(|c| c.shrunk_by_reclaim() && !c.live.is_empty())
     }
 
-    /// Free every object the shrinkers' work covers, oldest first in each cache; returns
-    /// the slabs emptied (to return to the buddy allocator), in the order they emptied.
+    /// Scan the objects the shrinkers' work covers, oldest first in each cache, freeing
+    /// each (or, under [`Shrinker::Linux4_1`], rotating each not yet scanned: `LRU_ROTATE`
+    /// of `dentry_lru_isolate` and `inode_lru_isolate`); returns the slabs emptied (to
+    /// return to the buddy allocator), in the order they emptied.
     pub fn shrink_due(&mut self) -> Vec<(Pfn, Order)> {
         let mut emptied = Vec::new();
         for c in 0..self.caches.len() {
@@ -400,12 +422,21 @@ impl SlabCaches {
                 continue;
             }
             while self.caches[c].debt >= MILLI {
-                let Some(id) = self.caches[c].live.pop_first() else {
+                let Some((key, id)) = self.caches[c].live.pop_first() else {
                     self.caches[c].debt = 0;
                     break;
                 };
                 self.caches[c].debt -= MILLI;
-                let (_, pfn) = self.objects.remove(&id).expect("a live object is indexed");
+                if self.shrinker == Shrinker::Linux4_1 && key == id {
+                    let tail = self.next_id();
+                    self.caches[c].live.insert(tail, id);
+                    if let Some(o) = self.objects.get_mut(&id) {
+                        o.2 = tail;
+                    }
+                    self.rotated_objects += 1;
+                    continue;
+                }
+                let (_, pfn, _) = self.objects.remove(&id).expect("a live object is indexed");
                 self.shrunk.insert(id);
                 self.shrunk_objects += 1;
                 emptied.extend(self.unplace(c, pfn));
@@ -421,8 +452,11 @@ impl SlabCaches {
     /// each cache's count of live objects against its slabs' counts.
     pub fn audit(&self) -> Result<Vec<(Pfn, Order, KmemKind)>, &'static str> {
         let mut per_slab: HashMap<(usize, Pfn), u32> = HashMap::new();
-        for &(c, pfn) in self.objects.values() {
+        for &(c, pfn, key) in self.objects.values() {
             *per_slab.entry((c, pfn)).or_default() += 1;
+            if !self.caches[c].live.contains_key(&key) {
+                return Err("a live object is not on its cache's LRU");
+            }
         }
         let mut out = Vec::new();
         let mut frames = [0u64; 2];
@@ -475,7 +509,6 @@ mod tests {
     struct World {
         s: SlabCaches,
         next: u64,
-        id: u64,
         freed: Vec<u64>,
     }
 
@@ -484,7 +517,6 @@ mod tests {
             World {
                 s: SlabCaches::default(),
                 next: 0,
-                id: 0,
                 freed: Vec::new(),
             }
         }
@@ -501,9 +533,9 @@ mod tests {
                     p
                 }
             };
-            self.id += 1;
-            self.s.place(c, pfn, self.id);
-            (self.id, pfn)
+            let id = self.s.next_id();
+            self.s.place(c, pfn, id);
+            (id, pfn)
         }
 
         fn free(&mut self, id: u64) {
@@ -592,6 +624,40 @@ mod tests {
         assert_eq!(w.s.frames(KmemKind::Reclaimable), 80);
         assert_eq!(w.s.shrunk_objects(), 20);
         w.s.audit().unwrap();
+    }
+
+    /// Linux 4.1's LRUs: the first scan of an object rotates it, the second frees it;
+    /// each costs a unit of the shrinker's work, and the order stays oldest first.
+    #[test]
+    fn under_linux_4_1_a_scanned_object_is_rotated_once_then_freed() {
+        let mut w = World::new();
+        w.s.set_shrinker(Shrinker::Linux4_1);
+        let c = spec(KmemKind::Reclaimable, 1);
+        let ids: Vec<_> = (0..10).map(|_| w.alloc(c)).collect();
+        w.s.charge(100, 999); // 10% of the LRU: 2 objects' work
+        assert!(
+            w.shrink().is_empty(),
+            "the two oldest are rotated, not freed"
+        );
+        assert_eq!((w.s.rotated_objects(), w.s.shrunk_objects()), (2, 0));
+        w.s.charge(400, 999); // 8 objects' work: the other 8 are rotated
+        assert!(w.shrink().is_empty());
+        w.s.charge(150, 999); // 3 objects' work: the two oldest again, then the third
+        assert_eq!(w.shrink(), vec![ids[0].1 .0, ids[1].1 .0, ids[2].1 .0]);
+        assert_eq!((w.s.rotated_objects(), w.s.shrunk_objects()), (10, 3));
+        // A new object goes behind the rotated ones; its holder can still free it, and
+        // a rotated object's holder too.
+        let (young, _) = w.alloc(c);
+        w.free(young);
+        w.free(ids[5].0);
+        w.s.audit().unwrap();
+        // The upper bound frees what it scans.
+        let mut u = World::new();
+        (0..10).for_each(|_| {
+            u.alloc(c);
+        });
+        u.s.charge(100, 999);
+        assert_eq!(u.shrink().len(), 2);
     }
 
     #[test]
