@@ -4,10 +4,11 @@
 # Runs APSys'16's Table 1 protocol on the paper's kernel: a freshly booted machine
 # builds twice, cleaning between, while every fallback of the page allocator is traced
 # (extfrag.py) and /proc/pagetypeinfo's block counts (with page_owner: its mixed-block
-# counts) are sampled every SAMPLE_S seconds. Snapshots (owner.py and the page_owner
-# records it read, taint.py, pagetypeinfo, unusable_index, meminfo, vmstat, buddyinfo)
-# are taken after boot, before build 1, after each build, after the clean and after
-# compacting all memory. Results go to /results/RUN on the guest's disk; the machine
+# counts) and the reclaimable slab caches (/proc/slabinfo) are sampled every SAMPLE_S
+# seconds. Snapshots (owner.py and the page_owner records it read, taint.py,
+# pagetypeinfo, unusable_index, meminfo, vmstat, buddyinfo, slabinfo) are taken after
+# boot, before build 1, after each build, after the clean and after compacting all
+# memory. Results go to /results/RUN on the guest's disk; the machine
 # powers off at the end.
 #
 # Settings come from /probe/settings (sourced; defaults below):
@@ -67,6 +68,7 @@ snapshot() {
     cp /proc/meminfo "$R/meminfo-$1.txt"
     cp /proc/vmstat "$R/vmstat-$1.txt"
     cp /proc/buddyinfo "$R/buddyinfo-$1.txt"
+    cp /proc/slabinfo "$R/slabinfo-$1.txt"
     kpageflags "$1"
 }
 kpageflags() {
@@ -93,6 +95,9 @@ sampler() {
             echo "t=$now $1"
             sed -n '/Number of blocks type/,$p' /proc/pagetypeinfo
             grep -E '^(MemFree|Cached|SReclaimable|SUnreclaim):' /proc/meminfo
+            # The reclaimable caches a build fills: objects and slabs of each.
+            grep -E '^(dentry|ext4_inode_cache|buffer_head|radix_tree_node|ext4_extent_status|inode_cache) ' /proc/slabinfo
+            grep -E '^(slabs_scanned|pginodesteal|kswapd_inodesteal) ' /proc/vmstat
         } >> "$R/timeline.txt"
         kpageflags "$1-t$now"
         sleep "$SAMPLE_S"

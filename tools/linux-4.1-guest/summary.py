@@ -7,6 +7,9 @@ count from page_owner, with Table 1's pollution bins, and taint.py's estimate fr
 /proc/pagetypeinfo, free memory; each build's fallbacks (extfrag.py); and the timeline
 of Movable mixed blocks sampled during the builds.
 
+If the run kept /proc/slabinfo (since 2026-11-29), it prints the reclaimable slab caches
+a build fills at each snapshot, and their objects over the timeline.
+
 With `--model SUMMARY.json` (a hugemm run's summary) it also prints the model's
 fallbacks (`system.fallback.events`) in extfrag.py's categories, to set beside the
 guest's.
@@ -35,6 +38,25 @@ def load(path):
 def pagetypeinfo_tables(text):
     """{'blocks': {type: count}, 'mixed': {type: count}} summed over zones."""
     return {table: pagetypeinfo_counts(text, table) for table in ("blocks", "mixed")}
+
+
+SLAB_CACHES = ["dentry", "ext4_inode_cache", "buffer_head", "radix_tree_node",
+               "ext4_extent_status"]
+
+
+def slabinfo_caches(text):
+    """{cache: (active objects, objects, object bytes, pages)} from /proc/slabinfo
+    (version 2.1: pages are num_slabs x pagesperslab)."""
+    out = {}
+    for line in text.splitlines():
+        if line.startswith(("slabinfo", "#")):
+            continue
+        f = line.split()
+        if len(f) < 16 or f[6] != ":" or f[11] != ":":
+            continue
+        name, active, num, size, _per, pages_per = f[0], *map(int, f[1:6])
+        out[name] = (active, num, size, int(f[14]) * pages_per)
+    return out
 
 
 def meminfo_mib(path, key):
@@ -130,6 +152,21 @@ def main():
         if zones:
             print(f"build {b}, by zone (the DMA zone is the first 16 MiB): "
                   + "; ".join(f"{z}: {n} fallbacks, by types {t}" for z, (n, t) in zones.items()))
+    slab_rows = []
+    for s in SNAPSHOTS:
+        p = os.path.join(d, f"slabinfo-{s}.txt")
+        if os.path.exists(p):
+            with open(p) as f:
+                caches = slabinfo_caches(f.read())
+            cells = [caches.get(c) for c in SLAB_CACHES]
+            slab_rows.append(f"| {s} | " + " | ".join(
+                "-" if c is None else f"{c[0]:,} ({c[3]:,})" for c in cells) + " |")
+    if slab_rows:
+        print("\n| snapshot | " + " | ".join(SLAB_CACHES) + " |")
+        print("|---|" + "---|" * len(SLAB_CACHES))
+        print("(active objects, and pages of slab)")
+        print("\n".join(slab_rows))
+        print()
     if model:
         total, claimed, by_types = model_fallbacks(model)
         print(f"model, both builds: {total} fallbacks, {claimed} claimed their pageblock; "
@@ -146,11 +183,13 @@ def main():
                 continue
             pti = pagetypeinfo_tables(chunk)
             free = re.search(r"MemFree:\s+(\d+)", chunk)
+            caches = slabinfo_caches(chunk)
+            objects = " ".join(f"{c}={caches[c][0]}" for c in SLAB_CACHES if c in caches)
             rows.append((m[2], int(m[1]), pti["mixed"].get("Movable"),
-                         int(free[1]) // 1024 if free else None))
+                         int(free[1]) // 1024 if free else None, objects))
         step = max(1, len(rows) // 30)
         for r in rows[::step] + ([rows[-1]] if rows and (len(rows) - 1) % step else []):
-            print(f"  {r[0]} t={r[1]} mixed_movable={r[2]} free_mib={r[3]}")
+            print(f"  {r[0]} t={r[1]} mixed_movable={r[2]} free_mib={r[3]} {r[4]}".rstrip())
 
 
 if __name__ == "__main__":

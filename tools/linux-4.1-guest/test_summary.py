@@ -29,5 +29,20 @@ class FallbacksByZoneTest(unittest.TestCase):
             self.assertIsNone(summary.fallbacks_by_zone(d, 2))
 
 
+SLABINFO = """slabinfo - version: 2.1
+# name            <active_objs> <num_objs> <objsize> <objperslab> <pagesperslab> : tunables <limit> <batchcount> <sharedfactor> : slabdata <active_slabs> <num_slabs> <sharedavail>
+ext4_inode_cache   18000  18060   1000   32    8 : tunables    0    0    0 : slabdata    565    565      0
+buffer_head       900000 901056    104   39    1 : tunables    0    0    0 : slabdata  23104  23104      0
+"""
+
+
+class SlabinfoTest(unittest.TestCase):
+    def test_reads_objects_and_pages(self):
+        c = summary.slabinfo_caches(SLABINFO)
+        self.assertEqual(c["ext4_inode_cache"], (18000, 18060, 1000, 565 * 8))
+        self.assertEqual(c["buffer_head"], (900000, 901056, 104, 23104))
+        self.assertNotIn("slabinfo", c)
+
+
 if __name__ == "__main__":
     unittest.main()
