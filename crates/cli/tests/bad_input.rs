@@ -732,6 +732,33 @@ fn per_cpu_sizes_without_the_lists_or_not_a_known_one() {
     hugemm_cli::config::parse(&text, "off.toml", Path::new(".")).expect("sizes beside lists off");
 }
 
+/// `file_write` takes `file_read`'s keys and refuses others by its own name; it is a
+/// write, so with buffer heads on its pages carry them.
+#[test]
+fn file_write_is_a_phase_of_its_own_with_file_reads_keys() {
+    let phase = |extra: &str| {
+        format!(
+            "{BASE}\n[[process.phase]]\nop = \"file_write\"\nfile = \"o\"\nsize = \"64KiB\"\n{extra}"
+        )
+    };
+    expect_bad(
+        &phase("buffer = \"b\"\n"),
+        "process[0].phase[3].buffer",
+        &["\"file_write\""],
+    );
+    expect_bad(
+        &format!("{BASE}\n[[process.phase]]\nop = \"file_write\"\nfile = \"o\"\n"),
+        "process[0].phase[3].size",
+        &["the bytes to read or write"],
+    );
+    let exp = hugemm_cli::config::parse(&phase(""), "w.toml", Path::new(".")).expect("a write");
+    let last = exp.experiment.processes[0].phases.last().unwrap().clone();
+    assert!(
+        matches!(last, hugemm_workload::Phase::FileWrite { bytes: 65536, .. }),
+        "{last:?}"
+    );
+}
+
 #[test]
 fn a_shrinker_must_be_one_the_model_has() {
     expect_bad(

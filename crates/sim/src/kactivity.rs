@@ -121,7 +121,12 @@ impl Engine {
                 file,
                 offset,
                 bytes,
-            } => self.file_read(*file, *offset, *bytes),
+            } => self.file_io(*file, *offset, *bytes, false),
+            Phase::FileWrite {
+                file,
+                offset,
+                bytes,
+            } => self.file_io(*file, *offset, *bytes, true),
             Phase::FileDelete { file } => {
                 let pages = self.kernel.file_delete(mm_file(*file));
                 let held = self.ledger.take_file(*file);
@@ -171,13 +176,23 @@ impl Engine {
         Picos::from(Nanos(self.kernel.costs().alloc.0 * pages))
     }
 
-    fn file_read(&mut self, file: FileId, offset: u64, bytes: u64) -> Result<Picos, Stop> {
+    /// A read or (`write`) a write of `bytes` of `file` from `offset`.
+    fn file_io(
+        &mut self,
+        file: FileId,
+        offset: u64,
+        bytes: u64,
+        write: bool,
+    ) -> Result<Picos, Stop> {
         let page = self.kernel.geometry().base_bytes();
         let first = offset / page;
         let last = (offset + bytes).div_ceil(page);
-        let out = self
-            .kernel
-            .file_read(mm_file(file), first, last.saturating_sub(first));
+        let pages = last.saturating_sub(first);
+        let out = if write {
+            self.kernel.file_write(mm_file(file), first, pages)
+        } else {
+            self.kernel.file_read(mm_file(file), first, pages)
+        };
         if out.oom {
             return Err(Stop::Oom);
         }

@@ -292,9 +292,9 @@ impl KernelBuild {
             },
             Phase::Access(touch(heap, heap_bytes)),
             Phase::Sleep(self.compute),
-            read(temp, object_bytes),
+            write(temp, object_bytes),
             Phase::FileDelete { file: temp },
-            read(object, object_bytes),
+            write(object, object_bytes),
             Phase::Munmap { buffer: heap },
         ]);
         v
@@ -346,6 +346,14 @@ fn kalloc(
 
 fn read(file: FileId, bytes: u64) -> Phase {
     Phase::FileRead {
+        file,
+        offset: 0,
+        bytes,
+    }
+}
+
+fn write(file: FileId, bytes: u64) -> Phase {
+    Phase::FileWrite {
         file,
         offset: 0,
         bytes,
@@ -535,8 +543,8 @@ mod tests {
         let procs = build.processes("make", Nanos::ZERO, &mut FileIds::from(0));
         let (mut held, mut deleted, mut units) = (0, std::collections::BTreeSet::new(), 0);
         for p in &procs {
-            // A unit: its kernel allocations, then its reads; its object is the last file
-            // it reads before it unmaps its heap.
+            // A unit: its kernel allocations, then its reads and writes; its object is the
+            // last file it writes before it unmaps its heap.
             let (mut pending, mut last_read) = (Vec::new(), None);
             for ph in &p.phases {
                 match ph {
@@ -545,12 +553,12 @@ mod tests {
                         lifetime,
                         ..
                     } => pending.push(*lifetime),
-                    Phase::FileRead { file, .. } => last_read = Some(*file),
+                    Phase::FileWrite { file, .. } => last_read = Some(*file),
                     Phase::FileDelete { file } => {
                         deleted.insert(*file);
                     }
                     Phase::Munmap { .. } => {
-                        let object = last_read.expect("a unit reads its object");
+                        let object = last_read.expect("a unit writes its object");
                         for life in pending.drain(..) {
                             assert_eq!(life, Lifetime::UntilDeleted(object));
                             held += 1;

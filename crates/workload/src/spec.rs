@@ -197,14 +197,25 @@ pub enum Phase {
     /// Compute without memory references (or wait) for a while.
     Sleep(Nanos),
     /// Read `bytes` of a file from `offset` through the page cache (pages not cached are
-    /// allocated, movable and reclaimable; cached ones are hits). Writing a file is
-    /// modelled the same way: both leave the pages in the page cache.
+    /// allocated, movable and reclaimable; cached ones are hits).
     FileRead {
         /// The file (shared by every process).
         file: FileId,
         /// First byte read.
         offset: u64,
         /// Bytes read.
+        bytes: u64,
+    },
+    /// Write `bytes` of a file from `offset` through the page cache: as a read (the
+    /// pages are cached, and stay clean: the model has no dirty state or writeback), and
+    /// with buffer heads on each page written carries one (ext4's buffered write), where
+    /// a read attaches none.
+    FileWrite {
+        /// The file (shared by every process).
+        file: FileId,
+        /// First byte written.
+        offset: u64,
+        /// Bytes written.
         bytes: u64,
     },
     /// Delete a file: its cached pages are freed (`unlink` of a file nobody holds open).
@@ -341,6 +352,7 @@ impl Phase {
         matches!(
             self,
             Phase::FileRead { .. }
+                | Phase::FileWrite { .. }
                 | Phase::FileDelete { .. }
                 | Phase::KernelAlloc { .. }
                 | Phase::DropCaches
@@ -364,6 +376,7 @@ impl ProcessSpec {
                 Phase::Kv(_)
                 | Phase::Sleep(_)
                 | Phase::FileRead { .. }
+                | Phase::FileWrite { .. }
                 | Phase::FileDelete { .. }
                 | Phase::KernelAlloc { .. }
                 | Phase::DropCaches

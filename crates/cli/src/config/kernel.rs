@@ -1,5 +1,5 @@
 //! Stage two for the kernel side of an experiment file: `[kernel]`, the kernel phases of
-//! processes (`file_read`, `file_delete`, `kernel_alloc`, `drop_caches`,
+//! processes (`file_read`, `file_write`, `file_delete`, `kernel_alloc`, `drop_caches`,
 //! `compact_memory`, `highalloc`) and the generated system workloads (`[[kernel_build]]`,
 //! `[[file_reader]]`, `[[memhog]]`).
 
@@ -606,7 +606,7 @@ impl Phases<'_, '_> {
         ph: &mut RawPhase,
     ) -> Option<R<Phase>> {
         Some(match op {
-            "file_read" => self.file_read(j, ph),
+            "file_read" | "file_write" => self.file_io(j, op, ph),
             "file_delete" => self.only(j, ph, op, &["file"]).and_then(|()| {
                 Ok(Phase::FileDelete {
                     file: self.file(j, ph)?,
@@ -630,12 +630,15 @@ impl Phases<'_, '_> {
         Ok(self.v.file_id(name))
     }
 
-    fn file_read(&mut self, j: usize, ph: &mut RawPhase) -> R<Phase> {
-        self.only(j, ph, "file_read", &["file", "size", "offset"])?;
+    /// `op = "file_read"` or `"file_write"`: a file, its bytes and where they start.
+    fn file_io(&mut self, j: usize, op: &str, ph: &mut RawPhase) -> R<Phase> {
+        self.only(j, ph, op, &["file", "size", "offset"])?;
         let file = self.file(j, ph)?;
         let size = ph.size.as_ref().ok_or_else(|| {
-            self.v
-                .bad(&self.key(j, "size"), "the bytes to read, e.g. \"64MiB\"")
+            self.v.bad(
+                &self.key(j, "size"),
+                "the bytes to read or write, e.g. \"64MiB\"",
+            )
         })?;
         let bytes = self.v.size(&self.key(j, "size"), size)?;
         let offset = match &ph.offset {
@@ -649,10 +652,18 @@ impl Phases<'_, '_> {
             ));
         }
         ph.offset = Some(RawSize::Bytes(offset as i64));
-        Ok(Phase::FileRead {
-            file,
-            offset,
-            bytes,
+        Ok(if op == "file_write" {
+            Phase::FileWrite {
+                file,
+                offset,
+                bytes,
+            }
+        } else {
+            Phase::FileRead {
+                file,
+                offset,
+                bytes,
+            }
         })
     }
 

@@ -792,7 +792,7 @@ pub struct RawPhase {
     /// hot: share of references to the hot range.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hot_share: Option<f64>,
-    /// file_read/file_delete: file name (shared by all processes).
+    /// file_read/file_write/file_delete: file name (shared by all processes).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
     /// kernel_alloc: unmovable or reclaimable.

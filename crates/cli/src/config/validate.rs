@@ -19,7 +19,8 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 
 /// The operations a phase can have.
-const OPS: &str = "mmap, touch, access, madvise, munmap, sleep, file_read, file_delete, \
+const OPS: &str =
+    "mmap, touch, access, madvise, munmap, sleep, file_read, file_write, file_delete, \
                    kernel_alloc, drop_caches, compact_memory, highalloc";
 use std::path::Path;
 

@@ -627,16 +627,16 @@ impl Kernel {
         self.slab.set_shrinker(shrinker);
     }
 
-    /// Give every page-cache page a buffer head from then on: a reclaimable slab object
-    /// of [`BUFFER_HEAD_BYTES`](crate::slab::BUFFER_HEAD_BYTES) (39 to an order-0 slab),
-    /// allocated when the page enters the cache and freed when it leaves it (reclaim,
-    /// deletion, `drop_caches`), never by the slab shrinker. That is what a file system
-    /// of 4 KiB blocks that keeps buffer heads (ext4's buffered writes:
-    /// `create_empty_buffers`; freed by `try_to_free_buffers`) adds to every page it
-    /// writes: 2.5% of the page cache in reclaimable slab, which lives and dies with the
-    /// cache rather than with the files' dentries and inodes. Every cached page gets one,
-    /// read or written (ext4 reads through `mpage_readpages` attach none; the model's
-    /// files do not say which pages were written). Off by default.
+    /// Give every page-cache page written from then on a buffer head: a reclaimable slab
+    /// object of [`BUFFER_HEAD_BYTES`](crate::slab::BUFFER_HEAD_BYTES) (39 to an order-0
+    /// slab), allocated when the page is first written ([`Kernel::file_write`]) and freed
+    /// when it leaves the cache (reclaim, deletion, `drop_caches`), never by the slab
+    /// shrinker. That is what a file system of 4 KiB blocks that keeps buffer heads
+    /// (ext4's buffered writes: `create_empty_buffers`; freed by `try_to_free_buffers`)
+    /// adds to every page it writes: 2.5% of the written page cache in reclaimable slab,
+    /// which lives and dies with the cache rather than with the files' dentries and
+    /// inodes. Pages only read carry none (ext4 reads through `mpage_readpages`). Off by
+    /// default.
     pub fn set_buffer_heads(&mut self) -> Result<()> {
         self.slab.buffer_heads(self.layout.base_bytes())?;
         Ok(())

@@ -330,11 +330,17 @@ impl Kernel {
     }
 
     /// Read pages `first_page..first_page + pages` of `file` through the page cache.
-    /// With buffer heads on, their slabs are kernel allocations: AAF's evacuations of the
-    /// pageblocks they claimed are carried out and charged to the read, as after any
-    /// kernel allocation.
     pub fn file_read(&mut self, file: FileId, first_page: u64, pages: u64) -> FileRead {
-        let mut out = self.mem().file_read(file, first_page, pages);
+        self.mem().file_access(file, first_page, pages, false)
+    }
+
+    /// Write pages `first_page..first_page + pages` of `file` through the page cache: as
+    /// [`Kernel::file_read`], and with buffer heads on each page written gets one if it
+    /// has none. Their slabs are kernel allocations: AAF's evacuations of the pageblocks
+    /// they claimed are carried out and charged to the write, as after any kernel
+    /// allocation.
+    pub fn file_write(&mut self, file: FileId, first_page: u64, pages: u64) -> FileRead {
+        let mut out = self.mem().file_access(file, first_page, pages, true);
         let evacuate = self.drain_evacuations();
         out.cost += evacuate;
         self.stats.file_read_time += evacuate;

@@ -200,6 +200,13 @@ impl PageCache {
         Some((self.pfn(id), object))
     }
 
+    /// The kernel object page `index` of `file` carries (0: none, or not cached).
+    pub fn object(&self, file: FileId, index: u32) -> u64 {
+        self.lookup(file, index)
+            .and_then(|id| self.objects.get(id as usize).copied())
+            .unwrap_or(0)
+    }
+
     /// Page `index` of `file` now carries kernel object `object` (a buffer head), freed
     /// with it; false if the page is not cached.
     pub fn attach(&mut self, file: FileId, index: u32, object: u64) -> bool {

@@ -7,8 +7,9 @@
 //! reverse map (file, index: see `frame.rs`) and puts the page at the inactive LRU head.
 //! A hit marks the page accessed. Cost: every page read is copied to the reader
 //! (`copy_time` of a base page); a miss adds `FragCosts::page_cache_read` and any direct
-//! reclaim. All cached pages are clean: files are only read. With buffer heads on
-//! (`Kernel::set_buffer_heads`) a page is given its buffer head once it is cached, and the
+//! reclaim. A write caches its pages as a read does, and all cached pages stay clean (no
+//! dirty state, no writeback). With buffer heads on (`Kernel::set_buffer_heads`) a page
+//! written is given its buffer head if it has none, and the
 //! buffer head is freed before the page whenever the page leaves the cache (reclaim,
 //! deletion, `drop_caches`: [`Mem::evict_page`]). Page indices at or above
 //! 2^32 are beyond the model's files and are not read (the frame packs the index in 32
@@ -45,9 +46,17 @@ pub struct FileRead {
 }
 
 impl Mem<'_> {
-    /// Read pages `first_page..first_page + pages` of `file` through the page cache
-    /// ([`Kernel::file_read`](crate::Kernel::file_read)).
-    pub fn file_read(&mut self, file: FileId, first_page: u64, pages: u64) -> FileRead {
+    /// Read (or, `write`, write) pages `first_page..first_page + pages` of `file` through
+    /// the page cache ([`Kernel::file_read`](crate::Kernel::file_read),
+    /// [`Kernel::file_write`](crate::Kernel::file_write)): the same but for the buffer
+    /// heads a write attaches.
+    pub fn file_access(
+        &mut self,
+        file: FileId,
+        first_page: u64,
+        pages: u64,
+        write: bool,
+    ) -> FileRead {
         let mut out = FileRead::default();
         let end = first_page.saturating_add(pages).min(FILE_PAGES_MAX);
         let copy = self.costs.copy_time(self.frame_bytes);
@@ -57,12 +66,18 @@ impl Mem<'_> {
                 self.cache.mark_accessed(id);
                 out.hits += 1;
                 out.cost += copy;
+                if write {
+                    out.cost += self.attach_buffer_head(file, index);
+                }
                 continue;
             }
             match self.read_into_cache(file, index) {
                 Some(cost) => {
                     out.inserted += 1;
                     out.cost += cost + copy;
+                    if write {
+                        out.cost += self.attach_buffer_head(file, index);
+                    }
                 }
                 None => {
                     out.oom = true;
@@ -87,19 +102,23 @@ impl Mem<'_> {
             f.set_zeroed(false);
         });
         self.cache.insert(file, index, block.pfn);
-        let buffers = self.attach_buffer_head(file, index);
-        Some(reclaim + buffers + self.frag.page_cache_read)
+        Some(reclaim + self.frag.page_cache_read)
     }
 
     /// With buffer heads on ([`Kernel::set_buffer_heads`](crate::Kernel::set_buffer_heads)),
-    /// give the page just cached at `index` of `file` its buffer head, as ext4's buffered
-    /// write attaches one to each block of a page it writes (`create_empty_buffers`, after
-    /// the page is allocated). Returns the direct-reclaim time a new slab needed. If no
-    /// slab can be had, or reclaim meanwhile took the page, the page goes without.
+    /// give the cached page at `index` of `file`, just written, its buffer head unless it
+    /// has one, as ext4's buffered write attaches one to each block of a page it writes
+    /// (`create_empty_buffers` when `!page_has_buffers`, after the page is allocated; a
+    /// read through `mpage_readpages` attaches none). Returns the direct-reclaim time a new
+    /// slab needed. If no slab can be had, or reclaim meanwhile took the page, the page
+    /// goes without.
     fn attach_buffer_head(&mut self, file: FileId, index: u32) -> Nanos {
         let Some(c) = self.slab.buffer_head_cache() else {
             return Nanos::ZERO;
         };
+        if self.cache.object(file, index) != 0 {
+            return Nanos::ZERO;
+        }
         let Ok((id, _, reclaim)) = self.slab_alloc(c) else {
             return Nanos::ZERO;
         };
@@ -190,12 +209,12 @@ mod tests {
         let mut k = kernel(64);
         let free = k.phys().frames_free();
         let reclaimable = |k: &crate::Kernel| k.stats().kmem_reclaimable_pages;
-        k.file_read(FileId(1), 0, 100);
+        k.file_write(FileId(1), 0, 100);
         assert_eq!(reclaimable(&k), 0, "off by default");
         k.file_delete(FileId(1));
         k.set_buffer_heads().unwrap();
         // 39 buffer heads (104 B) to a 4 KiB slab: 100 pages, 3 slabs.
-        k.file_read(FileId(1), 0, 100);
+        k.file_write(FileId(1), 0, 100);
         assert_eq!(reclaimable(&k), 3);
         assert_eq!(k.phys().frames_free(), free - 103);
         // A reclaimable object of a workload's, shrunk under pressure; the buffer heads
@@ -232,10 +251,41 @@ mod tests {
         k.check_invariants().unwrap();
     }
 
-    /// A buffer head's slab is a kernel allocation like any other: under AAF its fallback
-    /// claims a pageblock and queues its evacuation, which the read carries out.
+    /// ext4 attaches buffer heads to the pages it writes, not to those `mpage_readpages`
+    /// reads; a write to a page read before gives it one, a second write no other.
     #[test]
-    fn a_buffer_heads_fallback_under_aaf_evacuates_within_the_read() {
+    fn only_a_written_page_carries_a_buffer_head_and_only_one() {
+        let mut k = kernel(64);
+        k.set_buffer_heads().unwrap();
+        let reclaimable = |k: &crate::Kernel| k.stats().kmem_reclaimable_pages;
+        k.file_read(FileId(1), 0, 39);
+        assert_eq!(reclaimable(&k), 0, "reads attach none");
+        k.file_write(FileId(1), 0, 39);
+        assert_eq!(
+            reclaimable(&k),
+            1,
+            "39 written pages: one slab of buffer heads"
+        );
+        let free = k.phys().frames_free();
+        k.file_write(FileId(1), 0, 39);
+        assert_eq!(reclaimable(&k), 1, "written again: no second buffer head");
+        assert_eq!(k.phys().frames_free(), free);
+        k.file_write(FileId(1), 39, 1);
+        assert_eq!(
+            reclaimable(&k),
+            2,
+            "a 40th page's buffer head takes a new slab"
+        );
+        k.file_delete(FileId(1));
+        k.kmem_cache_shrink();
+        assert_eq!(reclaimable(&k), 0);
+        k.check_invariants().unwrap();
+    }
+
+    /// A buffer head's slab is a kernel allocation like any other: under AAF its fallback
+    /// claims a pageblock and queues its evacuation, which the write carries out.
+    #[test]
+    fn a_buffer_heads_fallback_under_aaf_evacuates_within_the_write() {
         let mut k = kernel(4);
         // Page cache in both pageblocks of the 1,024 frames, with room in each for the
         // other's: 612 pages cached, then 256 of them deleted.
@@ -245,9 +295,9 @@ mod tests {
         k.file_delete(FileId(10));
         k.set_fallback_policy(Box::new(crate::fallback::Aaf));
         k.set_buffer_heads().unwrap();
-        let out = k.file_read(FileId(2), 0, 1);
+        let out = k.file_write(FileId(2), 0, 1);
         assert_eq!(k.phys().fallback_stats().evacuations_requested, 1);
-        assert!(k.stats().evacuations > 0, "evacuated within the read");
+        assert!(k.stats().evacuations > 0, "evacuated within the write");
         // The buffer head's pageblock holds its slab and no page cache any more.
         let slab = (0..k.phys().frames_total())
             .map(Pfn)
