@@ -103,9 +103,9 @@ pub struct KernelStats {
     pub slab_rotated_objects: u64,
     /// Page-cache reads that found the page cached.
     pub page_cache_hits: u64,
-    /// Pages read into the page cache (misses; Linux `pgpgin` in pages).
+    /// Pages read or written into the page cache (misses; Linux `pgpgin` in pages).
     pub page_cache_inserted: u64,
-    /// Time charged to file readers.
+    /// Time charged to file readers and writers (`file_read`, `file_write`).
     pub file_read_time: Nanos,
     /// Allocations that entered direct reclaim (`allocstall`).
     pub allocstall: u64,
