@@ -66,23 +66,15 @@ impl Mem<'_> {
                 self.cache.mark_accessed(id);
                 out.hits += 1;
                 out.cost += copy;
-                if write {
-                    out.cost += self.attach_buffer_head(file, index);
-                }
-                continue;
+            } else if let Some(cost) = self.read_into_cache(file, index) {
+                out.inserted += 1;
+                out.cost += cost + copy;
+            } else {
+                out.oom = true;
+                break;
             }
-            match self.read_into_cache(file, index) {
-                Some(cost) => {
-                    out.inserted += 1;
-                    out.cost += cost + copy;
-                    if write {
-                        out.cost += self.attach_buffer_head(file, index);
-                    }
-                }
-                None => {
-                    out.oom = true;
-                    break;
-                }
+            if write {
+                out.cost += self.attach_buffer_head(file, index);
             }
         }
         self.stats.page_cache_hits += out.hits;
