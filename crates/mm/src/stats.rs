@@ -101,6 +101,14 @@ pub struct KernelStats {
     /// Reclaimable objects the slab shrinker scanned and rotated to its LRU's tail
     /// instead, referenced (`[kernel] shrinker = "linux-4.1"`; 0 otherwise).
     pub slab_rotated_objects: u64,
+    /// Live inodes, dentries (positive and negative) and page-cache tree nodes, with VFS
+    /// objects on (`Kernel::set_vfs_objects`; now, 0 otherwise), as `/proc/slabinfo`'s
+    /// `active_objs` of `ext4_inode_cache`, `dentry` and `radix_tree_node`.
+    pub vfs_inodes: u64,
+    /// See `vfs_inodes`.
+    pub vfs_dentries: u64,
+    /// See `vfs_inodes`.
+    pub vfs_tree_nodes: u64,
     /// Page-cache reads that found the page cached.
     pub page_cache_hits: u64,
     /// Pages read or written into the page cache (misses; Linux `pgpgin` in pages).

@@ -355,6 +355,9 @@ impl Engine {
         if exp.kernel.buffer_heads {
             kernel.set_buffer_heads()?;
         }
+        if exp.kernel.vfs_objects {
+            kernel.set_vfs_objects()?;
+        }
         kernel.set_shrinker(exp.kernel.shrinker);
         if !exp.kernel.boot.is_empty() {
             let highest_first = exp.kernel.boot_order == hugemm_mm::BootOrder::HighestFirst;

@@ -148,6 +148,10 @@ pub struct KernelConfig {
     /// Give every page-cache page a buffer head, a reclaimable slab object that lives and
     /// dies with its page (`hugemm_mm::Kernel::set_buffer_heads`). Off by default.
     pub buffer_heads: bool,
+    /// Give every file read or written its inode and dentry, and its page-cache tree its
+    /// nodes, as reclaimable slab objects that live as long as what holds them in Linux
+    /// (`hugemm_mm::Kernel::set_vfs_objects`). Off by default.
+    pub vfs_objects: bool,
     /// What the slab shrinker does to a reclaimable object it scans
     /// (`hugemm_mm::Shrinker`: frees it, by default, or rotates it once first as Linux
     /// 4.1's dentry and inode LRUs do).
@@ -201,6 +205,7 @@ impl Default for KernelConfig {
             buddy_merge_likely: false,
             migrate_reserve: false,
             buffer_heads: false,
+            vfs_objects: false,
             shrinker: hugemm_mm::Shrinker::default(),
             boot_order: hugemm_mm::BootOrder::default(),
             boot: hugemm_mm::BootKernelMemory::default(),

@@ -94,6 +94,7 @@ impl Validator<'_> {
         let buddy_merge_likely = *k.buddy_merge_likely.get_or_insert(false);
         let migrate_reserve = *k.migrate_reserve.get_or_insert(false);
         let buffer_heads = *k.buffer_heads.get_or_insert(false);
+        let vfs_objects = *k.vfs_objects.get_or_insert(false);
         let shrinker = self.choice(
             "kernel.shrinker",
             k.shrinker.as_deref(),
@@ -172,6 +173,7 @@ impl Validator<'_> {
             buddy_merge_likely,
             migrate_reserve,
             buffer_heads,
+            vfs_objects,
             shrinker,
             boot_order,
             boot,

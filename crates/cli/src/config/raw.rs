@@ -280,6 +280,9 @@ pub struct RawKernel {
     pub migrate_reserve: Option<bool>,
     /// Give every page-cache page a buffer head (default false).
     pub buffer_heads: Option<bool>,
+    /// Give every file read or written its inode, dentry and page-cache tree nodes as
+    /// slab objects (default false).
+    pub vfs_objects: Option<bool>,
     /// What the slab shrinker does to an object it scans: "upper-bound" (default: frees
     /// it) or "linux-4.1" (a referenced object is rotated once first).
     pub shrinker: Option<String>,

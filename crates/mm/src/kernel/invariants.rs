@@ -83,7 +83,8 @@ impl Kernel {
 
     /// Every slab of every cache is an allocated block of its cache's order owned by
     /// kernel memory of its kind; each slab's object count matches its objects and its
-    /// list (`slab.rs`'s audit); each kind's slabs add up to its counter.
+    /// list (`slab.rs`'s audit); each kind's slabs add up to its counter; every inode
+    /// and tree node a file holds is live (`vfs.rs`).
     fn check_kmem(&self) -> Result<()> {
         let slabs = self.slab.audit().or_else(|what| fail(what, 0))?;
         let mut pages = [0u64; 2];
@@ -99,6 +100,14 @@ impl Kernel {
                 pfn.0,
             )?;
             pages[usize::from(kind == KmemKind::Reclaimable)] += 1u64 << order.0;
+        }
+        if let Some(vfs) = &self.cache.vfs {
+            let dead = vfs.held_live().find(|&id| !self.slab.is_live(id));
+            ensure(
+                dead.is_none(),
+                "a file holds an inode or tree node that is not live",
+                dead.unwrap_or(0),
+            )?;
         }
         let counters = [
             self.stats.kmem_unmovable_pages,

@@ -642,6 +642,20 @@ impl Kernel {
         Ok(())
     }
 
+    /// Give every file read or written from then on its inode and dentry, and its
+    /// page-cache tree its nodes, as reclaimable slab objects of Linux 4.1's ext4 sizes,
+    /// each living as long as what holds it in Linux (`vfs.rs`: inodes until the file is
+    /// deleted, dentries until the shrinker frees them, tree nodes until deletion or
+    /// `drop_caches`; only the dentries are shrunk). What a workload allocates itself as
+    /// reclaimable memory comes on top. Off by default; call before anything is read.
+    pub fn set_vfs_objects(&mut self) -> Result<()> {
+        if self.cache.vfs.is_none() {
+            let caches = self.slab.vfs_caches(self.layout.base_bytes())?;
+            self.cache.vfs = Some(crate::pressure::vfs::Vfs::new(caches));
+        }
+        Ok(())
+    }
+
     /// Keep Linux 4.1's `MIGRATE_RESERVE` pageblocks (`setup_zone_migrate_reserve`):
     /// the `min` watermark rounded up to whole pageblocks, at most 2
     /// ([`reserve_pageblocks`]), at the start of memory ([`PhysMem::set_migrate_reserve`]

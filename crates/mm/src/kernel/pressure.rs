@@ -159,7 +159,7 @@ impl Kernel {
     }
 
     /// [`Kernel::reclaim`] from the zones `list` only (`Mem::shrink_zones`).
-    fn reclaim_zones(&mut self, list: &[usize], pages: u64) -> ReclaimOutcome {
+    pub(crate) fn reclaim_zones(&mut self, list: &[usize], pages: u64) -> ReclaimOutcome {
         self.reclaim_with(|mem| mem.shrink_zones(list.iter().copied(), pages))
     }
 
@@ -331,7 +331,13 @@ impl Kernel {
 
     /// Read pages `first_page..first_page + pages` of `file` through the page cache.
     pub fn file_read(&mut self, file: FileId, first_page: u64, pages: u64) -> FileRead {
-        self.mem().file_access(file, first_page, pages, false)
+        let mut out = self.mem().file_access(file, first_page, pages, false);
+        if self.cache.vfs.is_some() {
+            let evacuate = self.drain_evacuations();
+            out.cost += evacuate;
+            self.stats.file_read_time += evacuate;
+        }
+        out
     }
 
     /// Write pages `first_page..first_page + pages` of `file` through the page cache: as

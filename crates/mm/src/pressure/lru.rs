@@ -21,6 +21,7 @@
 //! frames: the page-cache and reclaim mechanisms do, and keep frame reverse maps in step.
 
 use crate::pressure::pagecache::FileId;
+use crate::pressure::vfs::Vfs;
 use hugemm_hw::Pfn;
 use std::collections::BTreeMap;
 
@@ -82,6 +83,8 @@ pub(crate) struct PageCache {
     /// The kernel object each node's page carries (its buffer head's slab id; 0: none),
     /// by node id; empty while no page carries one.
     objects: Vec<u64>,
+    /// Each file's inode, dentry and tree nodes, with VFS objects on (`vfs.rs`).
+    pub vfs: Option<Vfs>,
 }
 
 impl Default for PageCache {
@@ -94,6 +97,7 @@ impl Default for PageCache {
             zone_starts: Vec::new(),
             total: 0,
             objects: Vec::new(),
+            vfs: None,
         }
     }
 }

@@ -16,4 +16,5 @@ pub mod movepages;
 pub mod pagecache;
 pub mod reclaim;
 pub(crate) mod slab;
+pub mod vfs;
 pub mod zones;

@@ -26,6 +26,7 @@ use crate::phys::pageblock::MigrateType;
 use crate::pressure::kmem::KmemKind;
 use crate::pressure::lru::Cached;
 use crate::pressure::reclaim::Mem;
+use crate::pressure::vfs::tree_nodes;
 use hugemm_hw::{Nanos, Order};
 use serde::Serialize;
 
@@ -60,6 +61,11 @@ impl Mem<'_> {
         let mut out = FileRead::default();
         let end = first_page.saturating_add(pages).min(FILE_PAGES_MAX);
         let copy = self.costs.copy_time(self.frame_bytes);
+        let vfs = self.cache.vfs.as_ref().map(|v| v.nodes(file));
+        let mut nodes = vfs.unwrap_or(0);
+        if vfs.is_some() {
+            out.cost += self.vfs_lookup(file);
+        }
         for index in first_page..end {
             let index = index as u32;
             if let Some(id) = self.cache.lookup(file, index) {
@@ -72,6 +78,14 @@ impl Mem<'_> {
             } else {
                 out.oom = true;
                 break;
+            }
+            if vfs.is_some() {
+                let need = tree_nodes(u64::from(index) + 1);
+                if need > nodes {
+                    let (cost, have) = self.vfs_grow(file, need);
+                    out.cost += cost;
+                    nodes = have;
+                }
             }
             if write {
                 out.cost += self.attach_buffer_head(file, index);
@@ -136,17 +150,30 @@ impl Mem<'_> {
         }
     }
 
-    /// Delete `file`: free every page it has cached. Returns the pages freed.
+    /// Delete `file`: free every page it has cached, and with VFS objects on its inode
+    /// and tree nodes (its dentry stays, negative). Returns the pages freed.
     pub fn file_delete(&mut self, file: FileId) -> u64 {
         let pages = self.cache.file_pages(file);
-        self.uncache(&pages)
+        let freed = self.uncache(&pages);
+        self.vfs_delete(file);
+        freed
     }
 
     /// Free every clean page-cache page (`echo 1 > /proc/sys/vm/drop_caches`); all cached
-    /// pages are clean. Returns the pages freed.
+    /// pages are clean. With VFS objects on, the tree nodes of each file that had pages
+    /// go too (`invalidate_mapping_pages` clears the shadow entries; files with none
+    /// cached are skipped, as `drop_pagecache_sb` skips them). Returns the pages freed.
     pub fn drop_caches(&mut self) -> u64 {
         let pages: Vec<Cached> = self.cache.iter().collect();
-        self.uncache(&pages)
+        let freed = self.uncache(&pages);
+        if self.cache.vfs.is_some() {
+            let mut files: Vec<FileId> = pages.iter().map(|p| p.file).collect();
+            files.dedup();
+            for file in files {
+                self.vfs_drop_tree(file);
+            }
+        }
+        freed
     }
 
     fn uncache(&mut self, pages: &[Cached]) -> u64 {

@@ -65,7 +65,6 @@ use crate::error::{MmError, Result};
 use crate::phys::buddy::{AllocRequest, Block, PhysMem};
 use crate::phys::node::NodePref;
 use crate::phys::reserv::{break_cost, break_reservation, ReservTable};
-use crate::pressure::kmem::KmemKind;
 use crate::pressure::lru::{int_sqrt, PageCache};
 use crate::pressure::slab::SlabCaches;
 use crate::pressure::zones::{
@@ -611,7 +610,7 @@ impl Mem<'_> {
         self.stats.slab_shrunk_objects = self.slab.shrunk_objects();
         self.stats.slab_rotated_objects = self.slab.rotated_objects();
         self.stats.slab_reclaimed_pages += freed;
-        self.stats.kmem_reclaimable_pages = self.slab.frames(KmemKind::Reclaimable);
+        self.sync_vfs_stats();
         freed
     }
 }
@@ -620,6 +619,7 @@ impl Mem<'_> {
 mod tests {
     use super::*;
     use crate::kernel::Kernel;
+    use crate::pressure::kmem::KmemKind;
     use crate::pressure::pagecache::FileId;
     use crate::testutil::kernel;
 

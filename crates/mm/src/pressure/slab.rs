@@ -47,8 +47,9 @@
 use crate::api::Shrinker;
 use crate::error::MmError;
 use crate::pressure::kmem::{KmemCache, KmemKind};
+use crate::pressure::vfs::{VfsCaches, DENTRY_BYTES, INODE_BYTES, TREE_NODE_BYTES};
 use hugemm_hw::{Order, Pfn};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 /// Bytes of a `struct buffer_head` (`/proc/slabinfo`'s `objsize` of `buffer_head`: 104
 /// on x86-64 in Linux 4.1 as in 6.18), 39 to a 4 KiB slab.
@@ -142,6 +143,9 @@ pub(crate) struct SlabCaches {
     last_id: u64,
     /// The buffer-head cache, once created.
     buffer_heads: Option<usize>,
+    /// Objects referenced again since the shrinker rotated them
+    /// ([`SlabCaches::reference`]).
+    referenced_again: HashSet<u64>,
     /// What a scan does to an object.
     shrinker: Shrinker,
 }
@@ -178,6 +182,46 @@ impl SlabCaches {
     /// The buffer-head cache, if buffer heads are on.
     pub fn buffer_head_cache(&self) -> Option<usize> {
         self.buffer_heads
+    }
+
+    /// The VFS's caches ([`VfsCaches`]: inodes, dentries, page-cache tree nodes, of Linux
+    /// 4.1's sizes), created once, never merged with a workload's; of them only the
+    /// dentries are shrunk (`vfs.rs` says why).
+    pub fn vfs_caches(&mut self, base_bytes: u64) -> Result<VfsCaches, MmError> {
+        let spec = |order, object_bytes| KmemCache {
+            kind: KmemKind::Reclaimable,
+            order: Order(order),
+            object_bytes,
+        };
+        Ok(VfsCaches {
+            inode: self.new_cache(spec(2, INODE_BYTES), base_bytes, false)?,
+            dentry: self.new_cache(spec(0, DENTRY_BYTES), base_bytes, true)?,
+            tree_node: self.new_cache(spec(1, TREE_NODE_BYTES), base_bytes, false)?,
+        })
+    }
+
+    /// Whether object `id` is live (allocated and not shrunk or freed).
+    pub fn is_live(&self, id: u64) -> bool {
+        self.objects.contains_key(&id)
+    }
+
+    /// Live objects of cache `c`.
+    pub fn live_objects(&self, c: usize) -> u64 {
+        self.caches[c].live.len() as u64
+    }
+
+    /// Live object `id` is used again (a dentry's `dput` sets `DCACHE_REFERENCED`): under
+    /// [`Shrinker::Linux4_1`], one the shrinker already rotated is rotated again rather
+    /// than freed at its next scan. Its place on the LRU does not change.
+    pub fn reference(&mut self, id: u64) {
+        if self.shrinker != Shrinker::Linux4_1 {
+            return;
+        }
+        if let Some(&(_, _, key)) = self.objects.get(&id) {
+            if key != id {
+                self.referenced_again.insert(id);
+            }
+        }
     }
 
     /// The shape of cache `c`.
@@ -324,6 +368,7 @@ impl SlabCaches {
         }
         let (c, pfn, key) = self.objects.remove(&id)?;
         self.caches[c].live.remove(&key);
+        self.referenced_again.remove(&id);
         self.unplace(c, pfn)
     }
 
@@ -427,7 +472,8 @@ impl SlabCaches {
                     break;
                 };
                 self.caches[c].debt -= MILLI;
-                if self.shrinker == Shrinker::Linux4_1 && key == id {
+                let referenced = key == id || self.referenced_again.remove(&id);
+                if self.shrinker == Shrinker::Linux4_1 && referenced {
                     let tail = self.next_id();
                     self.caches[c].live.insert(tail, id);
                     if let Some(o) = self.objects.get_mut(&id) {
@@ -658,6 +704,31 @@ mod tests {
         });
         u.s.charge(100, 999);
         assert_eq!(u.shrink().len(), 2);
+    }
+
+    /// An object used again after its rotation is rotated again at its next scan
+    /// (`DCACHE_REFERENCED` set anew by `dput`); the upper bound ignores uses.
+    #[test]
+    fn an_object_referenced_again_is_rotated_again() {
+        let mut w = World::new();
+        w.s.set_shrinker(Shrinker::Linux4_1);
+        let c = spec(KmemKind::Reclaimable, 1);
+        let ids: Vec<_> = (0..3).map(|_| w.alloc(c)).collect();
+        w.s.reference(ids[1].0); // not rotated yet: nothing to mark
+        w.s.charge(500, 999); // 3 objects' work: every one rotated
+        assert!(w.shrink().is_empty());
+        w.s.reference(ids[1].0);
+        w.s.charge(500, 999);
+        assert_eq!(w.shrink(), vec![ids[0].1 .0, ids[2].1 .0]);
+        assert_eq!((w.s.rotated_objects(), w.s.shrunk_objects()), (4, 2));
+        w.s.charge(500, 999); // the one left: its work
+        assert_eq!(w.shrink(), vec![ids[1].1 .0]);
+        w.s.audit().unwrap();
+        let mut u = World::new();
+        let ids: Vec<_> = (0..3).map(|_| u.alloc(c)).collect();
+        u.s.reference(ids[0].0);
+        u.s.charge(167, 999); // one object's work
+        assert_eq!(u.shrink(), vec![ids[0].1 .0]);
     }
 
     #[test]
