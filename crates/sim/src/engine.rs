@@ -1243,6 +1243,7 @@ impl Engine {
                 lowmem_reserve: zones.lowmem_reserve[z].clone(),
                 free_frames_end: phys.zone_frames_free(z),
                 page_cache_pages_end: self.kernel.zone_page_cache_pages(z),
+                pgscan: zones.scanned[z],
                 fallbacks: by_zone.get(z).copied().unwrap_or(0),
                 tainted_pageblocks_end: tainted.get(z).copied().unwrap_or(0),
             })

@@ -399,6 +399,9 @@ pub struct ZoneSummary {
     pub free_frames_end: u64,
     /// Page-cache pages on its LRU lists at the end.
     pub page_cache_pages_end: u64,
+    /// Page-cache pages reclaim scanned on its LRU lists over the run (kswapd and
+    /// direct: `/proc/vmstat`'s `pgscan_kswapd_<zone>` + `pgscan_direct_<zone>`).
+    pub pgscan: u64,
     /// Pageblock fallbacks taken from its free lists over the run.
     pub fallbacks: u64,
     /// Its tainted pageblocks at the end (Movable pageblocks holding kernel frames).

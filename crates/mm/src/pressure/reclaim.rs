@@ -346,7 +346,7 @@ impl Mem<'_> {
             let Some(end) = self.kswapd_end(class, order) else {
                 break;
             };
-            let freed = self.kswapd_pass(end, order, u64::MAX);
+            let freed = self.kswapd_pass(end, order, false);
             if order.0 > 0 && freed >= 2 << order.0 {
                 order = Order(0);
             }
@@ -357,8 +357,9 @@ impl Mem<'_> {
     }
 
     /// One step of kswapd on its own thread: a pass of [`Mem::kswapd_zones`] that takes
-    /// at most `SWAP_CLUSTER_MAX` pages from each zone (`shrink_lruvec` reclaims in such
-    /// batches); once the steps since the wake have reclaimed `2 << order` pages, it
+    /// at most `SWAP_CLUSTER_MAX` pages from the zone with the most LRU pages and the
+    /// others' share by their LRU pages ([`Mem::kswapd_step_cap`]; `shrink_lruvec`
+    /// reclaims in batches of `SWAP_CLUSTER_MAX`); once the steps since the wake have reclaimed `2 << order` pages, it
     /// balances at order 0. When the node is balanced for the classzone and order it was
     /// woken for, or the step freed nothing, kswapd naps (`kswapd_try_to_sleep`); the step
     /// at the nap's end balances again if the node is not balanced
@@ -382,7 +383,7 @@ impl Mem<'_> {
         };
         let before = self.stats.kswapd_time;
         let freed = match self.kswapd_end(wake.class, wake.order) {
-            Some(end) => self.kswapd_pass(end, wake.order, SWAP_CLUSTER_MAX),
+            Some(end) => self.kswapd_pass(end, wake.order, true),
             None => 0,
         };
         let zones = self.zones.as_deref_mut().expect("a machine of zones");
@@ -436,10 +437,15 @@ impl Mem<'_> {
     }
 
     /// One pass of kswapd at `order` over the zones up to `end` (see
-    /// [`Mem::kswapd_zones`]), at most `cap` frames from each. Returns the frames freed.
-    fn kswapd_pass(&mut self, end: usize, order: Order, cap: u64) -> u64 {
+    /// [`Mem::kswapd_zones`]); a `step` of kswapd on its own thread takes at most
+    /// [`Mem::kswapd_step_cap`] frames from each zone. Returns the frames freed.
+    fn kswapd_pass(&mut self, end: usize, order: Order, step: bool) -> u64 {
         let mut freed = 0;
         for z in 0..=end {
+            let cap = match step {
+                true => self.kswapd_step_cap(z),
+                false => u64::MAX,
+            };
             let zones = self.zones.as_deref().expect("a machine of zones");
             let (gap, high) = (zones.balance_gap(z), zones.wmark[z].high);
             let test =
@@ -452,12 +458,13 @@ impl Mem<'_> {
             }
             let got = if test.0 == 0 {
                 let need = (high + 1).saturating_sub(self.phys.zone_frames_free(z));
-                self.shrink_zone(z, need.max(SWAP_CLUSTER_MAX).min(cap))
+                self.shrink_zone(z, need.max(SWAP_CLUSTER_MAX).min(cap), z == end)
             } else {
                 let target = high.max(SWAP_CLUSTER_MAX).min(cap);
                 let mut got = 0;
                 while got < target && !self.zone_balanced(z, test, 0, end) {
-                    let batch = self.shrink_zone(z, SWAP_CLUSTER_MAX.min(target - got));
+                    let batch =
+                        self.shrink_zone(z, SWAP_CLUSTER_MAX.min(target - got), z == end);
                     if batch == 0 {
                         break;
                     }
@@ -470,6 +477,21 @@ impl Mem<'_> {
             freed += got;
         }
         freed
+    }
+
+    /// The frames a step of kswapd on its own thread reclaims from zone `z` at most:
+    /// `SWAP_CLUSTER_MAX` from the zone with the most LRU pages and from each other zone
+    /// its share by its LRU pages (at least one). 4.1's `shrink_lruvec` scans
+    /// `lru_size >> priority` of each zone's lists at a priority, so kswapd reclaims the
+    /// zones it balances in proportion to their LRU pages (the 4 GiB guest's build:
+    /// `pgscan_kswapd_dma32` 347,724 against `pgscan_kswapd_normal` 109,040, as its
+    /// zones' sizes); equal batches would reclaim a small zone as fast as a large one.
+    fn kswapd_step_cap(&self, z: usize) -> u64 {
+        let zones = self.cache.zones();
+        let most = (0..zones).map(|z| self.cache.zone_pages(z)).max().unwrap_or(0);
+        (SWAP_CLUSTER_MAX * self.cache.zone_pages(z))
+            .div_ceil(most.max(1))
+            .max(1)
     }
 
     /// One batch of direct reclaim; returns its time.
@@ -541,32 +563,42 @@ impl Mem<'_> {
     pub fn shrink(&mut self, pages: u64) -> u64 {
         let zones = self.cache.zones();
         if zones == 1 || self.cache.pages() == 0 {
-            return self.shrink_zone(0, pages);
+            return self.shrink_zone(0, pages, true);
         }
         self.shrink_zones((0..zones).rev(), pages)
     }
 
     /// [`Mem::shrink`] from the zones `list` only, each its share by its LRU pages, in
-    /// the list's order.
+    /// the list's order; the slab shrinks with the highest zone's scanning only
+    /// ([`Mem::shrink_zone`]).
     pub fn shrink_zones(&mut self, list: impl Iterator<Item = usize> + Clone, pages: u64) -> u64 {
         let lru: u64 = list.clone().map(|z| self.cache.zone_pages(z)).sum();
         if lru == 0 {
             let first = list.clone().next();
-            return first.map_or(0, |z| self.shrink_zone(z, pages));
+            return first.map_or(0, |z| self.shrink_zone(z, pages, true));
         }
+        // Every request the model makes may use the highest zone (none is GFP_DMA or
+        // GFP_DMA32): that is direct reclaim's classzone, even when the list leaves it out.
+        let class = self.cache.zones() - 1;
         let mut freed = 0;
         for z in list {
             let share = (pages * self.cache.zone_pages(z)).div_ceil(lru);
             if share > 0 && freed < pages {
-                freed += self.shrink_zone(z, share.min(pages - freed));
+                freed += self.shrink_zone(z, share.min(pages - freed), z == class);
             }
         }
         freed
     }
 
     /// [`Mem::shrink`] from zone `zone`'s LRU lists (slab alone when no page is cached
-    /// anywhere); returns the frames freed.
-    pub fn shrink_zone(&mut self, zone: usize, pages: u64) -> u64 {
+    /// anywhere); returns the frames freed. The slab shrinkers get their share of the
+    /// zone's scanning only if `slab` (`is_classzone`): Linux 4.1's `shrink_zone` calls
+    /// `shrink_slab` with a zone's scanning against the zone's LRU pages only for the
+    /// request's classzone (direct reclaim: the highest zone of its zonelist) or the
+    /// highest zone kswapd balances (`end_zone`), so the scanning of lower zones shrinks
+    /// nothing. One zone is its own classzone; since 4.8 reclaim is per node and
+    /// `shrink_node` shrinks slab in proportion to all of it.
+    pub fn shrink_zone(&mut self, zone: usize, pages: u64, slab: bool) -> u64 {
         let mut freed = 0;
         while freed < pages && self.reclaimable() > 0 {
             let lru = self.cache.zone_pages(zone);
@@ -591,8 +623,13 @@ impl Mem<'_> {
                 scanned += 1;
             }
             freed += scanned;
-            self.slab.charge(scanned, lru);
-            freed += self.shrink_slab();
+            if let Some(zones) = self.zones.as_deref_mut() {
+                zones.scanned[zone] += scanned;
+            }
+            if slab {
+                self.slab.charge(scanned, lru);
+                freed += self.shrink_slab();
+            }
         }
         freed
     }

@@ -75,12 +75,17 @@ pub struct Zones {
     /// The node's kswapd when it runs on its own thread.
     #[serde(skip)]
     pub(crate) kswapd: KswapdThread,
+    /// Page-cache pages reclaim has scanned on each zone's LRU lists, kswapd's and
+    /// direct (`pgscan_kswapd_<zone>` + `pgscan_direct_<zone>`; every page scanned is
+    /// reclaimed, all being clean).
+    #[serde(skip)]
+    pub scanned: Vec<u64>,
 }
 
 /// kswapd on its own thread (`[kernel] kswapd = "async"`, [`crate::Kernel::set_kswapd`]):
 /// the slow path wakes it (`wakeup_kswapd`) and goes on to its walk at `min`; kswapd
-/// then reclaims in steps of `SWAP_CLUSTER_MAX` pages a zone
-/// ([`crate::Kernel::kswapd_step`]), which the engine runs as a daemon, until the zones
+/// then reclaims in steps of at most `SWAP_CLUSTER_MAX` pages a zone, in proportion to
+/// the zones' LRU pages ([`crate::Kernel::kswapd_step`]), which the engine runs as a daemon, until the zones
 /// up to the classzone it was woken for are balanced at the order it was woken for
 /// (`pgdat_balanced`; order 0 once it has reclaimed `2 << order` pages). Allocations go on
 /// meanwhile, so a zone can sit between `min` and `low`, as in Linux. Then it naps for
@@ -137,6 +142,7 @@ impl Zones {
             lowmem_reserve: lowmem_reserve(managed),
             batch: Vec::new(),
             kswapd: KswapdThread::default(),
+            scanned: vec![0; managed.len()],
         };
         zones.set_watermarks(frame_bytes, min_kb, scale);
         zones
