@@ -80,11 +80,15 @@ struct Cache {
     partial: BTreeMap<u64, Pfn>,
     /// The slab being filled (SLUB's CPU slab); never set for a direct cache.
     current: Option<Pfn>,
-    /// Live objects by their place on the shrinker's LRU, oldest first (kept for every
-    /// cache): key -> id. An object enters at its id (ids grow with time); one rotated
-    /// by a scan ([`Shrinker::Linux4_1`]) is re-entered at a fresh id, so `key != id`
-    /// marks it scanned once, no longer referenced.
+    /// Live objects by their place on the shrinker's LRU, oldest first, kept only for a
+    /// cache the shrinker scans ([`Cache::shrunk_by_reclaim`]; the others need no order,
+    /// and a buffer head's would cost a tree insertion a page written): key -> id. An
+    /// object enters at its id (ids grow with time); one rotated by a scan
+    /// ([`Shrinker::Linux4_1`]) is re-entered at a fresh id, so `key != id` marks it
+    /// scanned once, no longer referenced.
     live: BTreeMap<u64, u64>,
+    /// Live objects, of every cache.
+    count: u64,
     /// Shrinker work owed, in thousandths of an object (`nr_deferred`).
     debt: u64,
     /// Whether the slab shrinker frees this cache's objects: every reclaimable cache a
@@ -207,7 +211,7 @@ impl SlabCaches {
 
     /// Live objects of cache `c`.
     pub fn live_objects(&self, c: usize) -> u64 {
-        self.caches[c].live.len() as u64
+        self.caches[c].count
     }
 
     /// Live object `id` is used again (a dentry's `dput` sets `DCACHE_REFERENCED`): under
@@ -288,6 +292,7 @@ impl SlabCaches {
             partial: BTreeMap::new(),
             current: None,
             live: BTreeMap::new(),
+            count: 0,
             debt: 0,
             shrinker,
         });
@@ -344,7 +349,10 @@ impl SlabCaches {
         let cache = &mut self.caches[c];
         let slab = cache.slabs.get_mut(&pfn).expect("placed in a live slab");
         slab.inuse += 1;
-        cache.live.insert(id, id);
+        cache.count += 1;
+        if cache.shrunk_by_reclaim() {
+            cache.live.insert(id, id);
+        }
         self.objects.insert(id, (c, pfn, id));
     }
 
@@ -367,8 +375,12 @@ impl SlabCaches {
             return None;
         }
         let (c, pfn, key) = self.objects.remove(&id)?;
-        self.caches[c].live.remove(&key);
-        self.referenced_again.remove(&id);
+        let cache = &mut self.caches[c];
+        cache.count -= 1;
+        if cache.shrunk_by_reclaim() {
+            cache.live.remove(&key);
+            self.referenced_again.remove(&id);
+        }
         self.unplace(c, pfn)
     }
 
@@ -483,6 +495,7 @@ impl SlabCaches {
                     continue;
                 }
                 let (_, pfn, _) = self.objects.remove(&id).expect("a live object is indexed");
+                self.caches[c].count -= 1;
                 self.shrunk.insert(id);
                 self.shrunk_objects += 1;
                 emptied.extend(self.unplace(c, pfn));
@@ -500,14 +513,17 @@ impl SlabCaches {
         let mut per_slab: HashMap<(usize, Pfn), u32> = HashMap::new();
         for &(c, pfn, key) in self.objects.values() {
             *per_slab.entry((c, pfn)).or_default() += 1;
-            if !self.caches[c].live.contains_key(&key) {
-                return Err("a live object is not on its cache's LRU");
+            let cache = &self.caches[c];
+            if cache.shrunk_by_reclaim() != cache.live.contains_key(&key) {
+                return Err("a live object is not on its cache's LRU, or on one it has not");
             }
         }
         let mut out = Vec::new();
         let mut frames = [0u64; 2];
         for (c, cache) in self.caches.iter().enumerate() {
-            if cache.live.len() != self.objects.values().filter(|o| o.0 == c).count() {
+            let indexed = self.objects.values().filter(|o| o.0 == c).count() as u64;
+            let listed = cache.live.len() as u64;
+            if cache.count != indexed || (cache.shrunk_by_reclaim() && listed != indexed) {
                 return Err("a cache's live objects disagree with the object index");
             }
             for (&pfn, slab) in &cache.slabs {
