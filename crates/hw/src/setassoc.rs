@@ -269,6 +269,18 @@ impl SetAssoc {
         each!(&mut self.sets, v => v.iter_mut().map(|s| s.retain(&mut keep, ways)).sum())
     }
 
+    /// [`SetAssoc::retain`] over only the sets `tags` map to (each set once, in index
+    /// order): the same result as `retain` whenever every tag `keep` would drop is one of
+    /// `tags`, at the cost of those sets rather than the whole array. Returns how many
+    /// were dropped.
+    pub fn retain_in_sets_of(&mut self, tags: &[u64], mut keep: impl FnMut(u64) -> bool) -> usize {
+        let ways = self.ways;
+        let mut sets: Vec<usize> = tags.iter().map(|&t| self.set_of(t)).collect();
+        sets.sort_unstable();
+        sets.dedup();
+        each!(&mut self.sets, v => sets.iter().map(|&i| v[i].retain(&mut keep, ways)).sum())
+    }
+
     /// Empties the array.
     pub fn clear(&mut self) {
         let ways = self.ways;

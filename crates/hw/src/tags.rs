@@ -95,6 +95,44 @@ impl TagScheme {
         self.region_tag(asid, va, self.geometry.shift(PageSize::Base), SPLINTERED)
     }
 
+    /// Every TLB tag, of every size class, whose page overlaps `[start, end)` in `asid`
+    /// (an ASID as kept in tags), if there are at most `most` of them and the range lies
+    /// within the virtual-address width (beyond it tags alias; the caller then scans
+    /// everything).
+    pub(crate) fn tlb_tags_overlapping(
+        &self,
+        asid: u32,
+        start: VirtAddr,
+        end: VirtAddr,
+        most: usize,
+    ) -> Option<Vec<u64>> {
+        if end.0 <= start.0 || end.0 - 1 > self.va_mask {
+            return None;
+        }
+        let classes = [
+            (PageSize::Base, 0),
+            (PageSize::Huge, 1),
+            (PageSize::Giant, 2),
+            (PageSize::Base, SPLINTERED),
+        ];
+        let pages = |size| {
+            let shift = self.geometry.shift(size);
+            ((end.0 - 1) >> shift) - (start.0 >> shift) + 1
+        };
+        let total: u64 = classes.iter().map(|&(size, _)| pages(size)).sum();
+        if total > most as u64 {
+            return None;
+        }
+        let mut out = Vec::with_capacity(total as usize);
+        for (size, class) in classes {
+            let shift = self.geometry.shift(size);
+            for page in (start.0 >> shift)..=((end.0 - 1) >> shift) {
+                out.push(self.region_tag(asid, VirtAddr(page << shift), shift, class));
+            }
+        }
+        Some(out)
+    }
+
     /// Page-walk-cache tag of the upper-level entry at `level` (2 = PDE) covering `va`.
     #[inline]
     pub(crate) fn pwc(&self, asid: u32, va: VirtAddr, level: u32) -> u64 {
