@@ -602,7 +602,11 @@ mod tests {
                 x ^= x << 13;
                 x ^= x >> 7;
                 x ^= x << 17;
-                let size = if i % 5 == 0 { PageSize::Huge } else { PageSize::Base };
+                let size = if i % 5 == 0 {
+                    PageSize::Huge
+                } else {
+                    PageSize::Base
+                };
                 let va = base + (x % (8 * GB));
                 let page = Geometry::X86_64.bytes(size);
                 m.access(&Reference {
@@ -614,7 +618,11 @@ mod tests {
                     write: false,
                 });
             }
-            for (start, len) in [(0x5000u64, 0x1000u64), (2 << 20, 0x3000), (0x1ff000, 0x2000)] {
+            for (start, len) in [
+                (0x5000u64, 0x1000u64),
+                (2 << 20, 0x3000),
+                (0x1ff000, 0x2000),
+            ] {
                 for k in 0..64u64 {
                     let s = VirtAddr(base + start + k * 0x1_2345_000 % (8 * GB));
                     let e = VirtAddr(s.0 + len);

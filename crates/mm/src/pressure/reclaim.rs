@@ -463,8 +463,7 @@ impl Mem<'_> {
                 let target = high.max(SWAP_CLUSTER_MAX).min(cap);
                 let mut got = 0;
                 while got < target && !self.zone_balanced(z, test, 0, end) {
-                    let batch =
-                        self.shrink_zone(z, SWAP_CLUSTER_MAX.min(target - got), z == end);
+                    let batch = self.shrink_zone(z, SWAP_CLUSTER_MAX.min(target - got), z == end);
                     if batch == 0 {
                         break;
                     }
@@ -488,7 +487,10 @@ impl Mem<'_> {
     /// zones' sizes); equal batches would reclaim a small zone as fast as a large one.
     fn kswapd_step_cap(&self, z: usize) -> u64 {
         let zones = self.cache.zones();
-        let most = (0..zones).map(|z| self.cache.zone_pages(z)).max().unwrap_or(0);
+        let most = (0..zones)
+            .map(|z| self.cache.zone_pages(z))
+            .max()
+            .unwrap_or(0);
         (SWAP_CLUSTER_MAX * self.cache.zone_pages(z))
             .div_ceil(most.max(1))
             .max(1)

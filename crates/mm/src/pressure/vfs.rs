@@ -114,7 +114,9 @@ impl Vfs {
 
     /// The inode and dentry of `file` (0: none).
     pub fn names(&self, file: FileId) -> (u64, u64) {
-        self.files.get(&file.0).map_or((0, 0), |f| (f.inode, f.dentry))
+        self.files
+            .get(&file.0)
+            .map_or((0, 0), |f| (f.inode, f.dentry))
     }
 
     /// The tree nodes `file` holds.
@@ -311,7 +313,10 @@ mod tests {
             k.reclaim(1);
             assert_eq!(census(&k), (2, 0, 0), "the inodes stay");
             k.check_invariants().unwrap();
-            (k.stats().slab_rotated_objects, k.stats().slab_shrunk_objects)
+            (
+                k.stats().slab_rotated_objects,
+                k.stats().slab_shrunk_objects,
+            )
         };
         assert_eq!(run(false), (2, 2));
         assert_eq!(run(true), (3, 2), "the dentry read again is rotated again");
