@@ -61,9 +61,9 @@ impl Mem<'_> {
         let mut out = FileRead::default();
         let end = first_page.saturating_add(pages).min(FILE_PAGES_MAX);
         let copy = self.costs.copy_time(self.frame_bytes);
-        let vfs = self.cache.vfs.as_ref().map(|v| v.nodes(file));
-        let mut nodes = vfs.unwrap_or(0);
-        if vfs.is_some() {
+        // The file's tree nodes, with VFS objects on.
+        let mut nodes = self.cache.vfs.as_ref().map(|v| v.nodes(file));
+        if nodes.is_some() {
             out.cost += self.vfs_lookup(file);
         }
         for index in first_page..end {
@@ -79,12 +79,12 @@ impl Mem<'_> {
                 out.oom = true;
                 break;
             }
-            if vfs.is_some() {
+            if let Some(have) = nodes.as_mut() {
                 let need = tree_nodes(u64::from(index) + 1);
-                if need > nodes {
-                    let (cost, have) = self.vfs_grow(file, need);
+                if need > *have {
+                    let (cost, now) = self.vfs_grow(file, need);
                     out.cost += cost;
-                    nodes = have;
+                    *have = now;
                 }
             }
             if write {

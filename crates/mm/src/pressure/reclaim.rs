@@ -359,8 +359,8 @@ impl Mem<'_> {
     /// One step of kswapd on its own thread: a pass of [`Mem::kswapd_zones`] that takes
     /// at most `SWAP_CLUSTER_MAX` pages from the zone with the most LRU pages and the
     /// others' share by their LRU pages ([`Mem::kswapd_step_cap`]; `shrink_lruvec`
-    /// reclaims in batches of `SWAP_CLUSTER_MAX`); once the steps since the wake have reclaimed `2 << order` pages, it
-    /// balances at order 0. When the node is balanced for the classzone and order it was
+    /// reclaims in batches of `SWAP_CLUSTER_MAX`); once the steps since the wake have
+    /// reclaimed `2 << order` pages, it balances at order 0. When the node is balanced for the classzone and order it was
     /// woken for, or the step freed nothing, kswapd naps (`kswapd_try_to_sleep`); the step
     /// at the nap's end balances again if the node is not balanced
     /// (`prepare_kswapd_sleep` fails: `KSWAPD_HIGH_WMARK_HIT_QUICKLY`), else kswapd
