@@ -624,7 +624,7 @@ mod tests {
                 (0x1ff000, 0x2000),
             ] {
                 for k in 0..64u64 {
-                    let s = VirtAddr(base + start + k * 0x1_2345_000 % (8 * GB));
+                    let s = VirtAddr(base + start + k * 0x1234_5000 % (8 * GB));
                     let e = VirtAddr(s.0 + len);
                     let (mut a, mut b) = (m.clone(), m.clone());
                     a.invalidate_within(1, s, e, SMALL_SHOOTDOWN);
