@@ -198,18 +198,19 @@ impl Mem<'_> {
     /// `file` was deleted (its pages are gone): free its inode and tree nodes; its dentry
     /// stays, negative.
     pub(crate) fn vfs_delete(&mut self, file: FileId) {
-        let Some(vfs) = &mut self.cache.vfs else {
-            return;
-        };
-        let Some(f) = vfs.files.get_mut(&file.0) else {
+        let Some(f) = self
+            .cache
+            .vfs
+            .as_mut()
+            .and_then(|v| v.files.get_mut(&file.0))
+        else {
             return;
         };
         let inode = std::mem::take(&mut f.inode);
-        let nodes = std::mem::take(&mut f.nodes);
-        for id in std::iter::once(inode).filter(|&id| id != 0).chain(nodes) {
-            self.slab_free(id);
+        if inode != 0 {
+            self.slab_free(inode);
         }
-        self.sync_vfs_stats();
+        self.vfs_drop_tree(file);
     }
 
     /// `drop_caches` invalidated `file`'s pages: free its tree nodes (and their shadow
