@@ -978,6 +978,38 @@ fn kernel_build_memory_until_clean_has_no_lifetime_of_its_own() {
 }
 
 #[test]
+fn kernel_build_lookups_need_names_to_draw_from() {
+    let text = format!("{BASE}\n[[kernel_build]]\nname = \"make\"\nmissing_lookups = 8\n");
+    expect_bad(
+        &text,
+        "kernel_build[0].missing_lookups",
+        &["0 without missing_names"],
+    );
+    let text = format!("{BASE}\n[[kernel_build]]\nname = \"make\"\ndirectories = -1\n");
+    expect_bad(&text, "kernel_build[0].directories", &["-1"]);
+}
+
+#[test]
+fn a_lookup_says_whether_its_name_exists() {
+    let phase = |extra: &str| format!("{BASE}\n[[process.phase]]\nop = \"file_lookup\"\n{extra}");
+    expect_bad(
+        &phase("file = \"include/linux\"\n"),
+        "process[0].phase[3].found",
+        &["true (the name exists", "false (a negative dentry)"],
+    );
+    expect_bad(
+        &phase("found = true\n"),
+        "process[0].phase[3].file",
+        &["the name of a file"],
+    );
+    expect_bad(
+        &phase("file = \"a.h\"\nfound = false\nsize = \"4KiB\"\n"),
+        "process[0].phase[3].size",
+        &["expected no `size` for op \"file_lookup\" (it takes: file, found)"],
+    );
+}
+
+#[test]
 fn a_reproduction_file_is_refused_by_run() {
     let text = format!("[reproduce]\nkind = \"apsys16-table2\"\n\n{BASE}");
     expect_bad(&text, "reproduce", &["hugemm reproduce"]);

@@ -127,6 +127,10 @@ impl Engine {
                 offset,
                 bytes,
             } => self.file_io(*file, *offset, *bytes, true),
+            Phase::FileLookup { file, found } => {
+                let cost = self.kernel.file_lookup(mm_file(*file), *found);
+                Ok(Picos::from(cost))
+            }
             Phase::FileDelete { file } => {
                 let pages = self.kernel.file_delete(mm_file(*file));
                 let held = self.ledger.take_file(*file);

@@ -121,6 +121,32 @@ pub struct KernelBuild {
     /// a build, on Linux 6.18 as on the Linux 4.1 guest, and the second build after
     /// `make clean` added none). Default false (every published run used the lifetime).
     pub reclaimable_until_clean: bool,
+    /// Bytes of the units' `.cmd` files in all, one a unit, written after its object and
+    /// kept until the next build's `make clean`: kbuild's record of the unit's command
+    /// and of every header it read (fixdep writes `.foo.o.tmp` from the dependency file
+    /// and renames it `.foo.o.cmd`; a rename moves the dentry, so the model writes the
+    /// `.cmd` under its own name). Default 0: none.
+    pub cmd_bytes: u64,
+    /// Bytes of the units' dependency files in all, one a unit (`.foo.o.d`, written by
+    /// the compiler's `-Wp,-MD`, read by fixdep and deleted: a temporary that leaves a
+    /// negative dentry). Default 0: none.
+    pub depfile_bytes: u64,
+    /// Directories the build's files lie in, each a name looked up and found (an inode
+    /// and a dentry the build never deletes: `make clean` leaves directories): the units
+    /// are split over them in order, and each looks its directory up before reading its
+    /// source. Default 0: none.
+    pub directories: u32,
+    /// Names the build looks up and never finds, a negative dentry each: the compiler's
+    /// probes of its include path for headers that live in a later directory of it,
+    /// kbuild's optional files, `PATH` searches. Default 0: none.
+    pub missing_names: u32,
+    /// Of those, the names each unit looks up (drawn at random from them, as headers
+    /// are; a name looked up again references its dentry). Default 0.
+    pub missing_lookups: u32,
+    /// Names each unit looks up and never finds that are its own (the same in every
+    /// build): the compiler's probe for a precompiled `foo.c.gch`, modversions' probe for
+    /// `foo.symref`. Looked up before the unit reads its source. Default 0: none.
+    pub missing_per_unit: u32,
     /// Seed of the builder's own choices (heap sizes, headers read).
     pub seed: u64,
 }
@@ -149,6 +175,12 @@ impl Default for KernelBuild {
             reclaimable_object_bytes: [PAGE, 2 * PAGE, 4 * PAGE],
             reclaimable_lifetime: Nanos::from_millis(1_200_000),
             reclaimable_until_clean: false,
+            cmd_bytes: 0,
+            depfile_bytes: 0,
+            directories: 0,
+            missing_names: 0,
+            missing_lookups: 0,
+            missing_per_unit: 0,
             seed: 1,
         }
     }
@@ -180,16 +212,27 @@ impl FileIds {
 
 impl KernelBuild {
     /// The worker processes, named `<name>-<job>`, starting at `start`.
+    ///
+    /// A unit's files keep their names from one build to the next (a real tree rebuilds
+    /// `foo.o` where `make clean` deleted it: the name's negative dentry is found again
+    /// and given the new inode); the names are handed out in the first build, in the
+    /// order its units run.
     pub fn processes(&self, name: &str, start: Nanos, ids: &mut FileIds) -> Vec<ProcessSpec> {
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(self.seed);
         let jobs = self.jobs.max(1);
         let headers: Vec<FileId> = (0..self.headers).map(|_| ids.fresh()).collect();
         let sources: Vec<FileId> = (0..self.units).map(|_| ids.fresh()).collect();
+        let names = Names {
+            headers,
+            directories: (0..self.directories).map(|_| ids.fresh()).collect(),
+            missing: (0..self.missing_names).map(|_| ids.fresh()).collect(),
+        };
         let mut phases: Vec<Vec<Phase>> = vec![Vec::new(); jobs as usize];
-        let mut objects: Vec<Vec<FileId>> = vec![Vec::new(); jobs as usize];
+        let mut kept: Vec<Vec<FileId>> = vec![Vec::new(); jobs as usize];
+        let mut units: Vec<UnitFiles> = Vec::with_capacity(self.units as usize);
         let mut owed = Owed::default();
         for build in 0..self.builds {
-            for (job, old) in objects.iter_mut().enumerate() {
+            for (job, old) in kept.iter_mut().enumerate() {
                 if build > 0 {
                     let clean = old.drain(..).map(|file| Phase::FileDelete { file });
                     phases[job].extend(clean);
@@ -197,10 +240,19 @@ impl KernelBuild {
             }
             for unit in 0..self.units {
                 let job = (unit % jobs) as usize;
-                let object = ids.fresh();
-                objects[job].push(object);
+                if build == 0 {
+                    units.push(self.unit_files(ids));
+                }
+                let files = units[unit as usize];
+                kept[job].push(files.object);
+                kept[job].extend(files.cmd);
                 let source = sources[unit as usize];
-                let unit_phases = self.unit(&mut rng, &mut owed, source, &headers, object, ids);
+                let directory = (!names.directories.is_empty()).then(|| {
+                    let d = u64::from(unit) * names.directories.len() as u64
+                        / u64::from(self.units.max(1));
+                    names.directories[d as usize]
+                });
+                let unit_phases = self.unit(&mut rng, &mut owed, source, directory, &names, files);
                 phases[job].extend(unit_phases);
             }
         }
@@ -216,21 +268,47 @@ impl KernelBuild {
             .collect()
     }
 
+    /// A unit's names: its object and temporary, and its `.cmd` and dependency file if
+    /// the build has them.
+    fn unit_files(&self, ids: &mut FileIds) -> UnitFiles {
+        let object = ids.fresh();
+        let temp = ids.fresh();
+        let cmd = (self.cmd_bytes > 0).then(|| ids.fresh());
+        let depfile = (self.depfile_bytes > 0).then(|| ids.fresh());
+        let missing = FileId(ids.peek());
+        for _ in 0..self.missing_per_unit {
+            ids.fresh();
+        }
+        UnitFiles {
+            object,
+            temp,
+            cmd,
+            depfile,
+            missing,
+        }
+    }
+
     fn unit(
         &self,
         rng: &mut Xoshiro256PlusPlus,
         owed: &mut Owed,
         source: FileId,
-        headers: &[FileId],
-        object: FileId,
-        ids: &mut FileIds,
+        directory: Option<FileId>,
+        names: &Names,
+        files: UnitFiles,
     ) -> Vec<Phase> {
         let units = u64::from(self.units.max(1));
         let heap = BufferId(0);
         let (lo, hi) = self.heap_bytes;
         let heap_bytes = round_page(rng.gen_range(lo..=hi.max(lo)));
         let unit_life = Lifetime::Fixed(Nanos(self.compute.0 + self.compute.0 / 10));
-        let temp = ids.fresh();
+        let UnitFiles {
+            object,
+            temp,
+            cmd,
+            depfile,
+            missing,
+        } = files;
         let object_bytes = (self.object_bytes / units).max(4 * KIB);
         let (slab_order, slab_object) = self.unmovable_object;
         let mut v = vec![
@@ -277,7 +355,21 @@ impl KernelBuild {
             ));
         }
         v.retain(|ph| !matches!(ph, Phase::KernelAlloc { bytes: 0, .. }));
+        if let Some(file) = directory {
+            v.push(Phase::FileLookup { file, found: true });
+        }
+        for n in 0..self.missing_per_unit {
+            let file = FileId(missing.0 + n);
+            v.push(Phase::FileLookup { file, found: false });
+        }
+        if !names.missing.is_empty() {
+            for _ in 0..self.missing_lookups {
+                let file = names.missing[rng.gen_range(0..names.missing.len())];
+                v.push(Phase::FileLookup { file, found: false });
+            }
+        }
         v.push(read(source, (self.source_bytes / units).max(4 * KIB)));
+        let headers = &names.headers;
         if !headers.is_empty() {
             for _ in 0..self.header_reads {
                 let h = headers[rng.gen_range(0..headers.len())];
@@ -292,13 +384,47 @@ impl KernelBuild {
             },
             Phase::Access(touch(heap, heap_bytes)),
             Phase::Sleep(self.compute),
+        ]);
+        let share = |total: u64| (total / units).max(4 * KIB);
+        if let Some(d) = depfile {
+            v.push(write(d, share(self.depfile_bytes)));
+        }
+        v.extend([
             write(temp, object_bytes),
             Phase::FileDelete { file: temp },
             write(object, object_bytes),
             Phase::Munmap { buffer: heap },
         ]);
+        // fixdep, after the compiler exits: the dependency file becomes the `.cmd`.
+        if let Some(d) = depfile {
+            v.extend([
+                read(d, share(self.depfile_bytes)),
+                Phase::FileDelete { file: d },
+            ]);
+        }
+        if let Some(c) = cmd {
+            v.push(write(c, share(self.cmd_bytes)));
+        }
         v
     }
+}
+
+/// The names a build shares between its units.
+struct Names {
+    headers: Vec<FileId>,
+    directories: Vec<FileId>,
+    missing: Vec<FileId>,
+}
+
+/// A unit's own files, the same names in every build.
+#[derive(Clone, Copy)]
+struct UnitFiles {
+    object: FileId,
+    temp: FileId,
+    cmd: Option<FileId>,
+    depfile: Option<FileId>,
+    /// The first of its `missing_per_unit` names never found (consecutive ids).
+    missing: FileId,
 }
 
 /// Kernel memory owed across units, so that per-unit amounts below an object (a measured
@@ -421,6 +547,7 @@ pub fn memhog(name: &str, bytes: u64, hold: Nanos) -> ProcessSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeSet;
 
     fn small() -> KernelBuild {
         KernelBuild {
@@ -458,6 +585,54 @@ mod tests {
             .count();
         // One temporary file per unit per build, plus the first build's 10 objects.
         assert_eq!(deletes, 20 + 10);
+    }
+
+    /// A real build's files: a unit's `.cmd` kept until `make clean`, its dependency file
+    /// deleted, its directory and the names its compiler probes for looked up, and every
+    /// name the same in the second build.
+    #[test]
+    fn a_unit_keeps_its_names_from_one_build_to_the_next() {
+        let build = KernelBuild {
+            cmd_bytes: 10 * 48 * KIB,
+            depfile_bytes: 10 * 40 * KIB,
+            directories: 2,
+            missing_names: 3,
+            missing_lookups: 2,
+            missing_per_unit: 2,
+            ..small()
+        };
+        let procs = build.processes("make", Nanos::ZERO, &mut FileIds::from(0));
+        let (mut written, mut writes, mut deletes) = (BTreeSet::new(), 0, 0);
+        let (mut found, mut missing, mut missing_lookups) = (BTreeSet::new(), BTreeSet::new(), 0);
+        for ph in procs.iter().flat_map(|p| &p.phases) {
+            match ph {
+                Phase::FileWrite { file, .. } => {
+                    written.insert(*file);
+                    writes += 1;
+                }
+                Phase::FileDelete { .. } => deletes += 1,
+                Phase::FileLookup { file, found: true } => {
+                    found.insert(*file);
+                }
+                Phase::FileLookup { file, found: false } => {
+                    missing.insert(*file);
+                    missing_lookups += 1;
+                }
+                _ => {}
+            }
+        }
+        // Per unit an object, a temporary, a `.cmd` and a dependency file: 40 names,
+        // each written in both builds.
+        assert_eq!((written.len(), writes), (40, 80));
+        // Per unit and build the temporary and the dependency file; then the clean of
+        // the first build's objects and `.cmd` files.
+        assert_eq!(deletes, 2 * 10 * 2 + 2 * 10);
+        assert_eq!(found.len(), 2, "two directories");
+        // Three shared names and two of each unit's own, looked up in both builds.
+        assert!(missing.len() > 2 * 10 && missing.len() <= 3 + 2 * 10);
+        assert_eq!(missing_lookups, (2 + 2) * 10 * 2);
+        assert!(found.is_disjoint(&missing));
+        assert!(written.is_disjoint(&found) && written.is_disjoint(&missing));
     }
 
     #[test]
@@ -575,8 +750,8 @@ mod tests {
         // The first build's objects are deleted by the second build's clean.
         assert_eq!(
             deleted.len(),
-            20 + 10,
-            "temporaries and the first build's objects"
+            10 + 10,
+            "the units' temporaries (the same names in both builds) and the first build's objects"
         );
     }
 

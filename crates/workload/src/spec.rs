@@ -218,6 +218,17 @@ pub enum Phase {
         /// Bytes written.
         bytes: u64,
     },
+    /// Look a file's or directory's name up without reading it (a `stat`, a directory
+    /// walked through, a compiler probing its include path): with the kernel's VFS
+    /// objects on, a name `found` gets an inode and a dentry, one not found a negative
+    /// dentry; no pages are read. A name whose file exists (was read or written and not
+    /// deleted) is found whatever `found` says.
+    FileLookup {
+        /// The name (shared by every process, as files are).
+        file: FileId,
+        /// Whether the name exists.
+        found: bool,
+    },
     /// Delete a file: its cached pages are freed (`unlink` of a file nobody holds open).
     FileDelete {
         /// The file.
@@ -353,6 +364,7 @@ impl Phase {
             self,
             Phase::FileRead { .. }
                 | Phase::FileWrite { .. }
+                | Phase::FileLookup { .. }
                 | Phase::FileDelete { .. }
                 | Phase::KernelAlloc { .. }
                 | Phase::DropCaches
@@ -377,6 +389,7 @@ impl ProcessSpec {
                 | Phase::Sleep(_)
                 | Phase::FileRead { .. }
                 | Phase::FileWrite { .. }
+                | Phase::FileLookup { .. }
                 | Phase::FileDelete { .. }
                 | Phase::KernelAlloc { .. }
                 | Phase::DropCaches

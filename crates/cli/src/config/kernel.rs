@@ -1,5 +1,5 @@
 //! Stage two for the kernel side of an experiment file: `[kernel]`, the kernel phases of
-//! processes (`file_read`, `file_write`, `file_delete`, `kernel_alloc`, `drop_caches`,
+//! processes (`file_read`, `file_write`, `file_lookup`, `file_delete`, `kernel_alloc`, `drop_caches`,
 //! `compact_memory`, `highalloc`) and the generated system workloads (`[[kernel_build]]`,
 //! `[[file_reader]]`, `[[memhog]]`).
 
@@ -481,6 +481,40 @@ impl Validator<'_> {
                 d.reclaimable_lifetime,
             )?
         };
+        let directories = int(
+            "directories",
+            &mut b.directories,
+            u64::from(d.directories),
+            0,
+            1_000_000,
+        )? as u32;
+        let missing_names = int(
+            "missing_names",
+            &mut b.missing_names,
+            u64::from(d.missing_names),
+            0,
+            10_000_000,
+        )? as u32;
+        let missing_lookups = int(
+            "missing_lookups",
+            &mut b.missing_lookups,
+            u64::from(d.missing_lookups),
+            0,
+            100_000,
+        )? as u32;
+        let missing_per_unit = int(
+            "missing_per_unit",
+            &mut b.missing_per_unit,
+            u64::from(d.missing_per_unit),
+            0,
+            1_000,
+        )? as u32;
+        if missing_lookups > 0 && missing_names == 0 {
+            return Err(self.bad(
+                &key("missing_lookups"),
+                "0 without missing_names (the names each unit looks up are drawn from them)",
+            ));
+        }
         let build = KernelBuild {
             jobs,
             builds,
@@ -546,6 +580,17 @@ impl Validator<'_> {
             reclaimable_object_bytes,
             reclaimable_lifetime,
             reclaimable_until_clean,
+            cmd_bytes: self.opt_size(&key("cmd_size"), &mut b.cmd_size, d.cmd_bytes, 0)?,
+            depfile_bytes: self.opt_size(
+                &key("depfile_size"),
+                &mut b.depfile_size,
+                d.depfile_bytes,
+                0,
+            )?,
+            directories,
+            missing_names,
+            missing_lookups,
+            missing_per_unit,
             seed: seed.wrapping_add(i as u64),
         };
         Ok(build.processes(&name, start, ids))
@@ -609,6 +654,18 @@ impl Phases<'_, '_> {
     ) -> Option<R<Phase>> {
         Some(match op {
             "file_read" | "file_write" => self.file_io(j, op, ph),
+            "file_lookup" => self.only(j, ph, op, &["file", "found"]).and_then(|()| {
+                let found = ph.found.ok_or_else(|| {
+                    self.v.bad(
+                        &self.key(j, "found"),
+                        "true (the name exists: an inode and a dentry) or false (a negative dentry)",
+                    )
+                })?;
+                Ok(Phase::FileLookup {
+                    file: self.file(j, ph)?,
+                    found,
+                })
+            }),
             "file_delete" => self.only(j, ph, op, &["file"]).and_then(|()| {
                 Ok(Phase::FileDelete {
                     file: self.file(j, ph)?,

@@ -402,6 +402,18 @@ pub struct RawKernelBuild {
     pub reclaimable_lifetime_s: Option<f64>,
     /// Free a unit's reclaimable memory when its object file is deleted (default false).
     pub reclaimable_until_clean: Option<bool>,
+    /// Bytes of the units' `.cmd` files in all.
+    pub cmd_size: Option<RawSize>,
+    /// Bytes of the units' dependency files (`.o.d`) in all.
+    pub depfile_size: Option<RawSize>,
+    /// Directories the build's files lie in.
+    pub directories: Option<i64>,
+    /// Names looked up and never found.
+    pub missing_names: Option<i64>,
+    /// Of those, lookups per unit.
+    pub missing_lookups: Option<i64>,
+    /// Names each unit looks up and never finds of its own.
+    pub missing_per_unit: Option<i64>,
     /// Buddy order of the slabs of the unit's unmovable objects.
     pub unmovable_slab_order: Option<i64>,
     /// Bytes of one unmovable object.
@@ -795,9 +807,12 @@ pub struct RawPhase {
     /// hot: share of references to the hot range.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hot_share: Option<f64>,
-    /// file_read/file_write/file_delete: file name (shared by all processes).
+    /// file_read/file_write/file_lookup/file_delete: file name (shared by all processes).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
+    /// file_lookup: whether the name exists.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub found: Option<bool>,
     /// kernel_alloc: unmovable or reclaimable.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,

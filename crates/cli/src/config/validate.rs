@@ -20,7 +20,7 @@ use std::collections::HashMap;
 
 /// The operations a phase can have.
 const OPS: &str =
-    "mmap, touch, access, madvise, munmap, sleep, file_read, file_write, file_delete, \
+    "mmap, touch, access, madvise, munmap, sleep, file_read, file_write, file_lookup, file_delete, \
                    kernel_alloc, drop_caches, compact_memory, highalloc";
 use std::path::Path;
 
@@ -971,8 +971,9 @@ impl<'a, 'b> Phases<'a, 'b> {
 
     /// Refuse keys that `op` does not use, so a misplaced key is never silently ignored.
     pub(super) fn only(&self, j: usize, ph: &RawPhase, op: &str, allowed: &[&str]) -> R<()> {
-        let present: [(&str, bool); 29] = [
+        let present: [(&str, bool); 30] = [
             ("file", ph.file.is_some()),
+            ("found", ph.found.is_some()),
             ("interval_ms", ph.interval_ms.is_some()),
             ("gfp", ph.gfp.is_some()),
             ("kind", ph.kind.is_some()),

@@ -36,10 +36,14 @@
 //!   shrinker. They go when the file is deleted (truncation clears the shadow entries) or
 //!   when `drop_caches` invalidates a file that has pages cached.
 //!
+//! A name looked up without being read or written ([`Kernel::file_lookup`](crate::Kernel::file_lookup))
+//! is a directory or a file `stat`ed (found: its inode and dentry, as for an access) or a
+//! name that does not exist (a negative dentry only, which the name takes over if its
+//! file is created later, as Linux's `d_instantiate` does). The model's files have no
+//! path: a workload says which directories its files lie in by looking them up.
+//!
 //! Not modelled: ext4's extent-status entries (40 bytes, 0.4% of the guest's reclaimable
-//! slab), directory inodes and dentries (the model's files have no directories), the
-//! lookups of files that do not exist (each leaves a negative dentry in Linux). This
-//! module owns which objects each file holds and when they are allocated and freed, on
+//! slab). This module owns which objects each file holds and when they are allocated and freed, on
 //! the borrow of allocation with reclaim (`Mem`, as `pagecache.rs`, which calls it); the
 //! slabs are `slab.rs`'s.
 
@@ -156,20 +160,49 @@ impl Mem<'_> {
                 self.vfs_mut().file_mut(file).inode = id;
             }
         }
-        let dentry = self.vfs_mut().names(file).1;
+        cost += self.vfs_dentry(file);
+        self.sync_vfs_stats();
+        cost
+    }
+
+    /// Reference `file`'s dentry again, or give it one if it has none or the shrinker
+    /// freed it; returns the direct-reclaim time a new slab needed.
+    fn vfs_dentry(&mut self, file: FileId) -> Nanos {
+        let vfs = self.vfs_mut();
+        let (cache, dentry) = (vfs.caches.dentry, vfs.names(file).1);
         if dentry != 0 && self.slab.is_live(dentry) {
             self.slab.reference(dentry);
-        } else {
-            if dentry != 0 {
-                // Shrunk: only the handle is left.
-                self.slab_free(dentry);
-                self.vfs_mut().file_mut(file).dentry = 0;
-            }
-            if let Ok((id, _, reclaim)) = self.slab_alloc(caches.dentry) {
-                cost += reclaim;
-                self.vfs_mut().file_mut(file).dentry = id;
-            }
+            return Nanos::ZERO;
         }
+        if dentry != 0 {
+            // Shrunk: only the handle is left.
+            self.slab_free(dentry);
+            self.vfs_mut().file_mut(file).dentry = 0;
+        }
+        match self.slab_alloc(cache) {
+            Ok((id, _, reclaim)) => {
+                self.vfs_mut().file_mut(file).dentry = id;
+                reclaim
+            }
+            Err(_) => Nanos::ZERO,
+        }
+    }
+
+    /// Look `file`'s name up without reading or writing it (a `stat`, or the walk through
+    /// a directory on the way to a file): `found`, the name exists and gets its inode and
+    /// dentry as for an access ([`Mem::vfs_lookup`]); else the lookup fails and leaves a
+    /// negative dentry (`d_add` of a dentry without an inode after `ext4_lookup` found
+    /// nothing), or references the one it left before. A name whose file exists is found
+    /// whatever `found` says: the model's inodes are its files' existence. Returns the
+    /// direct-reclaim time new slabs needed.
+    pub(crate) fn vfs_lookup_name(&mut self, file: FileId, found: bool) -> Nanos {
+        let Some(vfs) = &self.cache.vfs else {
+            return Nanos::ZERO;
+        };
+        if found || vfs.names(file).0 != 0 {
+            return self.vfs_lookup(file);
+        }
+        let cost = self.vfs_dentry(file);
         self.sync_vfs_stats();
         cost
     }
@@ -287,6 +320,43 @@ mod tests {
         k.file_write(FileId(1), 0, 100);
         assert_eq!(census(&k), (2, 1, 3));
         k.file_delete(FileId(1));
+        assert_eq!(census(&k), (1, 1, 0));
+        k.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn a_name_not_found_leaves_a_negative_dentry_that_its_file_later_takes() {
+        let mut k = kernel(64);
+        assert_eq!(k.file_lookup(FileId(5), false), Nanos::ZERO);
+        assert_eq!(census(&k), (0, 0, 0), "off by default");
+        k.set_vfs_objects().unwrap();
+        k.file_lookup(FileId(5), false);
+        k.file_lookup(FileId(5), false);
+        assert_eq!(
+            census(&k),
+            (0, 1, 0),
+            "one negative dentry, looked up twice"
+        );
+        k.file_lookup(FileId(6), true);
+        assert_eq!(
+            census(&k),
+            (1, 2, 0),
+            "a directory found: its inode and dentry"
+        );
+        assert_eq!(k.stats().kmem_reclaimable_pages, 4 + 1);
+        // The name is created: its negative dentry takes the new inode.
+        k.file_write(FileId(5), 0, 2);
+        assert_eq!(census(&k), (2, 2, 1));
+        // A file that exists is found whatever the lookup says.
+        k.file_lookup(FileId(5), false);
+        assert_eq!(census(&k), (2, 2, 1));
+        k.file_delete(FileId(5));
+        assert_eq!(census(&k), (1, 2, 0), "negative again");
+        k.check_invariants().unwrap();
+        // The shrinker frees negative dentries like any other; a later lookup makes one.
+        k.reclaim(1);
+        assert_eq!(census(&k).1, 0);
+        k.file_lookup(FileId(5), false);
         assert_eq!(census(&k), (1, 1, 0));
         k.check_invariants().unwrap();
     }
