@@ -23,9 +23,13 @@ const PAGE: u64 = 4 * KIB;
 /// allocates kernel memory (its stack, task and mm structures, VMAs, open files: unmovable,
 /// freed when it exits; a few slab pages pinned much longer by objects that outlive it;
 /// dentries and inodes of the files it opens: reclaimable), reads its source and some
-/// headers through the page cache, builds an anonymous heap, computes, writes a temporary
-/// assembler file that is deleted again and an object file that stays cached. A second
-/// build first deletes the objects of the first (`make clean`).
+/// headers through the page cache, builds an anonymous heap, computes, writes an
+/// object-sized temporary that is deleted again (modversions' `.tmp_foo.o`, or an
+/// assembler file) and an object file that stays cached. With `cmd_bytes`,
+/// `depfile_bytes`, `directories` and the `missing_*` counts it also writes kbuild's own
+/// files and looks up the names a real build does (`docs/kbuild-measurement.md`, "A real
+/// build's names"). A second build first deletes the objects (and `.cmd` files) of the
+/// first (`make clean`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct KernelBuild {
     /// Parallel jobs (`make -j`), one worker process each.
