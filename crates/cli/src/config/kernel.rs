@@ -1,7 +1,7 @@
 //! Stage two for the kernel side of an experiment file: `[kernel]`, the kernel phases of
-//! processes (`file_read`, `file_write`, `file_lookup`, `file_delete`, `kernel_alloc`, `drop_caches`,
-//! `compact_memory`, `highalloc`) and the generated system workloads (`[[kernel_build]]`,
-//! `[[file_reader]]`, `[[memhog]]`).
+//! processes (`file_read`, `file_write`, `file_lookup`, `file_delete`, `kernel_alloc`,
+//! `drop_caches`, `compact_memory`, `highalloc`) and the generated system workloads
+//! (`[[kernel_build]]`, `[[file_reader]]`, `[[memhog]]`).
 
 use super::raw::*;
 use super::validate::{Phases, Validator, R};
