@@ -36,16 +36,17 @@
 //!   shrinker. They go when the file is deleted (truncation clears the shadow entries) or
 //!   when `drop_caches` invalidates a file that has pages cached.
 //!
-//! A name looked up without being read or written ([`Kernel::file_lookup`](crate::Kernel::file_lookup))
-//! is a directory or a file `stat`ed (found: its inode and dentry, as for an access) or a
-//! name that does not exist (a negative dentry only, which the name takes over if its
-//! file is created later, as Linux's `d_instantiate` does). The model's files have no
-//! path: a workload says which directories its files lie in by looking them up.
+//! A name looked up without being read or written
+//! ([`Kernel::file_lookup`](crate::Kernel::file_lookup)) is a directory or a file
+//! `stat`ed (found: its inode and dentry, as for an access) or a name that does not exist
+//! (a negative dentry only, which the name takes over if its file is created later, as
+//! Linux's `d_instantiate` does). The model's files have no path: a workload says which
+//! directories its files lie in by looking them up.
 //!
 //! Not modelled: ext4's extent-status entries (40 bytes, 0.4% of the guest's reclaimable
-//! slab). This module owns which objects each file holds and when they are allocated and freed, on
-//! the borrow of allocation with reclaim (`Mem`, as `pagecache.rs`, which calls it); the
-//! slabs are `slab.rs`'s.
+//! slab). This module owns which objects each file holds and when they are allocated and
+//! freed, on the borrow of allocation with reclaim (`Mem`, as `pagecache.rs`, which calls
+//! it); the slabs are `slab.rs`'s.
 
 use crate::api::FileId;
 use crate::pressure::kmem::KmemKind;
